@@ -1,0 +1,152 @@
+"""Checkpoint folders: config.json, model.safetensors, tokenizer.model, metrics.jsonl.
+
+Weights only ever travel as safetensors (no pickle). A local folder or `hf://owner/name`
+on the Hugging Face Hub; the prefix is required so a local path is never taken for a Hub id.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from .config import SPECIAL_IDS, ModelConfig
+from .model import Transformer
+from .tokenizer import Tokenizer
+
+HF_PREFIX = "hf://"
+FILES = ("config.json", "model.safetensors", "tokenizer.model")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used, with a message naming the file and the fix."""
+
+
+@dataclass
+class Checkpoint:
+    model: Transformer
+    tokenizer: Tokenizer
+    source_lang: str
+    target_lang: str
+    id: str  # the folder or hf:// id it was loaded from
+    meta: dict = field(default_factory=dict)  # the whole config.json
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.model.config
+
+
+def resolve(path_or_id: str | Path) -> Path:
+    """A local folder for `path_or_id`, downloading `hf://owner/name[@revision]` first."""
+    text = str(path_or_id)
+    if not text.startswith(HF_PREFIX):
+        path = Path(text).expanduser()
+        if not path.is_dir():
+            raise CheckpointError(f"checkpoint folder {path} does not exist "
+                                  f"(give a folder with {', '.join(FILES)}, or hf://owner/name)")
+        return path
+    from huggingface_hub import snapshot_download
+
+    repo_id, _, revision = text[len(HF_PREFIX):].partition("@")
+    if repo_id.count("/") != 1:
+        raise CheckpointError(f"{text!r} is not of the form hf://owner/name[@revision]")
+    try:
+        return Path(snapshot_download(repo_id, revision=revision or None,
+                                      allow_patterns=[*FILES, "metrics.jsonl", "README.md"]))
+    except Exception as err:  # offline, missing repo, auth: all mean "cannot fetch"
+        raise CheckpointError(f"could not fetch {repo_id} from the Hugging Face Hub: {err}") from err
+
+
+def load(path_or_id: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
+    folder = resolve(path_or_id)
+    for name in FILES:
+        if not (folder / name).is_file():
+            raise CheckpointError(f"{folder / name} is missing; a checkpoint folder needs {', '.join(FILES)}")
+    try:
+        meta = json.loads((folder / "config.json").read_text())
+        config = ModelConfig.from_dict(meta["model"])
+    except (ValueError, KeyError, TypeError) as err:
+        raise CheckpointError(f"{folder / 'config.json'} is not a valid checkpoint config: {err}") from err
+    try:
+        tokenizer = Tokenizer.load(folder / "tokenizer.model")
+    except (RuntimeError, ValueError, OSError) as err:
+        raise CheckpointError(f"{folder / 'tokenizer.model'} is not a usable SentencePiece model: {err}") from err
+    if tokenizer.vocab_size != config.vocab_size:
+        raise CheckpointError(f"{folder / 'tokenizer.model'} has {tokenizer.vocab_size} pieces but config.json "
+                              f"says vocab_size={config.vocab_size}: the tokenizer belongs to another model")
+    try:
+        state = load_file(folder / "model.safetensors")
+    except (SafetensorError, OSError) as err:
+        raise CheckpointError(f"{folder / 'model.safetensors'} cannot be read ({err}); "
+                              "it is truncated or corrupt: download or copy it again") from err
+    model = Transformer(config)
+    check_state_dict(model, state, folder / "model.safetensors")
+    model.load_state_dict({k: v.float() for k, v in state.items()})
+    model.to(device).eval()
+    return Checkpoint(model, tokenizer, meta.get("source_lang", "?"), meta.get("target_lang", "?"),
+                      str(path_or_id), meta)
+
+
+def check_state_dict(model: Transformer, state: dict, where: Path | str) -> None:
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    found = {k: tuple(v.shape) for k, v in state.items()}
+    if expected == found:
+        return
+    missing = sorted(set(expected) - set(found))
+    unexpected = sorted(set(found) - set(expected))
+    wrong = sorted(k for k in set(expected) & set(found) if expected[k] != found[k])
+    parts = [f"{len(missing)} missing (e.g. {missing[:3]})" if missing else "",
+             f"{len(unexpected)} unexpected (e.g. {unexpected[:3]})" if unexpected else "",
+             "shape mismatch: " + ", ".join(f"{k} {found[k]} vs config {expected[k]}" for k in wrong[:3])
+             if wrong else ""]
+    raise CheckpointError(f"{where} does not match config.json: " + "; ".join(p for p in parts if p)
+                          + ". The weights and config.json come from different models.")
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def save(folder: str | Path, model: Transformer, tokenizer: Tokenizer, *, source_lang: str, target_lang: str,
+         training: dict | None = None, metrics: dict | None = None, metrics_log: str = "",
+         dtype: torch.dtype = torch.float16) -> Path:
+    """Write a checkpoint folder atomically: a crash mid-save leaves the previous one intact."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"model": model.config.to_dict(), "source_lang": source_lang, "target_lang": target_lang,
+            "special_ids": SPECIAL_IDS, "weights_dtype": str(dtype).removeprefix("torch."),
+            "training": training or {}, "metrics": metrics or {}}
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    tmp.chmod(0o755)
+    try:
+        state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
+        save_file(state, tmp / "model.safetensors")
+        (tmp / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+        tokenizer.save(tmp / "tokenizer.model")
+        (tmp / "metrics.jsonl").write_text(metrics_log)
+        if (folder / "README.md").exists():  # the model card outlives retraining
+            shutil.copy2(folder / "README.md", tmp / "README.md")
+        old = folder.with_name(f".{folder.name}.old")
+        if folder.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(folder, old)
+        os.replace(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def write_metrics_log(folder: str | Path, metrics_log: str) -> None:
+    """Refresh metrics.jsonl of an existing checkpoint (epochs that did not beat it still count)."""
+    folder = Path(folder)
+    if folder.is_dir():
+        _atomic_write_text(folder / "metrics.jsonl", metrics_log)

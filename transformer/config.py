@@ -1,0 +1,67 @@
+"""The model's one configuration object, saved inside every checkpoint."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+# Fixed special-token ids shared by the tokenizer, the model's masks and decoding.
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+SPECIAL_IDS = {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Hyperparameters; the defaults are the paper's base model (Table 3)."""
+
+    vocab_size: int = 37000
+    d_model: int = 512
+    n_heads: int = 8
+    d_ff: int = 2048
+    n_encoder_layers: int = 6
+    n_decoder_layers: int = 6
+    dropout: float = 0.1
+    max_len: int = 512
+    norm_first: bool = False  # False: the paper's post-LN; True: pre-LN with a final norm per stack
+    tie_embeddings: bool = True  # paper §3.4: one matrix for both embeddings and the output projection
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_encoder_layers",
+                     "n_decoder_layers", "max_len"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if self.d_model % 2:
+            raise ValueError("d_model must be even for the sinusoidal positional encoding")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+    @property
+    def d_k(self) -> int:
+        return self.d_model // self.n_heads
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ModelConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown ModelConfig fields: {sorted(unknown)}")
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ModelConfig":
+        return cls.from_dict(json.loads(text))
+
+
+PRESETS = {
+    "small": dict(d_model=256, n_heads=4, d_ff=1024, n_encoder_layers=3, n_decoder_layers=3),
+    "base": {},
+}

@@ -1,0 +1,311 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017).
+
+Written from torch primitives. Names follow the paper: d_model, d_ff, d_k, h heads,
+W_q/W_k/W_v (stacked as W_qkv), W_o, W_1/W_2. Attention weights are returned as values,
+never stored on modules.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .config import PAD_ID, ModelConfig
+
+Mask = Tensor | None  # bool, broadcastable to (B, h, T_q, T_k); True = may attend
+
+
+def sinusoidal_positional_encoding(max_len: int, d_model: int) -> Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))."""
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
+    angle = position / 10000.0 ** (two_i / d_model)  # (max_len, d_model/2)
+    pe = torch.empty(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe.float()
+
+
+def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Mask, *,
+                                 need_weights: bool, dropout_p: float = 0.0) -> tuple[Tensor, Tensor | None]:
+    """softmax(Q K^T / sqrt(d_k)) V (paper eq. 1), fused unless the weights are wanted."""
+    if not need_weights:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, T_q, T_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return F.dropout(weights, dropout_p) @ v, weights
+
+
+@dataclass
+class LayerCache:
+    """One decoder layer's keys and values during incremental decoding.
+
+    Self-attention keys/values live in buffers preallocated for the whole output and grow
+    by one position per step; cross-attention keys/values are computed once from the
+    encoder output.
+    """
+
+    self_k: Tensor  # (B, h, max_T, d_k)
+    self_v: Tensor  # (B, h, max_T, d_k)
+    cross_k: Tensor  # (B, h, S, d_k)
+    cross_v: Tensor  # (B, h, S, d_k)
+    length: int = 0
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store the new positions' keys/values; return all keys/values so far."""
+        end = self.length + k.size(2)
+        if end > self.self_k.size(2):
+            raise ValueError(f"KV cache holds {self.self_k.size(2)} positions; asked for {end}")
+        self.self_k[:, :, self.length:end] = k
+        self.self_v[:, :, self.length:end] = v
+        self.length = end
+        return self.self_k[:, :, :end], self.self_v[:, :, :end]
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep the batch rows in `index` (beam search reorders and prunes hypotheses)."""
+        self.self_k = self.self_k.index_select(0, index)
+        self.self_v = self.self_v.index_select(0, index)
+        self.cross_k = self.cross_k.index_select(0, index)
+        self.cross_v = self.cross_v.index_select(0, index)
+
+
+@dataclass
+class Encoded:
+    """What the encoder hands the decoder, plus its attention when asked for."""
+
+    memory: Tensor  # (B, S, d_model)
+    src_mask: Mask  # (B, 1, 1, S), None when no source position is padding
+    self_attn: tuple[Tensor, ...] | None = None  # per layer (B, h, S, S)
+
+
+@dataclass
+class Decoded:
+    """Next-token logits for each target position, plus attention when asked for."""
+
+    logits: Tensor  # (B, T, vocab_size)
+    self_attn: tuple[Tensor, ...] | None = None  # per layer (B, h, T, T_so_far)
+    cross_attn: tuple[Tensor, ...] | None = None  # per layer (B, h, T, S)
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1..head_h) W_o (paper §3.2.2)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.d_model, self.n_heads, self.d_k = config.d_model, config.n_heads, config.d_k
+        # Rows [0, d), [d, 2d), [2d, 3d) are W_q, W_k, W_v for all heads at once: one matmul
+        # for self-attention instead of three (the layout of torch's in_proj_weight).
+        self.W_qkv = nn.Linear(config.d_model, 3 * config.d_model)
+        self.W_o = nn.Linear(config.d_model, config.d_model)
+        self.dropout = config.dropout
+
+    def _split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
+        B, T, _ = x.shape
+        x = x.view(B, T, parts, self.n_heads, self.d_k)  # (B, T, parts, h, d_k)
+        return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts × (B, h, T, d_k)
+
+    def query_key_value(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        return self._split_heads(self.W_qkv(x), 3)
+
+    def query(self, x: Tensor) -> Tensor:
+        d = self.d_model
+        return self._split_heads(F.linear(x, self.W_qkv.weight[:d], self.W_qkv.bias[:d]), 1)[0]
+
+    def key_value(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        d = self.d_model
+        return self._split_heads(F.linear(x, self.W_qkv.weight[d:], self.W_qkv.bias[d:]), 2)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Mask,
+               need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        dropout_p = self.dropout if self.training else 0.0
+        out, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights,
+                                                    dropout_p=dropout_p)
+        B, h, T, d_k = out.shape
+        out = out.transpose(1, 2).reshape(B, T, h * d_k)  # (B, T, d_model)
+        return self.W_o(out), weights
+
+
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2 (paper eq. 2)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.W_1 = nn.Linear(config.d_model, config.d_ff)
+        self.W_2 = nn.Linear(config.d_ff, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.W_2(self.dropout(F.relu(self.W_1(x))))
+
+
+class _Layer(nn.Module):
+    """Residual wiring shared by both layer kinds.
+
+    Post-LN (the paper): LayerNorm(x + Dropout(Sublayer(x))).
+    Pre-LN: x + Dropout(Sublayer(LayerNorm(x))).
+    """
+
+    def __init__(self, config: ModelConfig, n_sublayers: int):
+        super().__init__()
+        self.norm_first = config.norm_first
+        self.norms = nn.ModuleList(nn.LayerNorm(config.d_model) for _ in range(n_sublayers))
+        self.dropout = nn.Dropout(config.dropout)
+
+    def _in(self, x: Tensor, i: int) -> Tensor:
+        return self.norms[i](x) if self.norm_first else x
+
+    def _out(self, x: Tensor, sublayer_out: Tensor, i: int) -> Tensor:
+        x = x + self.dropout(sublayer_out)
+        return x if self.norm_first else self.norms[i](x)
+
+
+class EncoderLayer(_Layer):
+    def __init__(self, config: ModelConfig):
+        super().__init__(config, n_sublayers=2)
+        self.self_attn = MultiHeadAttention(config)
+        self.ffn = PositionwiseFeedForward(config)
+
+    def forward(self, x: Tensor, mask: Mask, need_weights: bool) -> tuple[Tensor, Tensor | None]:
+        h = self._in(x, 0)
+        out, weights = self.self_attn.attend(*self.self_attn.query_key_value(h), mask, need_weights)
+        x = self._out(x, out, 0)
+        x = self._out(x, self.ffn(self._in(x, 1)), 1)
+        return x, weights
+
+
+class DecoderLayer(_Layer):
+    def __init__(self, config: ModelConfig):
+        super().__init__(config, n_sublayers=3)
+        self.self_attn = MultiHeadAttention(config)
+        self.cross_attn = MultiHeadAttention(config)
+        self.ffn = PositionwiseFeedForward(config)
+
+    def forward(self, y: Tensor, memory_kv: tuple[Tensor, Tensor], self_mask: Mask, cross_mask: Mask,
+                cache: LayerCache | None, need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        h = self._in(y, 0)
+        q, k, v = self.self_attn.query_key_value(h)
+        if cache is not None:
+            k, v = cache.append(k, v)
+        out, self_weights = self.self_attn.attend(q, k, v, self_mask, need_weights)
+        y = self._out(y, out, 0)
+
+        h = self._in(y, 1)
+        out, cross_weights = self.cross_attn.attend(self.cross_attn.query(h), *memory_kv, cross_mask,
+                                                    need_weights)
+        y = self._out(y, out, 1)
+        y = self._out(y, self.ffn(self._in(y, 2)), 2)
+        return y, self_weights, cross_weights
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        d, V = config.d_model, config.vocab_size
+        # Tied (paper §3.4): `embedding` serves source, target and the pre-softmax projection.
+        self.embedding = nn.Embedding(V, d)
+        self.tgt_embedding = None if config.tie_embeddings else nn.Embedding(V, d)
+        self.output_projection = None if config.tie_embeddings else nn.Linear(d, V, bias=False)
+        self.register_buffer("pe", sinusoidal_positional_encoding(config.max_len, d), persistent=False)
+        self.dropout = nn.Dropout(config.dropout)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
+        # Pre-LN leaves the residual stream unnormalised, so each stack ends with a LayerNorm.
+        self.encoder_norm = nn.LayerNorm(d) if config.norm_first else None
+        self.decoder_norm = nn.LayerNorm(d) if config.norm_first else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for name, p in self.named_parameters():
+            if "norm" in name:
+                continue
+            if name.endswith("bias"):
+                nn.init.zeros_(p)
+            elif "embedding" in name:
+                # N(0, 1/d_model): after the ×√d_model scale the embeddings have unit variance,
+                # and the tied output projection starts with small logits.
+                nn.init.normal_(p, std=self.config.d_model ** -0.5)
+            else:
+                nn.init.xavier_uniform_(p)
+
+    def _embed(self, ids: Tensor, table: nn.Embedding, offset: int = 0) -> Tensor:
+        T = ids.size(1)
+        if offset + T > self.config.max_len:
+            raise ValueError(f"sequence of {offset + T} tokens exceeds max_len={self.config.max_len}")
+        return self.dropout(table(ids) * math.sqrt(self.config.d_model) + self.pe[offset:offset + T])
+
+    def logits(self, y: Tensor) -> Tensor:
+        if self.output_projection is None:
+            return F.linear(y, self.embedding.weight)
+        return self.output_projection(y)
+
+    def encode(self, src_ids: Tensor, need_weights: bool = False) -> Encoded:
+        """src_ids (B, S), PAD_ID-padded."""
+        pad = src_ids == PAD_ID
+        src_mask = None if not bool(pad.any()) else ~pad[:, None, None, :]  # (B, 1, 1, S)
+        x = self._embed(src_ids, self.embedding)
+        weights = []
+        for layer in self.encoder_layers:
+            x, w = layer(x, src_mask, need_weights)
+            weights.append(w)
+        if self.encoder_norm is not None:
+            x = self.encoder_norm(x)
+        return Encoded(x, src_mask, tuple(weights) if need_weights else None)
+
+    def new_caches(self, encoded: Encoded, max_len: int) -> list[LayerCache]:
+        """Empty KV caches for up to `max_len` target positions; cross K/V computed here, once."""
+        B = encoded.memory.size(0)
+        h, d_k = self.config.n_heads, self.config.d_k
+        caches = []
+        for layer in self.decoder_layers:
+            cross_k, cross_v = layer.cross_attn.key_value(encoded.memory)
+            buf = encoded.memory.new_empty(2, B, h, max_len, d_k)
+            caches.append(LayerCache(buf[0], buf[1], cross_k, cross_v))
+        return caches
+
+    def decode(self, tgt_ids: Tensor, encoded: Encoded, caches: list[LayerCache] | None = None,
+               need_weights: bool = False) -> Decoded:
+        """Logits for target positions.
+
+        Without caches, tgt_ids (B, T) is the whole (PAD_ID-padded) prefix. With caches,
+        tgt_ids (B, n) are the next n positions, appended to the caches.
+        """
+        offset = caches[0].length if caches else 0
+        T = tgt_ids.size(1)
+        if caches is None:
+            causal = torch.ones(T, T, dtype=torch.bool, device=tgt_ids.device).tril()  # (T, T)
+            self_mask = causal & (tgt_ids != PAD_ID)[:, None, None, :]  # (B, 1, T, T)
+        elif T == 1:
+            self_mask = None  # one new query sees every cached position
+        else:
+            q_pos = torch.arange(offset, offset + T, device=tgt_ids.device)[:, None]
+            self_mask = torch.arange(offset + T, device=tgt_ids.device)[None, :] <= q_pos  # (T, offset+T)
+        y = self._embed(tgt_ids, self.tgt_embedding or self.embedding, offset)
+        self_weights, cross_weights = [], []
+        for i, layer in enumerate(self.decoder_layers):
+            if caches is None:
+                memory_kv = layer.cross_attn.key_value(encoded.memory)
+                cache = None
+            else:
+                cache = caches[i]
+                memory_kv = (cache.cross_k, cache.cross_v)
+            y, sw, cw = layer(y, memory_kv, self_mask, encoded.src_mask, cache, need_weights)
+            self_weights.append(sw)
+            cross_weights.append(cw)
+        if self.decoder_norm is not None:
+            y = self.decoder_norm(y)
+        if need_weights:
+            return Decoded(self.logits(y), tuple(self_weights), tuple(cross_weights))
+        return Decoded(self.logits(y))
+
+    def forward(self, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
+        """Teacher-forced logits (B, T, vocab_size) for training."""
+        return self.decode(tgt_ids, self.encode(src_ids)).logits
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

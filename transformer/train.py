@@ -1,0 +1,288 @@
+"""Train a translation model on Multi30k: `python -m transformer.train --src de --tgt en --out checkpoints/NAME`.
+
+Resumable: the run directory (default runs/NAME, never committed) holds the optimizer,
+EMA, RNG and position within the epoch, saved atomically every few minutes and after each
+epoch. Only the best model on val BLEU (its EMA weights) is written to --out.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import random
+import re
+import time
+from pathlib import Path
+
+import sacrebleu
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from . import checkpoint, data
+from .config import PAD_ID, PRESETS, ModelConfig
+from .device import pick_device
+from .model import Transformer
+from .search import greedy
+from .tokenizer import Tokenizer
+
+
+def parse_duration(text: str) -> float:
+    """'85m', '2h', '90s', '1h30m' or plain seconds -> seconds."""
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise argparse.ArgumentTypeError(f"bad duration {text!r}; use e.g. 85m, 2h, 1h30m, 300s")
+    return sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m transformer.train", description=__doc__.split("\n")[0])
+    p.add_argument("--src", required=True, choices=data.LANGUAGES)
+    p.add_argument("--tgt", required=True, choices=data.LANGUAGES)
+    p.add_argument("--data-dir", help="folder with {split}.{lang}.gz (default: $ANATOMY_DATA_DIR, "
+                                      "../shared/data/multi30k, else downloaded)")
+    p.add_argument("--out", required=True, help="checkpoint folder to write, e.g. checkpoints/multi30k-de-en")
+    p.add_argument("--run-dir", help="resume state folder (default runs/<name of --out>)")
+    p.add_argument("--preset", choices=sorted(PRESETS), default="small")
+    p.add_argument("--d-model", type=int)
+    p.add_argument("--n-heads", type=int)
+    p.add_argument("--d-ff", type=int)
+    p.add_argument("--layers", type=int, help="encoder and decoder layers each")
+    p.add_argument("--dropout", type=float)
+    p.add_argument("--max-len", type=int, default=256)
+    p.add_argument("--norm-first", action="store_true", help="pre-LN instead of the paper's post-LN")
+    p.add_argument("--vocab-size", type=int, default=8000, help="joint SentencePiece vocabulary")
+    p.add_argument("--time-budget", type=parse_duration, help="stop after this much training, e.g. 85m; "
+                                                              "the learning rate decays to 0 over it")
+    p.add_argument("--epochs", type=int, default=10, help="epochs when no --time-budget (else the most)")
+    p.add_argument("--max-tokens", type=int, default=2500, help="padded tokens per batch")
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    p.add_argument("--warmup", type=int, default=400, help="linear warmup steps")
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--clip", type=float, default=1.0, help="gradient norm clip")
+    p.add_argument("--ema-decay", type=float, default=0.998, help="EMA of weights; 0 disables")
+    p.add_argument("--save-every", type=parse_duration, default=300.0, help="resume-state interval")
+    p.add_argument("--max-train-pairs", type=int, help="use only the first N training pairs")
+    p.add_argument("--max-val-pairs", type=int, help="use only the first N val pairs")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--no-progress", action="store_true", help="no tqdm bar")
+    return p
+
+
+def model_config(args: argparse.Namespace, vocab_size: int) -> ModelConfig:
+    fields = {**ModelConfig().to_dict(), **PRESETS[args.preset], "vocab_size": vocab_size,
+              "max_len": args.max_len, "norm_first": args.norm_first}
+    for name, value in (("d_model", args.d_model), ("n_heads", args.n_heads), ("d_ff", args.d_ff),
+                        ("n_encoder_layers", args.layers), ("n_decoder_layers", args.layers),
+                        ("dropout", args.dropout)):
+        if value is not None:
+            fields[name] = value
+    return ModelConfig.from_dict(fields)
+
+
+def learning_rate(args: argparse.Namespace, step: int, progress: float) -> float:
+    """Linear warmup, then linear decay to 0 at the end of the budget (progress in [0, 1])."""
+    return args.lr * min(1.0, (step + 1) / args.warmup) * max(0.0, 1.0 - progress)
+
+
+def loss_fn(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float) -> torch.Tensor:
+    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=PAD_ID,
+                           label_smoothing=label_smoothing)
+
+
+@torch.inference_mode()
+def validate(model: Transformer, tokenizer: Tokenizer, src_ids: list[list[int]], tgt_ids: list[list[int]],
+             references: list[str], device: torch.device, batch_size: int = 100) -> dict:
+    model.eval()
+    order = sorted(range(len(src_ids)), key=lambda i: len(src_ids[i]))
+    hyps: list[str] = [""] * len(src_ids)
+    total_loss, total_tokens = 0.0, 0
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        batch = data.make_batch([src_ids[i] for i in idx], [tgt_ids[i] for i in idx])
+        src, tgt_in, tgt_out = batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device)
+        logits = model(src, tgt_in)
+        total_loss += float(F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD_ID,
+                                            reduction="sum"))
+        total_tokens += batch.n_tokens
+        for i, ids in zip(idx, greedy(model, src)):
+            hyps[i] = tokenizer.decode(ids)
+    bleu = sacrebleu.corpus_bleu(hyps, [references])
+    chrf = sacrebleu.corpus_chrf(hyps, [references])
+    return {"val_loss": total_loss / total_tokens, "val_bleu": bleu.score, "val_chrf": chrf.score,
+            "sample": hyps[0]}
+
+
+def _atomic_torch_save(obj: dict, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = build_parser().parse_args(argv)
+    if args.src == args.tgt:
+        raise SystemExit("--src and --tgt must differ")
+    torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    out = Path(args.out)
+    run_dir = Path(args.run_dir or Path("runs") / out.name)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = data.resolve_data_dir(args.data_dir)
+
+    train_src, train_tgt = data.read_pairs(data_dir, "train", args.src, args.tgt)
+    val_src, val_tgt = data.read_pairs(data_dir, "val", args.src, args.tgt)
+    if args.max_train_pairs:
+        train_src, train_tgt = train_src[:args.max_train_pairs], train_tgt[:args.max_train_pairs]
+    if args.max_val_pairs:
+        val_src, val_tgt = val_src[:args.max_val_pairs], val_tgt[:args.max_val_pairs]
+
+    tok_path = run_dir / "tokenizer.model"
+    if tok_path.exists():
+        tokenizer = Tokenizer.load(tok_path)
+    else:
+        tokenizer = Tokenizer.train(train_src + train_tgt, vocab_size=args.vocab_size)
+        tokenizer.save(tok_path)
+    config = model_config(args, tokenizer.vocab_size)
+
+    def encode_pairs(src: list[str], tgt: list[str]) -> tuple[list[list[int]], list[list[int]]]:
+        limit = config.max_len - 1  # room for EOS / BOS
+        return ([s[:limit] for s in tokenizer.encode_batch(src)], [t[:limit] for t in tokenizer.encode_batch(tgt)])
+
+    train_s, train_t = encode_pairs(train_src, train_tgt)
+    val_s, val_t = encode_pairs(val_src, val_tgt)
+
+    torch.manual_seed(args.seed)
+    model = Transformer(config).to(device)
+    ema = copy.deepcopy(model).requires_grad_(False) if args.ema_decay > 0 else model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9,
+                                  weight_decay=args.weight_decay)
+    state_path = run_dir / "state.pt"
+    pos = {"epoch": 0, "batch": 0, "step": 0, "elapsed_s": 0.0, "best_bleu": -1.0}
+    if state_path.exists():
+        state = torch.load(state_path, map_location=device, weights_only=True)
+        if state["config"] != config.to_dict():
+            raise SystemExit(f"{state_path} was saved for another model config; use a new --run-dir")
+        model.load_state_dict(state["model"])
+        if ema is not model:
+            ema.load_state_dict(state["ema"])
+        optimizer.load_state_dict(state["optimizer"])
+        pos = state["position"]
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(_tuple_state(state["python_rng"]))
+        print(f"resumed from {state_path}: epoch {pos['epoch'] + 1}, batch {pos['batch']}, step {pos['step']}")
+    metrics_path = run_dir / "metrics.jsonl"
+    if not state_path.exists():
+        metrics_path.write_text("")
+
+    print(f"model: {model.num_parameters():,} parameters, {config}")
+    print(f"data: {len(train_s)} train pairs, {len(val_s)} val pairs from {data_dir}; device {device}")
+    recipe = {k: v for k, v in vars(args).items() if k not in ("no_progress", "data_dir", "out", "run_dir")}
+
+    def save_state() -> None:
+        _atomic_torch_save({"config": config.to_dict(), "model": model.state_dict(),
+                            "ema": ema.state_dict(), "optimizer": optimizer.state_dict(), "position": pos,
+                            "torch_rng": torch.get_rng_state(), "python_rng": list(random.getstate())},
+                           state_path)
+
+    budget = args.time_budget
+    max_epochs = args.epochs if budget is None else 10_000
+    ema_params, model_params = list(ema.parameters()), list(model.parameters())
+    last_save = time.monotonic()
+    result: dict = {}
+    if budget and pos["elapsed_s"] >= budget:
+        print(f"the time budget ({budget:.0f} s) is already spent; give a larger --time-budget to go on")
+    while pos["epoch"] < max_epochs and not (budget and pos["elapsed_s"] >= budget):
+        batches = data.token_batches(train_s, train_t, args.max_tokens, seed=args.seed * 1000 + pos["epoch"])
+        epoch_loss, epoch_tokens, epoch_time = 0.0, 0, 0.0
+        model.train()
+        bar = tqdm(total=len(batches), initial=pos["batch"], disable=args.no_progress,
+                   desc=f"epoch {pos['epoch'] + 1}", dynamic_ncols=True)
+        out_of_time = False
+        while pos["batch"] < len(batches):
+            t0 = time.monotonic()
+            idx = batches[pos["batch"]]
+            batch = data.make_batch([train_s[i] for i in idx], [train_t[i] for i in idx])
+            progress = (pos["elapsed_s"] / budget if budget
+                        else pos["step"] / (max_epochs * len(batches)))
+            lr = learning_rate(args, pos["step"], progress)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            logits = model(batch.src.to(device), batch.tgt_in.to(device))
+            loss = loss_fn(logits, batch.tgt_out.to(device), args.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            optimizer.step()
+            if ema is not model:
+                decay = min(args.ema_decay, (1 + pos["step"]) / (10 + pos["step"]))
+                torch._foreach_lerp_(ema_params, model_params, 1.0 - decay)
+            pos["step"] += 1
+            pos["batch"] += 1
+            dt = time.monotonic() - t0
+            pos["elapsed_s"] += dt
+            epoch_time += dt
+            epoch_loss += loss.item() * batch.n_tokens
+            epoch_tokens += batch.n_tokens
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{epoch_tokens / epoch_time:.0f}")
+            if args.no_progress and pos["step"] % 50 == 0:
+                print(f"epoch {pos['epoch'] + 1} batch {pos['batch']}/{len(batches)} step {pos['step']} "
+                      f"loss {loss.item():.3f} lr {lr:.2e} tok/s {epoch_tokens / epoch_time:.0f}", flush=True)
+            if budget and pos["elapsed_s"] >= budget:
+                out_of_time = True
+                break
+            if time.monotonic() - last_save >= args.save_every:
+                save_state()
+                last_save = time.monotonic()
+        bar.close()
+
+        scores = validate(ema, tokenizer, val_s, val_t, val_tgt, device)
+        model.train()
+        result = {"epoch": pos["epoch"] + 1, "step": pos["step"],
+                  "train_loss": round(epoch_loss / max(epoch_tokens, 1), 4),
+                  "val_loss": round(scores["val_loss"], 4), "val_bleu": round(scores["val_bleu"], 2),
+                  "val_chrf": round(scores["val_chrf"], 2), "lr": lr,
+                  "tokens_per_s": round(epoch_tokens / max(epoch_time, 1e-9), 1),
+                  "elapsed_s": round(pos["elapsed_s"], 1)}
+        if out_of_time:
+            result["partial_epoch"] = round(pos["batch"] / len(batches), 3)
+        with metrics_path.open("a") as f:
+            f.write(json.dumps(result) + "\n")
+        print(json.dumps(result), "| sample:", scores["sample"], flush=True)
+        metrics_log = metrics_path.read_text()
+        if result["val_bleu"] > pos["best_bleu"]:
+            pos["best_bleu"] = result["val_bleu"]
+            checkpoint.save(out, ema, tokenizer, source_lang=args.src, target_lang=args.tgt,
+                            training={"recipe": recipe, "data": f"Multi30k task 1 train ({len(train_s)} pairs)",
+                                      "selected_on": "val BLEU (greedy)", "epochs": result["epoch"],
+                                      "steps": pos["step"], "train_time_s": result["elapsed_s"],
+                                      "device": str(device), "threads": args.threads},
+                            metrics={k: result[k] for k in ("epoch", "val_loss", "val_bleu", "val_chrf")},
+                            metrics_log=metrics_log)
+            print(f"saved {out} (val BLEU {result['val_bleu']})", flush=True)
+        else:
+            checkpoint.write_metrics_log(out, metrics_log)
+        pos["epoch"] += 1
+        pos["batch"] = 0
+        save_state()
+        last_save = time.monotonic()
+        if out_of_time:
+            break
+    return result
+
+
+def _tuple_state(state: list) -> tuple:
+    """random.setstate wants the tuple nesting that torch.save turned into lists."""
+    return tuple(tuple(s) if isinstance(s, list) else s for s in state)
+
+
+if __name__ == "__main__":
+    main()

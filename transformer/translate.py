@@ -1,0 +1,54 @@
+"""Translate text: `python -m transformer.translate --checkpoint DIR [TEXT ...]`.
+
+With no TEXT, reads one sentence per line from stdin and writes exactly one translation
+per line to stdout (an empty line gives an empty line).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from .checkpoint import CheckpointError
+from .device import DEVICES
+from .translator import Translator
+
+DEFAULT_BEAM = 1
+
+
+def add_decoding_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, help="checkpoint folder or hf://owner/name")
+    p.add_argument("--beam", type=int, default=DEFAULT_BEAM, help="beam size (1 = greedy)")
+    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--max-new-tokens", type=int, help="default: 2 × source length + 10")
+    p.add_argument("--device", default="auto", choices=DEVICES)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch-size", type=int, default=64)
+
+
+def load_translator(args: argparse.Namespace) -> Translator:
+    if args.beam < 1:
+        raise SystemExit("--beam must be at least 1")
+    torch.set_num_threads(args.threads)
+    try:
+        return Translator.from_checkpoint(args.checkpoint, device=args.device)
+    except CheckpointError as err:
+        raise SystemExit(f"error: {err}") from None
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m transformer.translate", description=__doc__.split("\n")[0])
+    add_decoding_args(p)
+    p.add_argument("text", nargs="*", help="sentences to translate (default: stdin, one per line)")
+    args = p.parse_args(argv)
+    translator = load_translator(args)
+    lines = args.text or sys.stdin.read().splitlines()
+    outputs = translator.translate_batch([line.replace("\n", " ") for line in lines], beam_size=args.beam,
+                                        max_new_tokens=args.max_new_tokens, length_penalty=args.length_penalty,
+                                        batch_size=args.batch_size)
+    sys.stdout.write("".join(o.replace("\n", " ") + "\n" for o in outputs))
+
+
+if __name__ == "__main__":
+    main()

@@ -200,7 +200,7 @@ class Translator:
         gen = [i for i in out_ids if i != EOS_ID]
         return Trace(text=self.tokenizer.decode(gen), source_tokens=self.tokenizer.pieces(src),
                      target_tokens=self.tokenizer.pieces([BOS_ID] + gen)[:T],
-                     output_tokens=[s.token for s in steps], encoder_self_attn=_stack(encoded.self_attn)[:, 0],
+                     output_tokens=[s.token for s in steps], encoder_self_attn=_stack(encoded.self_attn),
                      decoder_self_attn=self_attn, cross_attn=cross, top_k=[s.top_k for s in steps],
                      settings=settings, checkpoint=self.checkpoint.id, source_ids=src, output_ids=out_ids,
                      notices=notices)
@@ -219,8 +219,8 @@ class Translator:
             probs = out.logits[0].float().softmax(-1)  # (T, V)
         return Trace(text=self.tokenizer.decode(tgt), source_tokens=self.tokenizer.pieces(src),
                      target_tokens=self.tokenizer.pieces(target_in), output_tokens=self.tokenizer.pieces(target_out),
-                     encoder_self_attn=_stack(encoded.self_attn)[:, 0], decoder_self_attn=_stack(out.self_attn)[:, 0],
-                     cross_attn=_stack(out.cross_attn)[:, 0], top_k=_top_k(probs, top_k, self.tokenizer),
+                     encoder_self_attn=_stack(encoded.self_attn), decoder_self_attn=_stack(out.self_attn),
+                     cross_attn=_stack(out.cross_attn), top_k=_top_k(probs, top_k, self.tokenizer),
                      settings=settings, checkpoint=self.checkpoint.id, source_ids=src, output_ids=target_out,
                      notices=notices)
 

@@ -1,0 +1,189 @@
+"""The decoding engine: KV cache, greedy, beam search and the Trace, checked by equivalences."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from transformer import ModelConfig, Trace, Transformer, Translator
+from transformer.config import BOS_ID, EOS_ID, PAD_ID
+from transformer.search import beam_search, greedy, output_limit
+
+SENTENCES = ["red cat runs", "old man sits big house", "water cat young", "blue bird jumps tree car dog"]
+
+
+@pytest.fixture(scope="module")
+def translator(copy_checkpoint) -> Translator:
+    return Translator.from_checkpoint(copy_checkpoint, device="cpu")
+
+
+def _random_model(norm_first: bool) -> Transformer:
+    torch.manual_seed(1)
+    return Transformer(ModelConfig(vocab_size=40, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
+                                   n_decoder_layers=2, norm_first=norm_first, max_len=40)).eval()
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_cached_logits_equal_full_recompute_at_every_step(norm_first):
+    model = _random_model(norm_first)
+    src = torch.randint(4, 40, (3, 7))
+    src[1, 5:] = PAD_ID
+    tgt = torch.cat([torch.full((3, 1), BOS_ID), torch.randint(4, 40, (3, 9))], dim=1)
+    with torch.no_grad():
+        enc = model.encode(src)
+        caches = model.new_caches(enc, tgt.size(1))
+        for t in range(tgt.size(1)):
+            step = model.decode(tgt[:, t:t + 1], enc, caches, need_weights=True)
+            full = model.decode(tgt[:, :t + 1], enc, need_weights=True)
+            assert torch.allclose(step.logits[:, 0], full.logits[:, t], atol=1e-5)
+            for a, b in zip(step.self_attn + step.cross_attn, full.self_attn + full.cross_attn):
+                assert torch.allclose(a[:, :, 0], b[:, :, t], atol=1e-6)
+    assert caches[0].length == tgt.size(1)
+
+
+def test_cache_prefill_of_several_positions_equals_one_by_one():
+    model = _random_model(False)
+    src = torch.randint(4, 40, (2, 6))
+    tgt = torch.randint(4, 40, (2, 8))
+    with torch.no_grad():
+        enc = model.encode(src)
+        caches = model.new_caches(enc, 8)
+        head = model.decode(tgt[:, :5], enc, caches).logits
+        tail = model.decode(tgt[:, 5:], enc, caches).logits
+        full = model.decode(tgt, enc).logits
+    assert torch.allclose(torch.cat([head, tail], 1), full, atol=1e-5)
+
+
+def test_cross_attention_keys_are_computed_once(monkeypatch):
+    model = _random_model(False)
+    calls = []
+    layer = model.decoder_layers[0].cross_attn
+    original = layer.key_value
+    monkeypatch.setattr(layer, "key_value", lambda x: calls.append(x.shape) or original(x))
+    greedy(model, torch.randint(4, 40, (2, 6)), max_new_tokens=10)
+    assert len(calls) == 1
+
+
+def test_greedy_copies_with_the_trained_model(translator):
+    assert translator.translate_batch(SENTENCES) == SENTENCES
+
+
+@pytest.mark.parametrize("model_kind", ["trained", "random"])
+def test_beam_size_one_equals_greedy(translator, model_kind):
+    model = translator.model if model_kind == "trained" else _random_model(True)
+    src = torch.tensor([[5, 9, 12, 7, 3], [8, 6, 3, 0, 0], [11, 3, 0, 0, 0]])
+    if model_kind == "trained":
+        from transformer.data import pad, source_ids
+        src = pad([source_ids(translator.tokenizer.encode(s)) for s in SENTENCES])
+    greedy_ids = greedy(model, src, max_new_tokens=12)
+    beam_ids = [hyps[0][0] for hyps in beam_search(model, src, 1, max_new_tokens=12)]
+    assert beam_ids == greedy_ids
+
+
+def test_beam_search_finds_hypotheses_at_least_as_likely_as_greedy(translator):
+    for text in SENTENCES:
+        trace = translator.translate(text, beam_size=4)
+        assert trace.text == text
+        assert len(trace.candidates) == 4
+        scores = [c.score for c in trace.candidates]
+        assert scores == sorted(scores, reverse=True)
+        assert trace.candidates[0].text == text
+        forced = translator.force(text, text)
+        greedy_logp = float(np.log([forced.top_k[t][0]["prob"] for t in range(len(forced.output_tokens))]).sum())
+        assert trace.candidates[0].log_prob >= greedy_logp - 1e-4
+
+
+def test_beam_search_batches_like_one_by_one(translator):
+    from transformer.data import pad, source_ids
+    srcs = [source_ids(translator.tokenizer.encode(s)) for s in SENTENCES]
+    batched = beam_search(translator.model, pad(srcs), 3, max_new_tokens=15)
+    for src, hyps in zip(srcs, batched):
+        alone = beam_search(translator.model, torch.tensor([src]), 3, max_new_tokens=15)[0]
+        assert [h[0] for h in hyps] == [h[0] for h in alone]
+        assert [h[1] for h in hyps] == pytest.approx([h[1] for h in alone], abs=1e-4)
+
+
+def test_length_limit_stops_unfinished_hypotheses():
+    model = _random_model(False)  # random weights rarely say EOS
+    src = torch.randint(4, 40, (2, 5))
+    assert all(len(ids) <= 6 for ids in greedy(model, src, max_new_tokens=6))
+    for hyps in beam_search(model, src, 3, max_new_tokens=6):
+        assert hyps and all(len(ids) <= 6 for ids, _, _ in hyps)
+    assert output_limit(model, 5, None) == 20
+    assert output_limit(model, 30, None) == 40  # capped by max_len
+    assert output_limit(model, 5, 10_000) == 40
+
+
+def test_trace_has_the_documented_shapes(translator):
+    trace = translator.translate("red cat runs", top_k=3)
+    S, T = len(trace.source_tokens), len(trace.target_tokens)
+    L, h = translator.config.n_decoder_layers, translator.config.n_heads
+    assert trace.source_tokens[-1] == "</s>" and trace.target_tokens[0] == "<s>"
+    assert trace.output_tokens[-1] == "</s>" and trace.output_tokens[:-1] == trace.target_tokens[1:]
+    assert len(trace.output_tokens) == T == len(trace.top_k)
+    assert trace.encoder_self_attn.shape == (translator.config.n_encoder_layers, h, S, S)
+    assert trace.decoder_self_attn.shape == (L, h, T, T)
+    assert trace.cross_attn.shape == (L, h, T, S)
+    assert all(a.dtype == np.float32 for a in (trace.encoder_self_attn, trace.decoder_self_attn, trace.cross_attn))
+    assert all(len(k) == 3 for k in trace.top_k)
+    assert trace.top_k[0][0]["token"] == trace.output_tokens[0]
+    assert trace.settings["beam_size"] == 1 and trace.settings["device"] == "cpu"
+    assert trace.checkpoint == str(translator.checkpoint.id)
+
+
+def test_trace_attention_equals_teacher_forced_pass(translator):
+    for text in SENTENCES:
+        trace = translator.translate(text)
+        forced = translator.force(text, trace.text)
+        assert forced.target_tokens == trace.target_tokens and forced.output_tokens == trace.output_tokens
+        for name in ("encoder_self_attn", "decoder_self_attn", "cross_attn"):
+            np.testing.assert_allclose(getattr(trace, name), getattr(forced, name), atol=1e-5)
+        for a, b in zip(trace.top_k, forced.top_k):
+            assert [x["id"] for x in a] == [x["id"] for x in b]
+
+
+def test_trace_rows_sum_to_one_and_future_cells_are_zero(translator):
+    trace = translator.translate("old man sits big house", beam_size=3)
+    for name in ("encoder_self_attn", "decoder_self_attn", "cross_attn"):
+        np.testing.assert_allclose(getattr(trace, name).sum(-1), 1.0, atol=1e-5)
+    T = len(trace.target_tokens)
+    future = np.triu(np.ones((T, T), dtype=bool), 1)
+    assert np.all(trace.decoder_self_attn[:, :, future] == 0)
+
+
+def test_steps_stream_the_same_tokens_and_rows(translator):
+    steps = list(translator.steps("blue bird jumps", top_k=2))
+    trace = translator.translate("blue bird jumps", top_k=2)
+    assert [s.token for s in steps] == trace.output_tokens
+    assert steps[-1].token_id == EOS_ID
+    for s in steps:
+        assert s.decoder_self_attn.shape == (2, 4, s.index + 1)
+        np.testing.assert_allclose(s.decoder_self_attn, trace.decoder_self_attn[:, :, s.index, :s.index + 1])
+        np.testing.assert_allclose(s.cross_attn, trace.cross_attn[:, :, s.index])
+    assert not torch.is_inference_mode_enabled()  # the generator does not leak inference mode
+
+
+def test_same_input_gives_the_same_output(translator):
+    a, b = translator.translate("red dog sits", beam_size=2), translator.translate("red dog sits", beam_size=2)
+    assert a.to_json() == b.to_json()
+
+
+def test_trace_json_round_trip(translator):
+    trace = translator.translate("green tree house", beam_size=2)
+    again = Trace.from_json(trace.to_json())
+    assert again.text == trace.text and again.candidates == trace.candidates
+    for name in ("encoder_self_attn", "decoder_self_attn", "cross_attn"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(trace, name))
+    assert again.to_json() == trace.to_json()
+
+
+def test_long_input_is_truncated_with_a_notice(translator):
+    text = " ".join(["red cat"] * 100)
+    trace = translator.translate(text, max_new_tokens=5)
+    assert len(trace.source_tokens) == translator.config.max_len
+    assert trace.notices and "first 64" in trace.notices[0]
+    assert len(trace.output_tokens) <= 5
+
+
+def test_empty_lines_translate_to_empty_lines(translator):
+    assert translator.translate_batch(["red cat runs", "", "  ", "dog sits big"]) == ["red cat runs", "", "", "dog sits big"]

@@ -254,8 +254,10 @@ def main(argv: list[str] | None = None) -> dict:
                   "elapsed_s": round(pos["elapsed_s"], 1)}
         if out_of_time:
             result["partial_epoch"] = round(pos["batch"] / len(batches), 3)
-        with metrics_path.open("a") as f:
-            f.write(json.dumps(result) + "\n")
+        # A run killed between this write and the state save repeats the epoch: keep one line each.
+        previous = [line for line in metrics_path.read_text().splitlines()
+                    if json.loads(line)["epoch"] != result["epoch"]]
+        metrics_path.write_text("".join(line + "\n" for line in [*previous, json.dumps(result)]))
         print(json.dumps(result), "| sample:", scores["sample"], flush=True)
         metrics_log = metrics_path.read_text()
         if result["val_bleu"] > pos["best_bleu"]:

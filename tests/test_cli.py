@@ -1,0 +1,54 @@
+"""The translation and evaluation command lines, as a person runs them."""
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer import evaluate, translate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_translate_reads_stdin_and_keeps_one_line_per_line(copy_checkpoint, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("red cat runs\n\nold man sits big house\n   \n"))
+    translate.main(["--checkpoint", str(copy_checkpoint), "--device", "cpu"])
+    assert capsys.readouterr().out == "red cat runs\n\nold man sits big house\n\n"
+
+
+def test_translate_arguments_with_beam(copy_checkpoint, capsys):
+    translate.main(["--checkpoint", str(copy_checkpoint), "--beam", "4", "green tree house", "dog jumps big"])
+    assert capsys.readouterr().out == "green tree house\ndog jumps big\n"
+
+
+def test_cuda_without_cuda_falls_back_to_cpu_with_a_notice(copy_checkpoint, capsys):
+    pytest.importorskip("torch")
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is present")
+    with pytest.warns(UserWarning, match="CUDA was requested but is not available"):
+        translate.main(["--checkpoint", str(copy_checkpoint), "--device", "cuda", "red cat runs"])
+    assert capsys.readouterr().out == "red cat runs\n"
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "transformer.translate", "--checkpoint", str(tmp_path / "x"),
+                             "hallo"], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode != 0
+    assert "does not exist" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_evaluate_prints_sacrebleu_signatures_and_a_last_summary_line(copy_checkpoint, copy_data, capsys):
+    bleu, chrf = evaluate.main(["--checkpoint", str(copy_checkpoint), "--data-dir", str(copy_data),
+                                "--split", "val"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert re.fullmatch(r"bleu=\d+\.\d chrf=\d+\.\d", lines[-1])
+    assert any("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in line for line in lines)
+    assert any("chrF2" in line for line in lines)
+    assert lines[-1] == f"bleu={bleu:.1f} chrf={chrf:.1f}" and bleu > 80

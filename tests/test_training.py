@@ -1,0 +1,99 @@
+"""The training loop learns, logs per-epoch metrics, and resumes after a kill with nothing lost."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from transformer import Translator, data, train
+
+from .conftest import TINY_MODEL_ARGS, write_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+METRIC_KEYS = {"epoch", "step", "train_loss", "val_loss", "val_bleu", "lr", "tokens_per_s", "elapsed_s"}
+
+
+def test_copy_task_is_learned(copy_checkpoint, copy_data):
+    sources, targets = data.read_pairs(copy_data, "val", "de", "en")
+    outputs = Translator.from_checkpoint(copy_checkpoint, device="cpu").translate_batch(sources)
+    exact = sum(o == t for o, t in zip(outputs, targets)) / len(targets)
+    assert exact >= 0.9, f"exact match {exact:.0%}"
+
+
+def test_metrics_log_has_one_line_per_epoch_and_loss_falls(copy_checkpoint):
+    lines = [json.loads(x) for x in (copy_checkpoint / "metrics.jsonl").read_text().splitlines()]
+    assert [m["epoch"] for m in lines] == list(range(1, 9))
+    assert all(METRIC_KEYS <= set(m) for m in lines)
+    assert lines[-1]["train_loss"] < lines[0]["train_loss"] - 1.0
+    assert lines[-1]["val_bleu"] > 80
+    meta = json.loads((copy_checkpoint / "config.json").read_text())
+    assert meta["metrics"]["val_bleu"] == max(m["val_bleu"] for m in lines)  # the best epoch is kept
+
+
+@pytest.mark.parametrize("text, seconds", [("85m", 5100), ("2h", 7200), ("1h30m", 5400), ("90s", 90), ("12", 12)])
+def test_time_budget_parsing(text, seconds):
+    assert train.parse_duration(text) == seconds
+
+
+def test_bad_time_budget_is_refused():
+    with pytest.raises(Exception, match="bad duration"):
+        train.parse_duration("soon")
+
+
+def test_learning_rate_warms_up_then_decays_to_zero():
+    args = train.build_parser().parse_args(["--src", "de", "--tgt", "en", "--out", "x", "--lr", "1e-3",
+                                            "--warmup", "10"])
+    assert train.learning_rate(args, 0, 0.0) == pytest.approx(1e-4)
+    assert train.learning_rate(args, 9, 0.0) == pytest.approx(1e-3)
+    assert train.learning_rate(args, 100, 0.5) == pytest.approx(5e-4)
+    assert train.learning_rate(args, 200, 1.0) == 0.0
+
+
+def _args(corpus: Path, root: Path, name: str) -> list[str]:
+    args = ["--src", "de", "--tgt", "en", "--data-dir", str(corpus), "--out", str(root / name / "ckpt"),
+            "--run-dir", str(root / name / "run"), "--epochs", "3", *TINY_MODEL_ARGS]
+    args[args.index("--dropout") + 1] = "0.1"  # dropout draws random numbers: RNG state must survive too
+    args[args.index("--threads") + 1] = "1"
+    return args
+
+
+def test_killed_run_resumes_to_the_same_weights(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus", n_train=1500, n_val=20, seed=5)
+    threads = torch.get_num_threads()
+    train.main(_args(corpus, tmp_path, "straight"))
+
+    killed_args = _args(corpus, tmp_path, "killed") + ["--save-every", "0"]
+    proc = subprocess.Popen([sys.executable, "-m", "transformer.train", *killed_args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    metrics = tmp_path / "killed" / "run" / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if metrics.exists() and metrics.read_text().count("\n") >= 1:
+            time.sleep(0.3)  # well into epoch 2
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL, "the run finished before it could be killed"
+
+    train.main(_args(corpus, tmp_path, "killed"))  # resume
+    torch.set_num_threads(threads)
+    straight = torch.load(tmp_path / "straight" / "run" / "state.pt", weights_only=True)
+    resumed = torch.load(tmp_path / "killed" / "run" / "state.pt", weights_only=True)
+    assert resumed["position"]["step"] == straight["position"]["step"]
+    for key in ("model", "ema"):
+        for name, value in straight[key].items():
+            assert torch.equal(value, resumed[key][name]), (key, name)
+    a = load_file(tmp_path / "straight" / "ckpt" / "model.safetensors")
+    b = load_file(tmp_path / "killed" / "ckpt" / "model.safetensors")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    epochs = [json.loads(x)["epoch"] for x in metrics.read_text().splitlines()]
+    assert epochs == [1, 2, 3]

@@ -52,3 +52,19 @@ def test_evaluate_prints_sacrebleu_signatures_and_a_last_summary_line(copy_check
     assert any("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in line for line in lines)
     assert any("chrF2" in line for line in lines)
     assert lines[-1] == f"bleu={bleu:.1f} chrf={chrf:.1f}" and bleu > 80
+
+
+def test_model_card_has_hub_front_matter_scores_and_epochs(copy_checkpoint, copy_data, tmp_path, capsys):
+    import shutil
+
+    from transformer import card
+    folder = tmp_path / "copy-de-en"
+    shutil.copytree(copy_checkpoint, folder)
+    card.main([str(folder), "--data-dir", str(copy_data), "--beam", "2"])
+    text = (folder / "README.md").read_text()
+    front = text.split("---")[1]
+    for key in ("license: apache-2.0", "language:\n- de\n- en", "tags:", "metrics:\n- bleu\n- chrf"):
+        assert key in front
+    assert "| greedy |" in text and "| beam 2, length penalty 1.0 |" in text
+    assert text.count("\n| 8 |") == 1  # the per-epoch table reaches the last epoch
+    assert "Limits" in text and "image captions" in text

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -97,3 +98,20 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
     epochs = [json.loads(x)["epoch"] for x in metrics.read_text().splitlines()]
     assert epochs == [1, 2, 3]
+
+
+def test_sigterm_saves_the_position_before_leaving(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus", n_train=3000, n_val=20, seed=6)
+    args = _args(corpus, tmp_path, "term")
+    proc = subprocess.Popen([sys.executable, "-m", "transformer.train", *args], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    for line in proc.stdout:
+        if re.match(r"epoch \d+ batch", line):  # progress lines come every 50 steps
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest = proc.stdout.read()
+    assert proc.wait() == 128 + signal.SIGTERM
+    assert "state saved" in rest
+    state = torch.load(tmp_path / "term" / "run" / "state.pt", weights_only=True)
+    assert state["position"]["step"] >= 50 and state["position"]["epoch"] < 3

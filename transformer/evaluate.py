@@ -7,10 +7,22 @@ from __future__ import annotations
 
 import argparse
 
-import sacrebleu
+from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.metrics.bleu import BLEUScore
+from sacrebleu.metrics.chrf import CHRFScore
 
 from . import data
 from .translate import add_decoding_args, load_translator
+from .translator import Translator
+
+
+def score(translator: Translator, sources: list[str], references: list[str], beam: int = 1,
+          length_penalty: float = 1.0, batch_size: int = 64) -> tuple[BLEUScore, CHRFScore, BLEU, CHRF]:
+    """Corpus BLEU and chrF of the translations of `sources` against one reference each."""
+    hyps = translator.translate_batch(sources, beam_size=beam, length_penalty=length_penalty,
+                                      batch_size=batch_size)
+    bleu, chrf = BLEU(), CHRF()
+    return bleu.corpus_score(hyps, [references]), chrf.corpus_score(hyps, [references]), bleu, chrf
 
 
 def main(argv: list[str] | None = None) -> tuple[float, float]:
@@ -26,13 +38,9 @@ def main(argv: list[str] | None = None) -> tuple[float, float]:
                                           meta.source_lang, meta.target_lang)
     if args.limit:
         sources, references = sources[:args.limit], references[:args.limit]
-    hyps = translator.translate_batch(sources, beam_size=args.beam, max_new_tokens=args.max_new_tokens,
-                                      length_penalty=args.length_penalty, batch_size=args.batch_size)
-    bleu = sacrebleu.metrics.BLEU()
-    chrf = sacrebleu.metrics.CHRF()
-    bleu_score = bleu.corpus_score(hyps, [references])
-    chrf_score = chrf.corpus_score(hyps, [references])
-    print(f"{meta.source_lang}->{meta.target_lang} {args.split}: {len(hyps)} sentences, beam {args.beam}, "
+    bleu_score, chrf_score, bleu, chrf = score(translator, sources, references, args.beam, args.length_penalty,
+                                               args.batch_size)
+    print(f"{meta.source_lang}->{meta.target_lang} {args.split}: {len(sources)} sentences, beam {args.beam}, "
           f"length penalty {args.length_penalty}")
     print(f"{bleu_score} | {bleu.get_signature()}")
     print(f"{chrf_score} | {chrf.get_signature()}")

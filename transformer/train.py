@@ -13,6 +13,7 @@ import math
 import os
 import random
 import re
+import signal
 import time
 from pathlib import Path
 
@@ -192,6 +193,10 @@ def main(argv: list[str] | None = None) -> dict:
                             "torch_rng": torch.get_rng_state(), "python_rng": list(random.getstate())},
                            state_path)
 
+    stop_requested: list[int] = []  # a signal arrived: save the position and leave after this step
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stop_requested.append(signum))
+
     budget = args.time_budget
     max_epochs = args.epochs if budget is None else 10_000
     ema_params, model_params = list(ema.parameters()), list(model.parameters())
@@ -239,6 +244,12 @@ def main(argv: list[str] | None = None) -> dict:
             if budget and pos["elapsed_s"] >= budget:
                 out_of_time = True
                 break
+            if stop_requested:
+                save_state()
+                bar.close()
+                print(f"stopped by signal {stop_requested[0]} at step {pos['step']}; state saved to {state_path}; "
+                      "run the same command again to resume", flush=True)
+                raise SystemExit(128 + stop_requested[0])
             if time.monotonic() - last_save >= args.save_every:
                 save_state()
                 last_save = time.monotonic()

@@ -56,11 +56,12 @@ def median_ms(fn, repeats: int) -> float:
 
 @torch.inference_mode()
 def naive_greedy(model: Transformer, src: torch.Tensor, n: int) -> list[int]:
-    """Encode once, then re-decode the whole prefix at every step (no cache)."""
+    """Encode once, then re-decode the whole prefix at every step (no cache), projecting only
+    the last position to the vocabulary, as the seed articles' greedy_decode does."""
     encoded = model.encode(src)
     ys = torch.tensor([[BOS_ID]])
     for _ in range(n):
-        next_id = model.decode(ys, encoded).logits[0, -1].argmax()
+        next_id = model.decode(ys, encoded, last_only=True).logits[0, -1].argmax()
         ys = torch.cat([ys, next_id.view(1, 1)], dim=1)
     return ys[0, 1:].tolist()
 

@@ -269,8 +269,8 @@ class Transformer(nn.Module):
         return caches
 
     def decode(self, tgt_ids: Tensor, encoded: Encoded, caches: list[LayerCache] | None = None,
-               need_weights: bool = False) -> Decoded:
-        """Logits for target positions.
+               need_weights: bool = False, last_only: bool = False) -> Decoded:
+        """Logits for target positions (only the last one with `last_only`).
 
         Without caches, tgt_ids (B, T) is the whole (PAD_ID-padded) prefix. With caches,
         tgt_ids (B, n) are the next n positions, appended to the caches.
@@ -297,6 +297,8 @@ class Transformer(nn.Module):
             y, sw, cw = layer(y, memory_kv, self_mask, encoded.src_mask, cache, need_weights)
             self_weights.append(sw)
             cross_weights.append(cw)
+        if last_only:
+            y = y[:, -1:]  # (B, 1, d_model)
         if self.decoder_norm is not None:
             y = self.decoder_norm(y)
         if need_weights:

@@ -1,0 +1,126 @@
+"""Take the README's screenshots of the app in headless Chromium: `python assets/screenshots.py`.
+
+Serves app.py in-process (the checkpoints under checkpoints/, or $ANATOMY_CHECKPOINT_DIR) with the
+same theme and css as `python app.py`, drives the page like a visitor and writes PNGs into assets/
+(or the folder given as the first argument). Needs Debian `chromium` and the playwright package.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+SENTENCE = {"de": "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park.",
+            "en": "A man in a red hat is sitting on a bench in the park."}
+
+
+def wait_title(page, elem_id: str, fragment: str) -> None:
+    page.wait_for_function(
+        "([id, frag]) => { const p = document.querySelector('#' + id + ' [data-testid=plotly]');"
+        " return p && Array.from(p.querySelectorAll('text')).some(t => t.textContent.includes(frag)); }",
+        arg=[elem_id, fragment], timeout=120_000)
+
+
+def settle(page, seconds: float = 0.8) -> None:
+    page.mouse.move(5, 5)  # no hover labels in the pictures
+    time.sleep(seconds)
+
+
+def main(out: Path) -> None:
+    import app
+    from playwright.sync_api import sync_playwright
+
+    app.set_threads()
+    out.mkdir(parents=True, exist_ok=True)
+    entry = app.demo.anatomy.registry.get(None)
+    L = entry.config.n_decoder_layers
+    _, url, _ = app.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"), args=ARGS)
+            page = browser.new_page(viewport={"width": 1920, "height": 1080}, device_scale_factor=1)
+            page.set_default_timeout(120_000)
+            page.goto(url, wait_until="domcontentloaded")
+            page.wait_for_selector("#heatmap [data-testid=plotly] .main-svg")
+            page.get_by_label("Source text").fill(SENTENCE.get(entry.source_lang, SENTENCE["de"]))
+            page.get_by_role("button", name="Translate", exact=True).click()
+            page.wait_for_function("document.querySelector('#run-info').innerText.includes('source pieces')")
+            page.wait_for_function(f"document.querySelectorAll('#grid .heatmaplayer image').length >= {L}")
+            # the large view on the last layer, where cross-attention looks most like an alignment
+            layer = page.locator("#layer input[type=number]")
+            layer.fill(str(L))
+            layer.blur()
+            wait_title(page, "heatmap", f"layer {L}, mean")
+            settle(page)
+            page.screenshot(path=out / "app.png")
+            print("wrote", out / "app.png")
+
+            page.locator("#heatmap").scroll_into_view_if_needed()
+            settle(page)
+            page.locator("#heatmap").screenshot(path=out / "cross-attention.png")
+            print("wrote", out / "cross-attention.png")
+
+            step = page.locator("#step input[type=number]")
+            step.fill("3")
+            step.blur()
+            wait_title(page, "step-topk", "Step 3:")
+            section = page.locator("#step").locator("xpath=ancestor::div[contains(@class,'row')][1]")
+            section.scroll_into_view_if_needed()
+            settle(page)
+            box_top = page.locator("#step").bounding_box()
+            box_bottom = page.locator("#step-topk").bounding_box()
+            page.screenshot(path=out / "decoding-steps.png", full_page=True,
+                            clip={"x": 0, "y": box_top["y"] + page.evaluate("window.scrollY") - 60, "width": 1920,
+                                  "height": box_bottom["y"] + box_bottom["height"] - box_top["y"] + 80})
+            print("wrote", out / "decoding-steps.png")
+
+            page.locator("#kind").get_by_label("Decoder masked self-attention").check()
+            page.get_by_label("Merge pieces into words").check()
+            wait_title(page, "heatmap", "· words")
+            page.locator("#heatmap").scroll_into_view_if_needed()
+            settle(page)
+            page.locator("#heatmap").screenshot(path=out / "decoder-self-attention-words.png")
+            print("wrote", out / "decoder-self-attention-words.png")
+
+            page.locator("#kind").get_by_label("Encoder self-attention").check()
+            page.get_by_label("Merge pieces into words").uncheck()
+            wait_title(page, "grid", "Encoder self-attention")
+            page.locator("#grid").scroll_into_view_if_needed()
+            settle(page)
+            page.locator("#grid").screenshot(path=out / "all-heads.png")
+            print("wrote", out / "all-heads.png")
+
+            page.get_by_role("tab", name="Positional encoding").click()
+            page.wait_for_selector("#pe .heatmaplayer image")
+            page.wait_for_selector("#pe-rows .heatmaplayer image")
+            page.locator("#pe").scroll_into_view_if_needed()
+            settle(page)
+            top, bottom = page.locator("#pe").bounding_box(), page.locator("#pe-rows").bounding_box()
+            page.screenshot(path=out / "positional-encoding.png", full_page=True,
+                            clip={"x": 0, "y": top["y"] + page.evaluate("window.scrollY") - 10, "width": 1920,
+                                  "height": bottom["y"] + bottom["height"] - top["y"] + 20})
+            print("wrote", out / "positional-encoding.png")
+
+            phone = browser.new_page(viewport={"width": 412, "height": 915}, device_scale_factor=2)
+            phone.goto(url, wait_until="domcontentloaded")
+            phone.get_by_label("Source text").fill(SENTENCE.get(entry.source_lang, SENTENCE["de"]))
+            phone.get_by_role("button", name="Translate", exact=True).click()
+            phone.wait_for_function("document.querySelector('#run-info').innerText.includes('source pieces')",
+                                    timeout=120_000)
+            settle(phone)
+            phone.screenshot(path=out / "phone.png")
+            print("wrote", out / "phone.png")
+            browser.close()
+    finally:
+        app.demo.close()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent)

@@ -1,0 +1,43 @@
+"""Tiny checkpoints for the app's tests: random weights, a small SentencePiece vocabulary.
+
+Tests of the app must not depend on the trained checkpoints (they change while training
+runs and may be missing), so they build their own in a temporary folder.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from transformer import checkpoint
+from transformer.config import ModelConfig
+from transformer.model import Transformer
+from transformer.tokenizer import Tokenizer
+
+SENTENCES = [
+    "Ein Mann fährt mit dem Fahrrad eine Straße entlang.", "Zwei Hunde spielen im Schnee.",
+    "Eine Frau in einem roten Kleid singt auf einer Bühne.", "Kinder spielen Fußball auf einer grünen Wiese.",
+    "A man is riding a bicycle down the street.", "Two dogs are playing in the snow.",
+    "A woman in a red dress is singing on a stage.", "Children are playing soccer on a green field.",
+    "Ein kleines Mädchen lacht.", "A little girl is laughing.", "<b>bold</b> & <br> tags",
+]
+TINY = dict(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=64)
+METRICS = [{"epoch": 1, "train_loss": 6.1, "val_loss": 5.2, "val_bleu": 1.5, "val_chrf": 12.0},
+           {"epoch": 2, "train_loss": 4.9, "val_loss": 4.4, "val_bleu": 4.25, "val_chrf": 20.5}]
+
+
+def make_tokenizer() -> Tokenizer:
+    return Tokenizer.train(SENTENCES * 5, vocab_size=120)
+
+
+def make_checkpoint(folder: Path, source_lang: str = "de", target_lang: str = "en", seed: int = 0,
+                    tokenizer: Tokenizer | None = None) -> Path:
+    tokenizer = tokenizer or make_tokenizer()
+    torch.manual_seed(seed)
+    model = Transformer(ModelConfig(vocab_size=tokenizer.vocab_size, **TINY))
+    log = "".join(json.dumps(r) + "\n" for r in METRICS)
+    return checkpoint.save(folder, model, tokenizer, source_lang=source_lang, target_lang=target_lang,
+                           training={"steps": 10, "train_time_s": 60.0, "device": "cpu"},
+                           metrics={k: METRICS[-1][k] for k in ("epoch", "val_loss", "val_bleu", "val_chrf")},
+                           metrics_log=log, dtype=torch.float32)

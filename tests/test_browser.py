@@ -1,0 +1,174 @@
+"""The app in a real browser (Debian chromium + the playwright package; never `playwright install`).
+
+One page session on the app as shipped (the checkpoints under checkpoints/, or the labelled
+untrained fallback): type, Translate, wait for the figures, then drive the layer, head, step and
+attention-kind controls and check what is on screen.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed "
+                                                                     "(scripts/test.sh installs it)")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+SENTENCES = {"de": "Zwei Hunde spielen im Schnee.", "en": "Two dogs are playing in the snow."}
+TIMEOUT = 60_000
+
+
+@pytest.fixture(scope="module")
+def url():
+    import app
+
+    _, url, _ = app.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
+    yield url
+    app.demo.close()
+
+
+@pytest.fixture(scope="module")
+def page(url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1920, "height": 1080})
+        page.set_default_timeout(TIMEOUT)
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url, wait_until="domcontentloaded")
+        page.errors = errors
+        yield page
+        browser.close()
+
+
+def plot_text(page, elem_id: str) -> str:
+    """All text drawn in one plot (titles, tick labels, annotations)."""
+    return page.locator(f"#{elem_id} [data-testid=plotly] svg").first.evaluate(
+        "svg => Array.from(svg.closest('[data-testid=plotly]').querySelectorAll('text')).map(t => t.textContent)"
+        ".join('\\n')")
+
+
+def wait_title(page, elem_id: str, fragment: str) -> None:
+    page.wait_for_function(
+        "([id, frag]) => { const p = document.querySelector('#' + id + ' [data-testid=plotly]');"
+        " return p && Array.from(p.querySelectorAll('text')).some(t => t.textContent.includes(frag)); }",
+        arg=[elem_id, fragment])
+
+
+def heatmap_count(page, elem_id: str) -> int:
+    return page.locator(f"#{elem_id} .heatmaplayer image").count()
+
+
+def test_translate_and_explore(page):
+    import app
+
+    registry = app.demo.anatomy.registry
+    entry = registry.get(None)
+    L, H = entry.config.n_decoder_layers, entry.config.n_heads
+    # plotly is loaded with the page (placeholder figures), before the first click
+    page.wait_for_selector("#heatmap [data-testid=plotly] .main-svg")
+    source = page.get_by_label("Source text")
+    source.fill(SENTENCES.get(entry.source_lang, SENTENCES["de"]))
+    start = time.perf_counter()
+    page.get_by_role("button", name="Translate", exact=True).click()
+    page.wait_for_function("document.querySelector('#run-info').innerText.includes('source pieces')")
+    wait_title(page, "heatmap", "Cross-attention")
+    page.wait_for_selector("#heatmap .heatmaplayer image")
+    page.wait_for_selector("#step-topk .barlayer")
+    elapsed = time.perf_counter() - start
+    print(f"click to default view rendered: {elapsed:.2f} s")
+
+    translation = page.locator("#translation textarea").input_value()
+    assert translation.strip()
+    trace_tokens = page.locator("#output-pieces").inner_text()
+    assert "</s>" in trace_tokens or "length limit" in page.locator("#run-info").inner_text()
+    assert "▁" in page.locator("#source-pieces").inner_text()  # pieces shown as pieces
+
+    # the large view: queries as rows, keys as columns, both axes titled so; token text escaped, not markup
+    text = plot_text(page, "heatmap")
+    assert "query: decoder position (read ▸ produced)" in text and "key: source piece" in text
+    assert "</s>" in text and "<s> ▸" in text
+    assert heatmap_count(page, "heatmap") == 1
+    # Plotly's camera button exports PNG at ≥ 2× scale
+    assert page.locator("#heatmap .js-plotly-plot").evaluate("p => p._context.toImageButtonOptions.scale") >= 2
+    # the decoding-step scrubber shows three plots for the last step
+    for elem in ("step-cross", "step-self", "step-topk"):
+        page.wait_for_selector(f"#{elem} [data-testid=plotly] .main-svg")
+    # the all-heads grid (first tab) arrives by a follow-up event: one heatmap per layer × head
+    page.wait_for_function(f"document.querySelectorAll('#grid .heatmaplayer image').length >= {L * H}")
+    assert heatmap_count(page, "summary") == 1
+
+    # head 2 of the current layer
+    page.locator("#head").get_by_label("2", exact=True).check()
+    wait_title(page, "heatmap", "head 2")
+    wait_title(page, "step-cross", "head 2")
+
+    # layer: type into the slider's number box; leaving it fires the release event
+    target = 1 if L > 1 else L
+    layer_box = page.locator("#layer input[type=number]")
+    layer_box.fill(str(target))
+    layer_box.blur()
+    wait_title(page, "heatmap", f"layer {target}, head 2")
+
+    # step 1: the partial output is one piece and the step plots say so
+    step_box = page.locator("#step input[type=number]")
+    step_box.fill("1")
+    step_box.blur()
+    wait_title(page, "step-topk", "Step 1:")
+    assert page.locator("#partial").inner_text().count("\n") <= 2
+
+    # encoder self-attention: source pieces on both axes
+    page.locator("#kind").get_by_label("Encoder self-attention").check()
+    wait_title(page, "heatmap", "Encoder self-attention")
+    text = plot_text(page, "heatmap")
+    assert "query: source piece" in text and "key: source piece" in text
+
+    # decoder masked self-attention, merged into words
+    page.locator("#kind").get_by_label("Decoder masked self-attention").check()
+    wait_title(page, "heatmap", "Decoder masked self-attention")
+    page.get_by_label("Merge pieces into words").check()
+    wait_title(page, "heatmap", "· words")
+
+    # pick a head from the grid's list for the large view
+    page.locator("#pick-head input").click()
+    page.get_by_role("option", name="layer 1 · head 1", exact=True).click()
+    wait_title(page, "heatmap", "layer 1, head 1")
+
+    # the positional-encoding tab follows the model's d_model
+    page.get_by_role("tab", name="Positional encoding").click()
+    wait_title(page, "pe", f"d_model = {entry.config.d_model}")
+    assert heatmap_count(page, "pe") == 1 and heatmap_count(page, "pe-rows") == 1
+
+    # a cached example (default settings): fills the inputs, shows its translation, and the view controls
+    # keep working on it (its trace is rebuilt for this visitor)
+    example = app.EXAMPLES[entry.source_lang][1]
+    page.get_by_text(f"{entry.label}: {example[:24]}").click()  # long labels are shortened on screen
+    page.wait_for_function(  # cached outputs, then the controls reset to the default view (last layer, mean)
+        "([text, old, L]) => document.querySelector('#source-text textarea').value === text &&"
+        " document.querySelector('#translation textarea').value !== old &&"
+        " document.querySelector('#layer input[type=number]').value === String(L) &&"
+        " document.querySelector('#head input:checked').value === 'mean'", arg=[example, translation, L])
+    wait_title(page, "heatmap", f"layer {L}, mean")
+    page.locator("#head").get_by_label("1", exact=True).check()
+    wait_title(page, "heatmap", f"layer {L}, head 1")
+
+    # beam search: the candidates with their scores; picking one shows its attention
+    beam = page.locator("input[aria-label='number input for Beam size (1 = greedy)']")
+    beam.fill("3")
+    beam.blur()
+    page.get_by_role("button", name="Translate", exact=True).click()
+    page.wait_for_function("document.querySelector('#run-info').innerText.includes('Beam search (3 beams)')")
+    page.wait_for_selector("#candidates [data-testid=cell-1-1]")
+    assert "score" in page.locator("#candidates").inner_text()
+    page.locator("#candidates [data-testid=cell-1-1]").click()
+    page.wait_for_function("document.querySelector('#run-info').innerText.includes('Beam candidate #2')")
+    wait_title(page, "heatmap", "Cross-attention")
+
+    assert not page.errors, page.errors

@@ -1,0 +1,18 @@
+"""Figures for Transformer Anatomy: pure functions from arrays and token lists to Plotly figures.
+
+Nothing here imports torch or gradio; every function takes NumPy arrays (or lists) and
+returns a `plotly.graph_objects.Figure` with its height set. Token text is escaped
+(Plotly renders a subset of HTML in labels).
+"""
+from .attention import attention_grid, attention_heatmap, attention_row, causal_mask, head_entropy, head_summary
+from .common import empty_figure
+from .model import parameter_sunburst, training_curves
+from .positional import default_dims, positional_encoding, positional_rows, positional_similarity
+from .predictions import topk_bars, topk_table
+from .text import escape, label, labels, positioned, query_label, query_labels
+from .words import merge_attention, word_groups, word_text
+
+__all__ = ["attention_heatmap", "attention_grid", "attention_row", "causal_mask", "head_entropy", "head_summary",
+           "topk_table", "topk_bars", "positional_encoding", "positional_similarity", "positional_rows",
+           "default_dims", "parameter_sunburst", "training_curves", "empty_figure", "escape", "label", "labels",
+           "positioned", "query_label", "query_labels", "merge_attention", "word_groups", "word_text"]

@@ -1,0 +1,54 @@
+"""Shared look of every figure: a small template, the colour scales, sizing helpers."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+FONT = dict(family="Inter, system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12, color="#1f2937")
+ATTENTION_SCALE = "Viridis"  # perceptually uniform and colour-blind safe
+MASKED_COLOR = "#d4d4d8"  # cells a mask hides
+PROBABILITY_SCALE = "Purples"
+DIVERGING_SCALE = "RdBu"
+COLORS = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2", "#ca8a04", "#db2777"]
+
+# Plotly's default template is ~6 KB of JSON sent with every figure; this one is a few hundred bytes.
+TEMPLATE = go.layout.Template(layout=dict(
+    font=FONT, paper_bgcolor="white", plot_bgcolor="white", colorway=COLORS,
+    hoverlabel=dict(font=dict(family=FONT["family"], size=12)),
+    xaxis=dict(showgrid=False, zeroline=False, linecolor="#d1d5db", ticks="outside", tickcolor="#d1d5db"),
+    yaxis=dict(showgrid=False, zeroline=False, linecolor="#d1d5db", ticks="outside", tickcolor="#d1d5db"),
+))
+
+
+def base_layout(fig: go.Figure, height: int, *, title: str | None = None, margin: dict | None = None) -> go.Figure:
+    """Height (gr.Plot has none of its own), margins, template; a title only when asked for."""
+    m = dict(l=60, r=20, t=40 if title else 20, b=40)
+    m.update(margin or {})
+    fig.update_layout(template=TEMPLATE, height=int(height), margin=m, showlegend=fig.layout.showlegend)
+    if title:
+        fig.update_layout(title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)))
+    return fig
+
+
+def empty_figure(message: str, height: int = 260) -> go.Figure:
+    """A blank figure with a centred message (the placeholder before anything was computed)."""
+    from .text import escape
+
+    fig = go.Figure()
+    fig.add_annotation(text=escape(message), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                       font=dict(size=14, color="#6b7280"))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return base_layout(fig, height)
+
+
+def as_matrix(weights, name: str = "weights") -> np.ndarray:
+    array = np.asarray(weights, dtype=np.float32)
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix, got shape {array.shape}")
+    return array
+
+
+def cell_height(n_rows: int, per_row: int = 22, minimum: int = 260, maximum: int = 1400, extra: int = 130) -> int:
+    """Figure height that gives each token row room for its label."""
+    return int(min(maximum, max(minimum, n_rows * per_row + extra)))

@@ -1,0 +1,87 @@
+"""The model as a whole: where its parameters live, and how training went."""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import COLORS, base_layout, empty_figure
+from .text import escape
+
+_PRETTY = {
+    "embedding": "shared embedding (src, tgt, output)", "tgt_embedding": "target embedding",
+    "output_projection": "output projection", "encoder_layers": "encoder", "decoder_layers": "decoder",
+    "self_attn": "self-attention", "cross_attn": "cross-attention", "ffn": "feed-forward",
+    "norms": "layer norms", "encoder_norm": "final encoder norm", "decoder_norm": "final decoder norm",
+}
+
+
+def _group_path(name: str) -> list[str]:
+    """'decoder_layers.1.cross_attn.W_qkv.weight' -> ['decoder', 'layer 2', 'cross-attention', 'W_qkv']."""
+    parts = name.split(".")
+    if parts and parts[-1] in ("weight", "bias"):
+        parts = parts[:-1]
+    out = []
+    for i, part in enumerate(parts):
+        if re.fullmatch(r"\d+", part):
+            prev = parts[i - 1] if i else ""
+            out.append(f"norm {int(part) + 1}" if prev == "norms" else f"layer {int(part) + 1}")
+        else:
+            out.append(_PRETTY.get(part, part))
+    # 'layer norms' / 'norm 2' reads better as one level.
+    if len(out) >= 2 and out[-2] == "layer norms":
+        out = out[:-2] + [f"layer {out[-1]}"]
+    return out or [name]
+
+
+def parameter_sunburst(named_counts: Iterable[tuple[str, int]], *, root: str = "Transformer",
+                       title: str | None = None) -> go.Figure:
+    """Parameters by component, from `(parameter name, numel)` pairs (model.named_parameters())."""
+    totals: dict[tuple[str, ...], int] = {}
+    for name, count in named_counts:
+        path = (root, *_group_path(name))
+        for depth in range(1, len(path) + 1):
+            totals[path[:depth]] = totals.get(path[:depth], 0) + int(count)
+    if not totals:
+        return empty_figure("No parameters")
+    groups = list(dict.fromkeys(p[1] for p in totals if len(p) > 1))  # top-level components, in order
+    ids = ["/".join(p) for p in totals]
+    parents = ["/".join(p[:-1]) for p in totals]
+    fig = go.Figure(go.Sunburst(
+        ids=ids, labels=[escape(p[-1]) for p in totals], parents=parents, values=list(totals.values()),
+        branchvalues="total", maxdepth=3, insidetextorientation="radial",
+        hovertemplate="%{label}<br>%{value:,} parameters<br>%{percentRoot:.1%} of the model<extra></extra>",
+        marker=dict(colors=[COLORS[groups.index(p[1]) % len(COLORS)] if len(p) > 1 else "#ffffff" for p in totals]),
+    ))
+    return base_layout(fig, 460, title=title, margin=dict(l=10, r=10, t=40 if title else 10, b=10))
+
+
+def training_curves(records: Sequence[dict], *, title: str | None = None) -> go.Figure:
+    """Per-epoch metrics.jsonl records: losses on the left, validation BLEU/chrF on the right."""
+    rows = [r for r in records if isinstance(r, dict) and "epoch" in r]
+    if not rows:
+        return empty_figure("No training log for this model (metrics.jsonl is missing or empty)", height=320)
+    epochs = [r["epoch"] for r in rows]
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["loss (per token)", "validation score"],
+                        horizontal_spacing=0.12)
+    for key, name, color in (("train_loss", "train loss", COLORS[0]), ("val_loss", "val loss", COLORS[1])):
+        ys = [r.get(key) for r in rows]
+        if any(y is not None for y in ys):
+            fig.add_trace(go.Scatter(x=epochs, y=ys, name=name, mode="lines+markers", line=dict(color=color)),
+                          row=1, col=1)
+    for key, name, color in (("val_bleu", "val BLEU", COLORS[2]), ("val_chrf", "val chrF", COLORS[3])):
+        ys = [r.get(key) for r in rows]
+        if any(y is not None for y in ys):
+            fig.add_trace(go.Scatter(x=epochs, y=ys, name=name, mode="lines+markers", line=dict(color=color)),
+                          row=1, col=2)
+    bleus = [(r.get("val_bleu"), r["epoch"]) for r in rows if r.get("val_bleu") is not None]
+    if bleus:
+        best, at = max(bleus)
+        fig.add_annotation(x=at, y=best, text=f"best BLEU {best:.1f}", row=1, col=2, showarrow=True, arrowhead=2,
+                           ay=-30)
+    fig.update_xaxes(title=dict(text="epoch"), showgrid=True, gridcolor="#f3f4f6")
+    fig.update_yaxes(showgrid=True, gridcolor="#f3f4f6")
+    fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.25))
+    return base_layout(fig, 340, title=title, margin=dict(b=80, t=50 if not title else 70))

@@ -1,0 +1,60 @@
+"""Merging SentencePiece pieces into words, for readable attention axes.
+
+Attention *to* a word is the sum of the attention to its pieces (keys), attention *from* a
+word is the mean over its pieces' rows (queries), so every merged row still sums to 1.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .text import SPACE_MARK
+
+SPECIALS = {"<s>", "</s>", "<pad>", "<unk>"}
+
+
+def word_groups(pieces: Sequence[str]) -> list[list[int]]:
+    """Positions grouped into words: a piece starting with ▁ (or a special piece) starts a new word."""
+    groups: list[list[int]] = []
+    prev_special = True
+    for i, piece in enumerate(pieces):
+        special = piece in SPECIALS
+        if not groups or special or prev_special or piece.startswith(SPACE_MARK):
+            groups.append([i])
+        else:
+            groups[-1].append(i)
+        prev_special = special
+    return groups
+
+
+def word_text(pieces: Sequence[str], group: Sequence[int]) -> str:
+    """The word a group spells, without the ▁ marker (special pieces stay as they are)."""
+    parts = [pieces[i] for i in group]
+    if any(p in SPECIALS for p in parts):  # e.g. a word's last piece followed by </s>: keep them apart
+        return " ".join(p if p in SPECIALS else p.replace(SPACE_MARK, "") for p in parts)
+    text = "".join(parts)
+    return text.replace(SPACE_MARK, " ").strip() or text
+
+
+def merge_attention(weights, query_groups: Sequence[Sequence[int]], key_groups: Sequence[Sequence[int]],
+                    hidden=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(..., Tq, Tk) piece attention -> (..., Wq, Wk) word attention.
+
+    `hidden` (Tq, Tk) marks cells a mask hides; a word cell is hidden only when all of its
+    piece cells are. Returns (merged weights, merged hidden or None).
+    """
+    w = np.asarray(weights, dtype=np.float32)
+    Tq, Tk = w.shape[-2:]
+    qs = [i for g in query_groups for i in g]
+    ks = [i for g in key_groups for i in g]
+    if sorted(qs) != list(range(Tq)) or sorted(ks) != list(range(Tk)):
+        raise ValueError("groups must partition the query and key positions")
+    key_sum = np.stack([w[..., list(g)].sum(-1) for g in key_groups], axis=-1)  # (..., Tq, Wk)
+    merged = np.stack([key_sum[..., list(g), :].mean(-2) for g in query_groups], axis=-2)  # (..., Wq, Wk)
+    merged_hidden = None
+    if hidden is not None:
+        h = np.asarray(hidden, dtype=bool)
+        merged_hidden = np.array([[h[np.ix_(list(gq), list(gk))].all() for gk in key_groups] for gq in query_groups],
+                                 dtype=bool)
+    return merged.astype(np.float32), merged_hidden

@@ -134,6 +134,8 @@ def save(folder: str | Path, model: Transformer, tokenizer: Tokenizer, *, source
         (tmp / "metrics.jsonl").write_text(metrics_log)
         if (folder / "README.md").exists():  # the model card outlives retraining
             shutil.copy2(folder / "README.md", tmp / "README.md")
+        for path in tmp.iterdir():
+            path.chmod(0o644)  # safetensors writes 0600; a checkpoint is meant to be shared
         old = folder.with_name(f".{folder.name}.old")
         if folder.exists():
             shutil.rmtree(old, ignore_errors=True)

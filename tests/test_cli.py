@@ -65,6 +65,6 @@ def test_model_card_has_hub_front_matter_scores_and_epochs(copy_checkpoint, copy
     front = text.split("---")[1]
     for key in ("license: apache-2.0", "language:\n- de\n- en", "tags:", "metrics:\n- bleu\n- chrf"):
         assert key in front
-    assert "| greedy |" in text and "| beam 2, length penalty 1.0 |" in text
+    assert "| greedy |" in text and "| beam 2, length penalty 1.4 |" in text
     assert text.count("\n| 8 |") == 1  # the per-epoch table reaches the last epoch
     assert "Limits" in text and "image captions" in text

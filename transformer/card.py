@@ -13,6 +13,7 @@ import torch
 
 from . import data
 from .evaluate import score
+from .translate import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
 from .translator import Translator
 
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
@@ -74,7 +75,7 @@ sacreBLEU, detokenized, cased, 13a tokenizer (`{results['signature']}`):
 
 ## Model
 
-- Post-LN (the paper's layout) = {not c.norm_first}; d_model {c.d_model}, {c.n_heads} heads
+- {'Pre-LN (a final LayerNorm after each stack)' if c.norm_first else 'Post-LN, as in the paper'}; d_model {c.d_model}, {c.n_heads} heads
   (d_k {c.d_k}), d_ff {c.d_ff}, {c.n_encoder_layers} encoder + {c.n_decoder_layers} decoder layers,
   dropout {c.dropout}, sinusoidal positions up to {c.max_len} tokens.
 - One joint {src}+{tgt} SentencePiece unigram vocabulary of {c.vocab_size} pieces; source
@@ -94,9 +95,10 @@ on `train` only; the checkpoint was selected on `val` BLEU; test sets were never
   warmup steps, then linear decay to zero over the time budget; batches of ~{recipe.get('max_tokens')}
   tokens bucketed by length; gradient clip {recipe.get('clip')}; the shipped weights are an EMA
   (decay {recipe.get('ema_decay')}) of the training weights.
-- {training.get('epochs')} epochs ({training.get('steps')} steps) in {minutes:.0f} minutes of
-  training on {training.get('device', 'cpu')} with {training.get('threads')} thread(s) of a
-  2-core machine.
+- Selected after epoch {training.get('epochs')} ({training.get('steps')} steps, {minutes:.0f} minutes of
+  training on {training.get('device', 'cpu')} ({training.get('threads')} of the 2 cores of a
+  2-core machine)); the table is the whole run. Another run trained beside it, so tokens/s is about half
+  of what one run gets alone.
 
 {epoch_table(metrics_log)}
 
@@ -123,8 +125,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m transformer.card", description=__doc__.split("\n")[0])
     p.add_argument("checkpoint", type=Path)
     p.add_argument("--data-dir")
-    p.add_argument("--beam", type=int, default=5)
-    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--beam", type=int, default=DEFAULT_BEAM)
+    p.add_argument("--length-penalty", type=float, default=DEFAULT_LENGTH_PENALTY)
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)

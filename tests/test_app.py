@@ -286,6 +286,32 @@ def test_gradio_client_translate_endpoint(tiny):
         demo.close()
 
 
+def test_concurrent_clients_get_exactly_their_own_results(tiny):
+    """8 visitors at once on loopback: each gets what it would get alone, with no cross-talk."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradio_client import Client
+
+    jobs = [(f"Hund {'Schnee ' * i}spielen.", "de-en" if i % 2 else "en-de", 1 + i % 3) for i in range(8)]
+    alone = [tiny.api_translate(text, direction, beam, 6) for text, direction, beam in jobs]
+    demo = tiny.demo
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
+    try:
+        def ask(job):
+            text, direction, beam = job
+            return Client(url, verbose=False).predict(text=text, direction=direction, beam_size=beam,
+                                                      max_new_tokens=6, api_name="/translate")
+
+        with ThreadPoolExecutor(8) as pool:
+            together = list(pool.map(ask, jobs))
+    finally:
+        demo.close()
+    for (text, notice, trace), (text_alone, notice_alone, trace_alone) in zip(together, alone):
+        assert (text, notice) == (text_alone, notice_alone)
+        assert trace["source_tokens"] == trace_alone["source_tokens"]
+        np.testing.assert_allclose(trace["cross_attn"], trace_alone["cross_attn"], atol=1e-6)
+
+
 SHIPPED = {"de-en": ("Zwei Hunde spielen im Schnee.", ("dogs", "snow")),
            "en-de": ("Two dogs are playing in the snow.", ("Hunde", "Schnee"))}
 

@@ -187,3 +187,23 @@ def test_long_input_is_truncated_with_a_notice(translator):
 
 def test_empty_lines_translate_to_empty_lines(translator):
     assert translator.translate_batch(["red cat runs", "", "  ", "dog sits big"]) == ["red cat runs", "", "", "dog sits big"]
+
+
+def test_same_output_across_processes(translator, copy_checkpoint):
+    """A fresh process (a restarted app) gives the same translation and attention."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = ("import sys; from transformer import Translator; "
+            "t = Translator.from_checkpoint(sys.argv[1], device='cpu'); "
+            "print(t.translate('old man sits big house', beam_size=3).to_json())")
+    out = subprocess.run([sys.executable, "-c", code, str(copy_checkpoint)], cwd=root, capture_output=True,
+                         text=True, check=True).stdout
+    there = Trace.from_json(out)
+    here = translator.translate("old man sits big house", beam_size=3)
+    assert there.text == here.text and there.candidates == here.candidates
+    np.testing.assert_array_equal(there.cross_attn, here.cross_attn)
+    assert json.loads(out)["settings"] == json.loads(here.to_json())["settings"]

@@ -135,17 +135,15 @@ class Translator:
     def _settings(self, **extra) -> dict:
         return {**extra, "device": str(self.device)}
 
-    def _encode(self, ids: list[int], need_weights: bool) -> Encoded:
-        return self.model.encode(torch.tensor([ids], device=self.device), need_weights=need_weights)
+    def _encode(self, ids: list[int]) -> Encoded:
+        """The encoder pass of one sentence, with its attention."""
+        with torch.inference_mode():
+            return self.model.encode(torch.tensor([ids], device=self.device), need_weights=True)
 
     def steps(self, text: str, top_k: int = 5, max_new_tokens: int | None = None) -> Iterator[Step]:
         """Greedy decoding, yielding each token with its attention rows as soon as it exists."""
         src, _ = self.encode_source(text)
-        yield from self._steps(src, top_k, max_new_tokens, self._encode_with_weights(src))
-
-    def _encode_with_weights(self, src: list[int]) -> Encoded:
-        with torch.inference_mode():
-            return self._encode(src, need_weights=True)
+        yield from self._steps(src, top_k, max_new_tokens, self._encode(src))
 
     def _steps(self, src: list[int], top_k: int, max_new_tokens: int | None, encoded: Encoded) -> Iterator[Step]:
         # Each step runs in its own inference_mode block: a generator may be resumed on another
@@ -175,7 +173,7 @@ class Translator:
         settings = self._settings(beam_size=beam_size, max_new_tokens=limit, length_penalty=length_penalty,
                                   top_k=top_k, mode="greedy" if beam_size == 1 else "beam")
         if beam_size == 1:
-            encoded = self._encode_with_weights(src)
+            encoded = self._encode(src)
             steps = list(self._steps(src, top_k, limit, encoded))
             return self._trace_from_steps(src, encoded, steps, settings, notices)
         with torch.inference_mode():
@@ -214,7 +212,7 @@ class Translator:
     def force_ids(self, src: list[int], tgt: list[int], top_k: int, settings: dict, notices: list[str]) -> Trace:
         target_in, target_out = [BOS_ID] + tgt, tgt + [EOS_ID]
         with torch.inference_mode():
-            encoded = self._encode(src, need_weights=True)
+            encoded = self._encode(src)
             out = self.model.decode(torch.tensor([target_in], device=self.device), encoded, need_weights=True)
             probs = out.logits[0].float().softmax(-1)  # (T, V)
         return Trace(text=self.tokenizer.decode(tgt), source_tokens=self.tokenizer.pieces(src),

@@ -17,8 +17,10 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
+import unicodedata
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,6 +300,10 @@ def plot(fig) -> PlotData:
     data = json.loads(fig.to_json())
     data["config"] = PLOT_CONFIG
     return PlotData(type="plotly", plot=json.dumps(data, separators=(",", ":")))
+
+
+# ANSI/VT100 escape sequences (colours, cursor moves) and OSC sequences, removed from API input.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 
 def _int(value, lo: int, hi: int, default: int | None = None) -> int:
@@ -901,14 +907,25 @@ class App:
                     return "", f"max_new_tokens must be a positive integer or None, got {max_new_tokens!r}.", None
                 if not 1 <= limit <= MAX_NEW_TOKENS:
                     return "", f"max_new_tokens must be from 1 to {MAX_NEW_TOKENS}, got {limit}.", None
-            clean = " ".join(text.split())
             notices = []
+            clean = _ANSI.sub("", text)
+            clean = "".join(ch if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf") else " "
+                            for ch in clean)
+            if clean != text:
+                notices.append("Control characters and terminal escape codes were removed from the text.")
+            clean = " ".join(clean.split())
+            if not clean:
+                return "", " ".join(notices + ["Nothing to translate: text is empty."]), None
             if len(clean) > MAX_CHARS:
                 clean = clean[:MAX_CHARS]
                 notices.append(f"The text was longer than {MAX_CHARS} characters; only the first {MAX_CHARS} were "
                                "translated.")
             req = Request(direction, clean, beam, limit or 0, "auto", 5, 1.0, 0.0)
             trace, more, _ = self.compute(req)
+            unknown = trace.source_tokens.count("<unk>")
+            if unknown:
+                notices.append(f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): it knows "
+                               "only German and English image captions.")
             return trace.text, " ".join(notices + more), trace.to_dict()
         except Exception as err:  # the API never raises: it says what went wrong
             return "", f"Translation failed: {type(err).__name__}: {err}", None

@@ -200,7 +200,7 @@ def test_view_controls(tiny):
         fig = json.loads(heat.plot)
         assert fig["layout"]["yaxis"]["title"]["text"].startswith("query")
         assert fig["layout"]["xaxis"]["title"]["text"].startswith("key")
-        assert f"layer 2, head 1" in fig["layout"]["title"]["text"]
+        assert "layer 2, head 1" in fig["layout"]["title"]["text"]
         assert sum(t["type"] == "heatmap" for t in json.loads(grid.plot)["data"]) >= 4
     heat, step_cross, step_self = tiny.on_heat(trace, "decoder", 1, "mean", True, 1)
     assert "words" in json.loads(heat.plot)["layout"]["title"]["text"]

@@ -172,3 +172,24 @@ def test_translate_and_explore(page):
     wait_title(page, "heatmap", "Cross-attention")
 
     assert not page.errors, page.errors
+
+
+def test_markup_in_the_source_stays_text(page):
+    """An HTML/JS payload typed as the source is translated as text: no dialog, no live <img> anywhere."""
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    payload = "<img src=x onerror=alert(1)>"
+    page.wait_for_selector("#heatmap [data-testid=plotly] .main-svg")
+    page.get_by_label("Source text").fill(payload)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    # the finished run's share link carries the new text; then the pieces and the figures are on the page
+    page.wait_for_function("Array.from(document.querySelectorAll('#run-info a')).some(a => a.href.includes('onerror'))")
+    wait_title(page, "heatmap", "Cross-attention")
+    page.wait_for_selector("#heatmap .heatmaplayer image")
+    page.wait_for_timeout(300)  # let any handler that was going to fire, fire
+    assert page.locator("img[src=x]").count() == 0
+    assert page.locator("img[src='x']").count() == 0
+    assert page.evaluate("document.querySelectorAll('[onerror]').length") == 0
+    assert not dialogs, dialogs
+    assert page.locator("#source-text textarea").input_value() == payload
+    assert not page.errors, page.errors

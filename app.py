@@ -306,6 +306,17 @@ def plot(fig) -> PlotData:
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 
+def _api_int(name: str, value, hi: int) -> tuple[int | None, str]:
+    """An API argument as an integer in [1, hi], or None and the message that says why not."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None, f"{name} must be an integer from 1 to {hi}, got {value!r}."
+    if not 1 <= number <= hi:
+        return None, f"{name} must be from 1 to {hi}, got {number}."
+    return number, ""
+
+
 def _int(value, lo: int, hi: int, default: int | None = None) -> int:
     try:
         v = int(float(value))
@@ -893,20 +904,12 @@ class App:
                 return "", "Nothing to translate: text is empty.", None
             if direction not in self.registry.entries:
                 return "", f"Unknown direction {direction!r}; available: {', '.join(self.registry.entries)}.", None
-            try:
-                beam = int(beam_size)
-            except (TypeError, ValueError):
-                return "", f"beam_size must be an integer from 1 to {MAX_BEAM}, got {beam_size!r}.", None
-            if not 1 <= beam <= MAX_BEAM:
-                return "", f"beam_size must be from 1 to {MAX_BEAM}, got {beam}.", None
+            beam, problem = _api_int("beam_size", beam_size, MAX_BEAM)
             limit = None
-            if max_new_tokens not in (None, "", 0):
-                try:
-                    limit = int(max_new_tokens)
-                except (TypeError, ValueError):
-                    return "", f"max_new_tokens must be a positive integer or None, got {max_new_tokens!r}.", None
-                if not 1 <= limit <= MAX_NEW_TOKENS:
-                    return "", f"max_new_tokens must be from 1 to {MAX_NEW_TOKENS}, got {limit}.", None
+            if not problem and max_new_tokens not in (None, "", 0):
+                limit, problem = _api_int("max_new_tokens", max_new_tokens, MAX_NEW_TOKENS)
+            if problem:
+                return "", problem, None
             notices = []
             clean = _ANSI.sub("", text)
             clean = "".join(ch if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf") else " "

@@ -97,8 +97,8 @@ on `train` only; the checkpoint was selected on `val` BLEU; test sets were never
   (decay {recipe.get('ema_decay')}) of the training weights.
 - Selected after epoch {training.get('epochs')} ({training.get('steps')} steps, {minutes:.0f} minutes of
   training on {training.get('device', 'cpu')} ({training.get('threads')} of the 2 cores of a
-  2-core machine)); the table is the whole run. Another run trained beside it, so tokens/s is about half
-  of what one run gets alone.
+  2-core machine)); the table is the whole run, including any resumed continuation. tokens/s depends on
+  what else shared the machine (the de→en and en→de runs trained side by side).
 
 {epoch_table(metrics_log)}
 

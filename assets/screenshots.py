@@ -33,6 +33,24 @@ def settle(page, seconds: float = 0.8) -> None:
     time.sleep(seconds)
 
 
+def shoot(page, selector: str, path: Path) -> None:
+    """Screenshot of one element, scrolled into view."""
+    page.locator(selector).scroll_into_view_if_needed()
+    settle(page)
+    page.locator(selector).screenshot(path=path)
+    print("wrote", path)
+
+
+def shoot_span(page, top_selector: str, bottom_selector: str, path: Path, above: int, below: int) -> None:
+    """Full-width screenshot from the top of one element to the bottom of another."""
+    settle(page)
+    top, bottom = page.locator(top_selector).bounding_box(), page.locator(bottom_selector).bounding_box()
+    page.screenshot(path=path, full_page=True,
+                    clip={"x": 0, "y": top["y"] + page.evaluate("window.scrollY") - above, "width": 1920,
+                          "height": bottom["y"] + bottom["height"] - top["y"] + above + below})
+    print("wrote", path)
+
+
 def main(out: Path) -> None:
     import app
     from playwright.sync_api import sync_playwright
@@ -62,10 +80,7 @@ def main(out: Path) -> None:
             page.screenshot(path=out / "app.png")
             print("wrote", out / "app.png")
 
-            page.locator("#heatmap").scroll_into_view_if_needed()
-            settle(page)
-            page.locator("#heatmap").screenshot(path=out / "cross-attention.png")
-            print("wrote", out / "cross-attention.png")
+            shoot(page, "#heatmap", out / "cross-attention.png")
 
             step = page.locator("#step input[type=number]")
             step.fill("3")
@@ -73,40 +88,23 @@ def main(out: Path) -> None:
             wait_title(page, "step-topk", "Step 3:")
             section = page.locator("#step").locator("xpath=ancestor::div[contains(@class,'row')][1]")
             section.scroll_into_view_if_needed()
-            settle(page)
-            box_top = page.locator("#step").bounding_box()
-            box_bottom = page.locator("#step-topk").bounding_box()
-            page.screenshot(path=out / "decoding-steps.png", full_page=True,
-                            clip={"x": 0, "y": box_top["y"] + page.evaluate("window.scrollY") - 60, "width": 1920,
-                                  "height": box_bottom["y"] + box_bottom["height"] - box_top["y"] + 80})
-            print("wrote", out / "decoding-steps.png")
+            shoot_span(page, "#step", "#step-topk", out / "decoding-steps.png", above=60, below=20)
 
             page.locator("#kind").get_by_label("Decoder masked self-attention").check()
             page.get_by_label("Merge pieces into words").check()
             wait_title(page, "heatmap", "· words")
-            page.locator("#heatmap").scroll_into_view_if_needed()
-            settle(page)
-            page.locator("#heatmap").screenshot(path=out / "decoder-self-attention-words.png")
-            print("wrote", out / "decoder-self-attention-words.png")
+            shoot(page, "#heatmap", out / "decoder-self-attention-words.png")
 
             page.locator("#kind").get_by_label("Encoder self-attention").check()
             page.get_by_label("Merge pieces into words").uncheck()
             wait_title(page, "grid", "Encoder self-attention")
-            page.locator("#grid").scroll_into_view_if_needed()
-            settle(page)
-            page.locator("#grid").screenshot(path=out / "all-heads.png")
-            print("wrote", out / "all-heads.png")
+            shoot(page, "#grid", out / "all-heads.png")
 
             page.get_by_role("tab", name="Positional encoding").click()
             page.wait_for_selector("#pe .heatmaplayer image")
             page.wait_for_selector("#pe-rows .heatmaplayer image")
             page.locator("#pe").scroll_into_view_if_needed()
-            settle(page)
-            top, bottom = page.locator("#pe").bounding_box(), page.locator("#pe-rows").bounding_box()
-            page.screenshot(path=out / "positional-encoding.png", full_page=True,
-                            clip={"x": 0, "y": top["y"] + page.evaluate("window.scrollY") - 10, "width": 1920,
-                                  "height": bottom["y"] + bottom["height"] - top["y"] + 20})
-            print("wrote", out / "positional-encoding.png")
+            shoot_span(page, "#pe", "#pe-rows", out / "positional-encoding.png", above=10, below=10)
 
             phone = browser.new_page(viewport={"width": 412, "height": 915}, device_scale_factor=2)
             phone.goto(url, wait_until="domcontentloaded")

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 import time
 import unicodedata
 import urllib.parse
@@ -109,6 +110,16 @@ class ModelEntry:
     metrics: list[dict] = field(default_factory=list)  # metrics.jsonl records
     translators: dict[str, Translator] = field(default_factory=dict, repr=False)  # by device type
     cache: dict = field(default_factory=dict, repr=False)  # static figures
+    _twin: Translator | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def twin(self) -> Translator:
+        """The same architecture and tokenizer with untrained (random-init) weights, built on first use."""
+        with self._lock:
+            if self._twin is None:
+                ck = dataclasses.replace(self.checkpoint, model=untrained_model(self.config), id="untrained twin")
+                self._twin = Translator(ck, torch.device("cpu"))
+            return self._twin
 
     @property
     def source_lang(self) -> str:
@@ -171,6 +182,14 @@ def _direction_label(src: str, tgt: str) -> str:
     return f"{LANGUAGE_NAMES.get(src, src)} → {LANGUAGE_NAMES.get(tgt, tgt)}"
 
 
+def untrained_model(config: ModelConfig) -> Transformer:
+    """A random-init model of this shape, as training starts from: the same weights on every call (seed 0),
+    without touching the caller's random state."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return Transformer(dataclasses.replace(config, dropout=0.0)).eval()
+
+
 def random_checkpoints(sources: list[str]) -> tuple[list[Checkpoint], str]:
     """The untrained fallback: a random-init model of the shipped shape (the `small` preset) for
     de→en and en→de. Its tokenizer comes from any folder with a usable one, else it is trained on
@@ -186,9 +205,8 @@ def random_checkpoints(sources: list[str]) -> tuple[list[Checkpoint], str]:
                 continue
     if tokenizer is None:
         tokenizer = Tokenizer.train([s for group in EXAMPLES.values() for s in group] * 4, vocab_size=120)
-    config = ModelConfig(**{**PRESETS["small"], "vocab_size": tokenizer.vocab_size, "max_len": 256, "dropout": 0.0})
-    torch.manual_seed(0)
-    model = Transformer(config).eval()
+    model = untrained_model(ModelConfig(**{**PRESETS["small"], "vocab_size": tokenizer.vocab_size, "max_len": 256}))
+    config = model.config
     ckpts = [Checkpoint(model, tokenizer, s, t, "untrained", {"model": config.to_dict(), "source_lang": s,
                                                                "target_lang": t, "untrained": True})
              for s, t in (("de", "en"), ("en", "de"))]
@@ -331,12 +349,20 @@ class View:
     layer: int = LAST_LAYER
     head: str = MEAN_HEAD
     merge: bool = False
-    step: int = 1
+    step: int | None = None  # decoding step t (1-based); None: the last one
 
     @classmethod
-    def of(cls, kind, layer, head, merge, step=1) -> "View":
+    def of(cls, kind, layer, head, merge, step=None) -> "View":
         return cls(kind if kind in KINDS else "cross", _int(layer, 1, 64, 1),
-                   MEAN_HEAD if str(head) == MEAN_HEAD else str(_int(head, 1, 64, 1)), bool(merge), _int(step, 1, 10_000))
+                   MEAN_HEAD if str(head) == MEAN_HEAD else str(_int(head, 1, 64, 1)), _flag(merge),
+                   None if step in (None, "") else _int(step, 1, 10_000))
+
+
+def _flag(value) -> bool:
+    """A checkbox value, or its spelling in a link ("1", "true", "0", …)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
 
 
 def pick(weights: np.ndarray, layer: int, head: str) -> tuple[np.ndarray, str]:
@@ -381,15 +407,16 @@ def merged(weights: np.ndarray, q: list, k: list, causal: bool, qg, kg, merge: b
     return w, _merge_tokens(q, qg), _merge_tokens(k, kg), hidden
 
 
-def heatmap_figure(trace: Trace, view: View):
+def heatmap_figure(trace: Trace, view: View, prefix: str = ""):
     weights, q, k, causal, qg, kg = kind_arrays(trace, view.kind)
     matrix, caption = pick(weights, view.layer, view.head)
     matrix, q, k, hidden = merged(matrix, q, k, causal, qg, kg, view.merge)
     highlight = None
     if view.kind != "encoder" and not view.merge:
-        highlight = _int(view.step, 1, max(len(trace.output_tokens), 1)) - 1
+        T = max(len(trace.output_tokens), 1)
+        highlight = _int(view.step or T, 1, T) - 1
     _, qt, kt = KINDS[view.kind]
-    title = f"{KINDS[view.kind][0]} · {caption}" + (" · words" if view.merge else "")
+    title = (f"{prefix}: " if prefix else "") + f"{KINDS[view.kind][0]} · {caption}" + (" · words" if view.merge else "")
     return viz.attention_heatmap(matrix, q, k, query_title=qt, key_title=kt, hidden=hidden,
                                  highlight_row=highlight, title=title)
 
@@ -430,7 +457,7 @@ def trace_step_figures(trace: Trace, view: View):
     if T == 0:
         e = plot(viz.empty_figure("No decoding step"))
         return e, e, e
-    t = _int(view.step, 1, T) - 1
+    t = _int(view.step or T, 1, T) - 1
     figs = step_figures(trace.source_tokens, trace.target_tokens, trace.output_tokens, trace.cross_attn[:, :, t],
                         trace.decoder_self_attn[:, :, t, :t + 1], trace.top_k[t] if t < len(trace.top_k) else [],
                         view, t)
@@ -528,16 +555,30 @@ def trace_file(trace: Trace) -> str:
     return str(path)
 
 
-def share_query(key: str, text: str, beam: int, max_new: int, view: View) -> str:
-    return "?" + urllib.parse.urlencode({"direction": key, "text": text, "beam": beam, "max": max_new,
-                                         "view": view.kind, "layer": view.layer, "head": view.head})
+def share_query(key: str, text: str, beam, max_new, lp, view: View) -> str:
+    """The query string of a link that restores this translation and view (App.on_load reads it back)."""
+    params = {"direction": key, "text": " ".join(str(text or "").split())[:MAX_CHARS], "beam": _int(beam, 1, MAX_BEAM),
+              "max": _int(max_new, 0, MAX_NEW_TOKENS), "lp": _lp(lp), "view": view.kind, "layer": view.layer,
+              "head": view.head, "merge": int(view.merge)}
+    if view.step is not None:
+        params["step"] = view.step
+    return "?" + urllib.parse.urlencode(params)
+
+
+def _lp(value) -> float:
+    """A length penalty in [0, 3], one decimal (the slider's grid); 1.0 when unreadable."""
+    try:
+        lp = float(value)
+    except (TypeError, ValueError):
+        return 1.0
+    return round(min(max(lp, 0.0), 3.0), 1) if np.isfinite(lp) else 1.0
 
 
 # --------------------------------------------------------------------------------------------
 # The app
 # --------------------------------------------------------------------------------------------
 
-OUT = ("trace", "pending", "translation", "notice", "src_chips", "out_chips", "candidates", "forced", "download",
+OUT = ("trace", "untrained", "pending", "translation", "notice", "src_chips", "out_chips", "candidates", "forced", "download",
        "step", "partial", "step_cross", "step_self", "step_topk", "layer", "head", "heat", "grid", "summary",
        "pick_head", "pe_rows", "topk_table")
 
@@ -546,7 +587,7 @@ OUT = ("trace", "pending", "translation", "notice", "src_chips", "out_chips", "c
 # gr.State (it comes back empty) and fails on any gr.update() of a prop ("'Slider' object has no attribute
 # 'info'"). So after the cached outputs, App.on_example_state rebuilds the trace for this visitor (one
 # greedy pass) and fits the slider ranges, head choices and candidates table to it (App.on_sync).
-SYNCED = ("trace", "pending", "candidates", "step", "layer", "head", "pick_head")
+SYNCED = ("trace", "untrained", "pending", "candidates", "step", "layer", "head", "pick_head")
 EXAMPLE_OUT = tuple(name for name in OUT if name not in SYNCED)
 
 
@@ -638,15 +679,15 @@ class App:
         T = len(trace.output_tokens)
         view = dataclasses.replace(view, layer=_int(view.layer, 1, L),
                                    head=view.head if view.head == MEAN_HEAD else str(_int(view.head, 1, H)),
-                                   step=T if T else 1)
+                                   step=_int(view.step, 1, max(T, 1)) if view.step else max(T, 1))
         step_cross, step_self, step_topk = trace_step_figures(trace, view)
         timing = f" in {elapsed:.2f} s" if elapsed is not None else ""
         info = [f"⚠️ {n}" for n in notices]
         info.append(f"{showing}: {len(trace.source_tokens)} source pieces → {T} output pieces{timing} on "
                     f"`{trace.settings.get('device', 'cpu')}` · "
-                    f"[link to this translation]({share_query(entry.key, req.text, req.beam, req.max_new, view)})")
+                    f"[link to this view]({share_query(entry.key, req.text, req.beam, req.max_new, req.length_penalty, view)})")
         return pack(
-            trace=trace, pending=None, translation=trace.text, notice="\n\n".join(info),
+            trace=trace, untrained=None, pending=None, translation=trace.text, notice="\n\n".join(info),
             src_chips=source_chips(trace.source_tokens),
             out_chips=output_chips(trace.output_tokens, trace.top_k),
             candidates=gr.update(value=[[i + 1, c.text, round(c.score, 4), round(c.log_prob, 4), len(c.tokens) + 1]
@@ -803,31 +844,68 @@ class App:
         trace = self.compute(req)[0]
         return (trace, *self.on_sync(trace))
 
+    # ---- trained vs untrained ----
+
+    def untrained_trace(self, trace: Trace, key: str) -> tuple[Trace, str]:
+        """The trained model's output teacher-forced through its untrained twin (same pieces, so the
+        attention maps line up cell by cell), and what the twin writes on its own."""
+        twin = self.registry.get(key).twin()
+        out = [i for i in trace.output_ids if i != EOS_ID]
+        forced = twin.force_ids(list(trace.source_ids), out, 1, twin._settings(mode="forced", top_k=1), [])
+        if trace.output_tokens and trace.output_tokens[-1] != "</s>":
+            forced = _without_final_eos(forced)
+        source = twin.tokenizer.decode([i for i in trace.source_ids if i != EOS_ID])
+        own = twin.translate(source, max_new_tokens=min(len(trace.output_tokens) + 10, MAX_NEW_TOKENS), top_k=1)
+        return forced, own.text
+
+    def on_compare(self, trace, key, kind, layer, head, merge, step):
+        if trace is None:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        try:
+            entry = self.registry.get(key)
+        except KeyError:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        untrained, own = self.untrained_trace(trace, entry.key)
+        view = View.of(kind, layer, head, merge, step)
+        note = ("⚠️ This direction itself runs an untrained model, so both sides are random. " if entry.untrained
+                else "")
+        text = (f"{note}**Trained:** {viz.escape(trace.text) or '∅'}  \n**Untrained, left to itself:** "
+                f"{viz.escape(own) or '∅'}  \nSame architecture and tokenizer, weights as initialised before training "
+                "(seed 0). Right: the trained translation teacher-forced through the untrained weights, so the cells "
+                "line up. Untrained heads spread their attention almost evenly; training makes them pick.")
+        return untrained, *self.compare_figures(trace, untrained, view), text
+
+    @staticmethod
+    def compare_figures(trace: Trace, untrained: Trace | None, view: View) -> tuple:
+        if untrained is None:
+            return gr.skip(), gr.skip()
+        return (plot(heatmap_figure(trace, view, prefix="Trained")),
+                plot(heatmap_figure(untrained, view, prefix="Untrained")))
+
     # ---- view changes (no model involved) ----
 
-    def on_heat(self, trace, kind, layer, head, merge, step):
-        """Layer / head / merge changed: the large heatmap and the step rows."""
-        if trace is None:
-            return gr.skip(), gr.skip(), gr.skip()
-        view = View.of(kind, layer, head, merge, step)
-        step_cross, step_self, _ = trace_step_figures(trace, view)
-        return plot(heatmap_figure(trace, view)), step_cross, step_self
-
-    def on_kind(self, trace, kind, layer, head, merge, step):
-        if trace is None:
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        view = View.of(kind, layer, head, merge, step)
-        grid, summary = grid_figures(trace, view)
-        step_cross, step_self, _ = trace_step_figures(trace, view)
-        return plot(heatmap_figure(trace, view)), plot(grid), plot(summary), step_cross, step_self
-
-    def on_step(self, trace, kind, layer, head, merge, step):
+    def on_heat(self, trace, untrained, kind, layer, head, merge, step):
+        """Layer / head / merge changed: the large heatmap, the step rows and the trained-vs-untrained pair."""
         if trace is None:
             return (gr.skip(),) * 5
         view = View.of(kind, layer, head, merge, step)
+        step_cross, step_self, _ = trace_step_figures(trace, view)
+        return plot(heatmap_figure(trace, view)), step_cross, step_self, *self.compare_figures(trace, untrained, view)
+
+    def on_kind(self, trace, untrained, kind, layer, head, merge, step):
+        if trace is None:
+            return (gr.skip(),) * 7
+        view = View.of(kind, layer, head, merge, step)
+        grid, summary = grid_figures(trace, view)
+        return (*self.on_heat(trace, untrained, kind, layer, head, merge, step), plot(grid), plot(summary))
+
+    def on_step(self, trace, untrained, kind, layer, head, merge, step):
+        if trace is None:
+            return (gr.skip(),) * 7
+        view = View.of(kind, layer, head, merge, step)
         t = _int(step, 1, max(len(trace.output_tokens), 1)) - 1
-        heat = plot(heatmap_figure(trace, view)) if view.kind != "encoder" else gr.skip()
-        return (heat, partial_chips(trace.output_tokens, t), *trace_step_figures(trace, view))
+        return (*self.on_heat(trace, untrained, kind, layer, head, merge, step), partial_chips(trace.output_tokens, t),
+                trace_step_figures(trace, view)[2])
 
     def on_sync(self, trace):
         """After a cached example: the controls that depend on the trace's shape, set to the default view the
@@ -867,25 +945,41 @@ class App:
         return model_figures(entry, dims)[0]
 
     def on_load(self, request: gr.Request):
-        """Restore a translation from the URL: ?direction=de-en&text=…&beam=…&max=…&view=…&layer=…&head=…"""
+        """Restore the controls from a link (see share_query). Anything missing, malformed or out of range
+        keeps its default; the text is capped at MAX_CHARS."""
         q = dict(request.query_params) if request is not None else {}
         s = gr.skip()
-        key = q.get("direction") if q.get("direction") in self.registry.entries else s
-        view = q.get("view") if q.get("view") in KINDS else s
+
+        def number(name, lo, hi):
+            return _int(q[name], lo, hi, lo) if name in q else s
+
         head = q.get("head", "")
-        head = head if head == MEAN_HEAD or head.isdigit() else s
-        return (key, q["text"][:MAX_CHARS] if q.get("text") else s,
-                _int(q["beam"], 1, MAX_BEAM) if "beam" in q else s, _int(q["max"], 0, MAX_NEW_TOKENS) if "max" in q else s,
-                view, _int(q["layer"], 1, 64) if "layer" in q else s, head)
+        return (q["direction"] if q.get("direction") in self.registry.entries else s,
+                q["text"][:MAX_CHARS] if q.get("text") else s,
+                number("beam", 1, MAX_BEAM), number("max", 0, MAX_NEW_TOKENS),
+                _lp(q["lp"]) if "lp" in q else s,
+                q["view"] if q.get("view") in KINDS else s,
+                number("layer", 1, 64),
+                head if head == MEAN_HEAD or (head.isdigit() and 1 <= int(head) <= 64) else s,
+                _flag(q["merge"]) if "merge" in q else s,
+                _flag(q["presenter"]) if "presenter" in q else s)
 
     def on_load_translate(self, key, text, beam, max_new, device, top_k, length_penalty, kind, layer, head, merge,
                           request: gr.Request):
-        if request is None or not request.query_params.get("text") or not (text or "").strip():
+        q = request.query_params if request is not None else {}
+        if not q.get("text") or not (text or "").strip():
             return pack()
         req = self.request(key, text, beam, max_new, device, top_k, length_penalty, 0)
         trace, notices, elapsed = self.compute(req)
-        return self.present(trace, req, View.of(kind, layer, head, merge), notices, "Translation from the link",
-                            elapsed)
+        return self.present(trace, req, View.of(kind, layer, head, merge, q.get("step")), notices,
+                            "Translation from the link", elapsed)
+
+    def on_share(self, key, text, beam, max_new, length_penalty, kind, layer, head, merge, step):
+        """The query string of a link to what is on screen; the page prefixes its own address."""
+        if not (text or "").strip():
+            raise gr.Error("Translate a sentence first: the link carries its text.")
+        key = key if key in self.registry.entries else self.registry.default_key
+        return share_query(key, text, beam, max_new, length_penalty, View.of(kind, layer, head, merge, step))
 
     # ---- the API: Client(url).predict(text=..., direction="de-en", api_name="/translate") ----
 
@@ -949,8 +1043,7 @@ def _without_final_eos(trace: Trace) -> Trace:
 
 DEFAULTS = {"beam": 1, "max": 0, "k": 5, "lp": 1.0, "slow": 0.0, "view": "cross", "merge": False}  # layer: the last
 
-INTRO = """# Transformer Anatomy
-Type a sentence and watch a from-scratch Transformer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762)),
+INTRO = """Type a sentence and watch a from-scratch Transformer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762)),
 trained on Multi30k image captions, translate it piece by piece. Then look inside: every attention head of the
 encoder and the decoder, each decoding step's choices, and the positional encoding.
 """
@@ -982,7 +1075,68 @@ CSS = """
 .anatomy-notice { color: #92400e; }
 #run-info p { margin: 0.15em 0; }
 footer { margin-top: 1em; }
+/* Presenter mode (PRESENTER_JS toggles the class): no settings, larger type, plain white page. */
+body.anatomy-presenter {
+  --body-background-fill: #ffffff; --background-fill-primary: #ffffff; --background-fill-secondary: #ffffff;
+  --block-background-fill: #ffffff; --block-border-color: transparent; --block-shadow: none;
+  --body-text-size: 20px; --block-label-text-size: 17px; --block-info-text-size: 16px;
+  --input-text-size: 22px; --text-md: 20px; --text-lg: 22px; --section-header-text-size: 20px;
+  background: #ffffff;
+}
+body.anatomy-presenter .gradio-container { max-width: 100% !important; background: #ffffff !important; }
+body.anatomy-presenter .anatomy-controls, body.anatomy-presenter footer { display: none !important; }
 """
+
+# Presenter mode, in the browser (a talk must not wait on the server): toggles the page's class and scales
+# every Plotly figure's fonts, margins and height by SCALE, re-applied whenever a figure is replaced.
+PRESENTER_JS = """
+(on) => {
+  const A = window.anatomyPresenter || (window.anatomyPresenter = {
+    scale: 1.5, on: false,
+    base(gd) {
+      const f = gd._fullLayout, m = f.margin;
+      return {font: f.font.size, title: (f.title && f.title.font) ? f.title.font.size : f.font.size,
+              height: f.height, l: m.l, r: m.r, t: m.t, b: m.b,
+              notes: (f.annotations || []).map(a => a.font.size)};
+    },
+    fit(gd) {
+      if (!gd._fullLayout || !window.Plotly) return;
+      if (gd.layout !== gd.anatomyLayout) { gd.anatomyLayout = gd.layout; gd.anatomyBase = A.base(gd); gd.anatomyScaled = false; }
+      if (gd.anatomyScaled === A.on) return;
+      gd.anatomyScaled = A.on;
+      const b = gd.anatomyBase, k = A.on ? A.scale : 1, u = {'font.size': b.font * k, 'title.font.size': b.title * k,
+        height: Math.round(b.height * k), 'margin.l': b.l * k, 'margin.r': b.r * k, 'margin.t': b.t * k, 'margin.b': b.b * k};
+      b.notes.forEach((size, i) => { u['annotations[' + i + '].font.size'] = size * k; });
+      Plotly.relayout(gd, u).then(() => { if (gd.offsetParent) return Plotly.Plots.resize(gd); }).catch(() => {});
+    },
+    scan() {
+      document.querySelectorAll('.js-plotly-plot').forEach(gd => {
+        if (!gd.anatomyHooked && gd.on) { gd.anatomyHooked = true; gd.on('plotly_afterplot', () => A.fit(gd)); }
+        A.fit(gd);
+      });
+    },
+  });
+  A.on = !!on;
+  document.body.classList.toggle('anatomy-presenter', A.on);
+  if (!A.observer) {
+    A.observer = new MutationObserver(() => { if (A.on) A.scan(); });
+    A.observer.observe(document.body, {childList: true, subtree: true});
+  }
+  A.scan();
+  window.dispatchEvent(new Event('resize'));
+}
+"""
+
+
+def export_js(elem_id: str, fmt: str) -> str:
+    """Download one figure as the browser draws it (presenter fonts included): PNG at 3× scale, or SVG."""
+    return (f"() => {{ const gd = document.querySelector('#{elem_id} .js-plotly-plot');"
+            f" if (gd && window.Plotly) Plotly.downloadImage(gd, {{format: '{fmt}', scale: 3,"
+            f" filename: 'transformer-anatomy-{elem_id}'}}); }}")
+
+
+# The page's own address + the query built on the server: a link that works behind any proxy or Space.
+LINK_JS = "(q) => q ? window.location.origin + window.location.pathname + q : ''"
 
 
 def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
@@ -1006,7 +1160,16 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
     empty = plot(viz.empty_figure("Translate a sentence to see this", 300))
 
     with gr.Blocks(title="Transformer Anatomy") as demo:
-        gr.Markdown(INTRO)
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=4):
+                gr.Markdown("# Transformer Anatomy")
+                gr.Markdown(INTRO, elem_classes=["anatomy-controls"])
+            with gr.Column(scale=1, min_width=330):
+                presenter = gr.Checkbox(False, label="Presenter mode", elem_id="presenter",
+                                        info="Large type, no settings, white page: for talks")
+                with gr.Row():
+                    png_btn = gr.Button("Attention PNG (3×)", size="sm", elem_id="export-png")
+                    svg_btn = gr.Button("Attention SVG", size="sm", elem_id="export-svg")
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=320):
                 direction = gr.Dropdown(registry.choices(), value=registry.default_key, label="Direction",
@@ -1016,13 +1179,13 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                                 elem_classes=["anatomy-notice"])
                 text = gr.Textbox(label="Source text", lines=2, max_length=MAX_CHARS, elem_id="source-text",
                                   placeholder=f"e.g. {EXAMPLES.get(entry0.source_lang, [''])[0]}")
-                with gr.Row():
+                with gr.Row(elem_classes=["anatomy-controls"]):
                     beam = gr.Slider(1, MAX_BEAM, value=DEFAULTS["beam"], step=1, label="Beam size (1 = greedy)")
                     max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,
                                         label="Max new tokens (0 = 2 × source + 10)")
                 device = gr.Radio(device_choices(), value="auto", label="Device",
-                                  info="cuda is offered only when this machine has a GPU")
-                with gr.Accordion("More settings", open=False):
+                                  info="cuda is offered only when this machine has a GPU", elem_classes=["anatomy-controls"])
+                with gr.Accordion("More settings", open=False, elem_classes=["anatomy-controls"]):
                     top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULTS["k"], step=1, label="Top-k pieces to record per step")
                     lp = gr.Slider(0.0, 3.0, value=DEFAULTS["lp"], step=0.1,
                                    label="Length penalty α (beam score = log p / length^α)")
@@ -1030,11 +1193,11 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                                      label="Slow motion: seconds per piece (0 = off; for talks)")
                 with gr.Row():
                     translate_btn = gr.Button("Translate", variant="primary", elem_id="translate")
-                    stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+                    stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", elem_classes=["anatomy-controls"])
             with gr.Column(scale=3, min_width=320):
                 translation = gr.Textbox(label="Translation", lines=2, interactive=False, buttons=["copy"],
                                          elem_id="translation")
-                run_info = gr.Markdown(elem_id="run-info")
+                run_info = gr.Markdown(elem_id="run-info", elem_classes=["anatomy-controls"])
                 src_chips = gr.HighlightedText(label="Source pieces (what the encoder reads)", show_legend=False,
                                                show_inline_category=False, combine_adjacent=False,
                                                color_map={PIECE: "#e2e8f0"},
@@ -1045,10 +1208,16 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                                           datatype=["number", "str", "number", "number", "number"],
                                           label="Beam candidates (click one to see its attention)", interactive=False,
                                           visible=False, wrap=True, elem_id="candidates")
-                with gr.Accordion("Inspect a translation (teacher forcing)", open=False):
+                with gr.Accordion("Inspect a translation (teacher forcing)", open=False, elem_classes=["anatomy-controls"]):
                     forced = gr.Textbox(label="Any translation: edit it, then Inspect", lines=2, elem_id="forced")
                     force_btn = gr.Button("Inspect", size="sm")
-                download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
+                with gr.Row(elem_classes=["anatomy-controls"]):
+                    download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
+                    share_btn = gr.Button("🔗 Link to this view", size="sm", elem_id="share")
+                share_url = gr.Textbox(label="Link to this view (text, settings, attention, layer, head, step)",
+                                       interactive=False, buttons=["copy"], visible=True, elem_id="share-url",
+                                       elem_classes=["anatomy-controls"], placeholder="click 🔗 Link to this view")
+                share_query_box = gr.Textbox(visible=False)
 
         examples = [[s, e.key] for e in registry.entries.values() for s in EXAMPLES.get(e.source_lang, [])[:4]]
 
@@ -1076,7 +1245,8 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                                 elem_id="merge")
         with gr.Row(equal_height=False):
             heat = gr.Plot(empty, show_label=False, scale=4, min_width=360, elem_id="heatmap")
-            kind_help = gr.Markdown(KIND_HELP["cross"] + COMMON_HELP, elem_id="kind-help", min_width=240)
+            kind_help = gr.Markdown(KIND_HELP["cross"] + COMMON_HELP, elem_id="kind-help", min_width=240,
+                                    elem_classes=["anatomy-controls"])
 
         with gr.Tabs():
             with gr.Tab("All heads", id="heads"):
@@ -1086,6 +1256,12 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                 summary = gr.Plot(empty, show_label=False, elem_id="summary")
             with gr.Tab("Predictions", id="predictions"):
                 topk_table = gr.Plot(empty, show_label=False, elem_id="topk-table")
+            with gr.Tab("Trained vs untrained", id="compare"):
+                compare_text = gr.Markdown("Translate a sentence to compare the trained model with its untrained "
+                                           "twin.", elem_id="compare-text")
+                with gr.Row():
+                    cmp_trained = gr.Plot(empty, show_label=False, min_width=320, elem_id="compare-trained")
+                    cmp_untrained = gr.Plot(empty, show_label=False, min_width=320, elem_id="compare-untrained")
             with gr.Tab("Positional encoding", id="positional"):
                 pe_dims = gr.Dropdown([str(d) for d in range(c0.d_model)],
                                       value=[str(d) for d in viz.default_dims(c0.d_model)], multiselect=True,
@@ -1103,16 +1279,27 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                 gr.Markdown(HOW_TO_READ)
 
         trace_state = gr.State(None)
+        untrained_state = gr.State(None)
         pending = gr.State(None)
-        components = dict(trace=trace_state, pending=pending, translation=translation, notice=run_info,
+        components = dict(trace=trace_state, untrained=untrained_state, pending=pending, translation=translation, notice=run_info,
                           src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced,
                           download=download, step=step, partial=partial, step_cross=step_cross, step_self=step_self,
                           step_topk=step_topk, layer=layer, head=head, heat=heat, grid=grid, summary=summary,
                           pick_head=pick_head, pe_rows=pe_rows, topk_table=topk_table)
         outputs = [components[name] for name in OUT]
-        view_inputs = [trace_state, kind, layer, head, merge, step]
+        view_inputs = [trace_state, untrained_state, kind, layer, head, merge, step]
+        heat_outputs = [heat, step_cross, step_self, cmp_trained, cmp_untrained]
+        tab_inputs, tab_outputs = [trace_state, direction, kind, merge], [grid, summary, topk_table, pe_rows]
 
-        with gr.Row():
+        def then_tabs(event):
+            """After anything that sets a new trace: the figures below the fold, then the untrained twin's
+            (a model pass, so in the model slot)."""
+            return event.then(app.on_tabs, tab_inputs, tab_outputs, **fast).then(
+                app.on_compare, [trace_state, direction, kind, layer, head, merge, step],
+                [untrained_state, cmp_trained, cmp_untrained, compare_text], **model_slot, **ui)
+
+
+        with gr.Row(elem_classes=["anatomy-controls"]):
             if examples:
                 gallery = gr.Examples(
                             examples, inputs=[text, direction],
@@ -1121,42 +1308,48 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                             cache_examples=True, cache_mode="lazy", label="Examples (default settings)",
                             examples_per_page=len(examples), api_visibility="undocumented",
                             example_labels=[f"{registry.get(k).label}: {s}" for s, k in examples])
-                gallery.cache_event.then(app.on_example_state, [text, direction],
-                                         [trace_state, candidates, step, layer, head, pick_head], **model_slot, **ui)
+                then_tabs(gallery.cache_event.then(app.on_example_state, [text, direction],
+                                                   [trace_state, candidates, step, layer, head, pick_head],
+                                                   **model_slot, **ui))
 
         translate_inputs = [direction, text, beam, max_new, device, top_k, lp, slow, kind, layer, head, merge]
-        tab_inputs, tab_outputs = [trace_state, direction, kind, merge], [grid, summary, topk_table, pe_rows]
         replay_kw = dict(concurrency_id="replay", concurrency_limit=None, **ui)  # outside the model slot
         cancel = []
         for trigger in (translate_btn.click, text.submit):
             run = trigger(app.on_translate, translate_inputs, outputs, **model_slot, **ui)
             replay = run.then(app.on_replay, [pending, kind, layer, head, merge], outputs, **replay_kw)
-            cancel += [run, replay, replay.then(app.on_tabs, tab_inputs, tab_outputs, **fast)]
+            cancel += [run, replay, then_tabs(replay)]
         stop_btn.click(None, None, None, cancels=cancel)
-        force_btn.click(app.on_force, [direction, text, forced, device, top_k, kind, layer, head, merge, beam, max_new],
-                        outputs, **model_slot, **ui).then(app.on_tabs, tab_inputs, tab_outputs, **fast)
-        candidates.select(app.on_candidate, [trace_state, direction, text, device, top_k, kind, layer, head, merge,
-                                             beam, max_new], outputs, **model_slot, **ui).then(
-            app.on_tabs, tab_inputs, tab_outputs, **fast)
+        then_tabs(force_btn.click(app.on_force, [direction, text, forced, device, top_k, kind, layer, head, merge, beam,
+                                                 max_new], outputs, **model_slot, **ui))
+        then_tabs(candidates.select(app.on_candidate, [trace_state, direction, text, device, top_k, kind, layer, head,
+                                                       merge, beam, max_new], outputs, **model_slot, **ui))
 
         # .input (a visitor's own change), not .change: examples and links set these controls together with
         # figures already drawn for them, and must not trigger a redraw from half-updated controls.
         kind.change(lambda k: KIND_HELP.get(k, KIND_HELP["cross"]) + COMMON_HELP, kind, kind_help, **fast)
-        kind.input(app.on_kind, view_inputs, [heat, grid, summary, step_cross, step_self], **fast)
-        merge.input(app.on_kind, view_inputs, [heat, grid, summary, step_cross, step_self], **fast)
-        layer.release(app.on_heat, view_inputs, [heat, step_cross, step_self], **fast)
-        head.input(app.on_heat, view_inputs, [heat, step_cross, step_self], **fast)
-        step.release(app.on_step, view_inputs, [heat, partial, step_cross, step_self, step_topk], **fast)
+        kind.input(app.on_kind, view_inputs, heat_outputs + [grid, summary], **fast)
+        merge.input(app.on_kind, view_inputs, heat_outputs + [grid, summary], **fast)
+        layer.release(app.on_heat, view_inputs, heat_outputs, **fast)
+        head.input(app.on_heat, view_inputs, heat_outputs, **fast)
+        step.release(app.on_step, view_inputs, heat_outputs + [partial, step_topk], **fast)
         pick_head.input(app.on_pick_head, [pick_head], [layer, head], **fast).then(
-            app.on_heat, view_inputs, [heat, step_cross, step_self], **fast)
+            app.on_heat, view_inputs, heat_outputs, **fast)
         direction_outputs = [card, pe_plot, pe_sim, params_plot, curves_plot, text, pe_dims]
         direction.change(app.on_direction, [direction, pe_dims], direction_outputs, **fast)
         pe_dims.change(app.on_dims, [direction, pe_dims], [pe_plot], **fast)
 
         demo.load(app.on_direction, [direction, pe_dims], direction_outputs, **fast)
-        demo.load(app.on_load, None, [direction, text, beam, max_new, kind, layer, head], **ui).then(
+        presenter.change(None, [presenter], None, js=PRESENTER_JS)
+        png_btn.click(None, None, None, js=export_js("heatmap", "png"))
+        svg_btn.click(None, None, None, js=export_js("heatmap", "svg"))
+        share_btn.click(app.on_share, [direction, text, beam, max_new, lp, kind, layer, head, merge, step],
+                        [share_query_box], **fast).then(None, [share_query_box], [share_url], js=LINK_JS)
+
+        then_tabs(demo.load(app.on_load, None, [direction, text, beam, max_new, lp, kind, layer, head, merge, presenter],
+                            **ui).then(
             app.on_load_translate, [direction, text, beam, max_new, device, top_k, lp, kind, layer, head, merge],
-            outputs, **model_slot, **ui).then(app.on_tabs, tab_inputs, tab_outputs, **fast)
+            outputs, **model_slot, **ui))
 
         # The API: a non-streaming endpoint with three outputs, on components the page never shows.
         with gr.Group(visible=False):

@@ -134,7 +134,7 @@ def test_translate_streams_and_matches_plain_greedy(tiny):
         assert json.loads(last[name].plot)["config"]["toImageButtonOptions"]["scale"] >= 2
     assert last["step"]["value"] == len(trace.output_tokens)
     assert [c for c, _ in last["src_chips"]] == trace.source_tokens
-    assert "link to this translation" in last["notice"]
+    assert "link to this view" in last["notice"]
     assert Path(last["download"]).is_file()
 
 
@@ -196,19 +196,19 @@ def test_bad_ui_input_raises_a_visible_error(tiny):
 def test_view_controls(tiny):
     trace = final(translate(tiny, max_new=5))["trace"]
     for kind in app.KINDS:
-        heat, grid, summary, step_cross, step_self = tiny.on_kind(trace, kind, 2, "1", False, 2)
+        heat, step_cross, step_self, _, _, grid, summary = tiny.on_kind(trace, None, kind, 2, "1", False, 2)
         fig = json.loads(heat.plot)
         assert fig["layout"]["yaxis"]["title"]["text"].startswith("query")
         assert fig["layout"]["xaxis"]["title"]["text"].startswith("key")
         assert "layer 2, head 1" in fig["layout"]["title"]["text"]
         assert sum(t["type"] == "heatmap" for t in json.loads(grid.plot)["data"]) >= 4
-    heat, step_cross, step_self = tiny.on_heat(trace, "decoder", 1, "mean", True, 1)
+    heat, step_cross, step_self, _, _ = tiny.on_heat(trace, None, "decoder", 1, "mean", True, 1)
     assert "words" in json.loads(heat.plot)["layout"]["title"]["text"]
-    heat, partial, step_cross, step_self, step_topk = tiny.on_step(trace, "cross", 1, "mean", False, 2)
+    heat, step_cross, step_self, _, _, partial, step_topk = tiny.on_step(trace, None, "cross", 1, "mean", False, 2)
     assert len(partial) == 2 and partial[-1][1] == app.CURRENT
     assert "Step 2" in json.loads(step_topk.plot)["layout"]["title"]["text"]
     assert tiny.on_pick_head("2:1")[0]["value"] == 2 and tiny.on_pick_head("2:1")[1]["value"] == "1"
-    assert all(v is not None for v in tiny.on_heat(None, "cross", 1, "mean", False, 1))
+    assert all(v is not None for v in tiny.on_heat(None, None, "cross", 1, "mean", False, 1))
 
 
 def test_tabs_and_direction_views(tiny):
@@ -246,7 +246,7 @@ def test_restore_from_link(tiny):
         query_params = {"direction": "en-de", "text": "Two dogs.", "beam": "3", "view": "decoder", "layer": "2",
                         "head": "1"}
 
-    key, text, beam, max_new, view, layer, head = tiny.on_load(Req())
+    key, text, beam, max_new, lp, view, layer, head, merge, presenter = tiny.on_load(Req())
     assert (key, text, beam, view, layer, head) == ("en-de", "Two dogs.", 3, "decoder", 2, "1")
     out = as_dict(tiny.on_load_translate("en-de", "Two dogs.", 1, 4, "cpu", 5, 1.0, "decoder", 2, "1", False, Req()))
     assert out["trace"] is not None

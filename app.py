@@ -33,6 +33,7 @@ from gradio.components.plot import PlotData
 
 import viz
 from transformer import Trace, Translator
+from transformer.analysis import DEFINITIONS, trace_head_statistics
 from transformer.checkpoint import Checkpoint, CheckpointError, resolve
 from transformer.config import EOS_ID, PRESETS, ModelConfig
 from transformer.model import Transformer, sinusoidal_positional_encoding
@@ -425,8 +426,8 @@ def grid_figures(trace: Trace, view: View):
     weights, q, k, causal, qg, kg = kind_arrays(trace, view.kind)
     w, q, k, hidden = merged(weights, q, k, causal, qg, kg, view.merge)
     grid = viz.attention_grid(w, q, k, hidden=hidden, title=f"{KINDS[view.kind][0]}: every layer × head")
-    summary = viz.head_summary(weights, title="How focused is each head? (mean entropy of its rows; low = looks at "
-                                              "one token)")
+    summary = viz.head_multiples(trace_head_statistics(trace), view.kind,
+                                 title=f"{KINDS[view.kind][0]}: what each head does (every statistic per layer × head)")
     return grid, summary
 
 
@@ -587,6 +588,8 @@ OUT = ("trace", "untrained", "pending", "translation", "notice", "src_chips", "o
 # gr.State (it comes back empty) and fails on any gr.update() of a prop ("'Slider' object has no attribute
 # 'info'"). So after the cached outputs, App.on_example_state rebuilds the trace for this visitor (one
 # greedy pass) and fits the slider ranges, head choices and candidates table to it (App.on_sync).
+TAB_OUT = ("grid", "summary", "topk_table", "pe_rows", "stats")  # App.on_tabs
+
 SYNCED = ("trace", "untrained", "pending", "candidates", "step", "layer", "head", "pick_head")
 EXAMPLE_OUT = tuple(name for name in OUT if name not in SYNCED)
 
@@ -698,23 +701,34 @@ class App:
             layer=gr.update(maximum=max(L, 2), value=view.layer), head=gr.update(choices=head_choices(H), value=view.head),
             heat=plot(heatmap_figure(trace, view)), pick_head=gr.update(choices=grid_pick_choices(L, H), value=None))
 
-    def tab_figures(self, trace: Trace, key: str, view: View) -> tuple:
-        """The figures below the fold (all heads, predictions, PE of the input): sent by a follow-up
-        event so that the main view renders first."""
+    def tab_figures(self, trace: Trace, key: str, view: View) -> dict:
+        """The views below the fold (all heads, head statistics, predictions, PE of the input), by TAB_OUT
+        name: sent by a follow-up event so that the main view renders first."""
         grid, summary = grid_figures(trace, view)
         try:
             entry = self.registry.get(key)
         except KeyError:
             entry = self.registry.get(None)
-        return (plot(grid), plot(summary),
-                plot(viz.topk_table(trace.output_tokens, trace.top_k,
-                                    title="Top-k next pieces at every step (bold: emitted)")),
-                pe_rows_figure(entry, trace.source_tokens))
+        headers, rows = viz.head_table(trace_head_statistics(trace))
+        return dict(grid=plot(grid), summary=plot(summary),
+                    topk_table=plot(viz.topk_table(trace.output_tokens, trace.top_k,
+                                                   title="Top-k next pieces at every step (bold: emitted)")),
+                    pe_rows=pe_rows_figure(entry, trace.source_tokens),
+                    stats=gr.update(value=rows, headers=headers))
 
     def on_tabs(self, trace, key, kind, merge):
         if trace is None:
-            return (gr.skip(),) * 4
-        return self.tab_figures(trace, key, View.of(kind, 1, MEAN_HEAD, merge))
+            return (gr.skip(),) * len(TAB_OUT)
+        figures = self.tab_figures(trace, key, View.of(kind, 1, MEAN_HEAD, merge))
+        return tuple(figures[name] for name in TAB_OUT)
+
+    def on_stat_pick(self, evt: gr.SelectData):
+        """A row of the head-statistics table: open that head (kind, layer, head) in the large view."""
+        row = list(evt.row_value or [])
+        kinds = {label: kind for kind, label in viz.KIND_LABELS.items()}
+        if len(row) < 3 or row[0] not in kinds:
+            return gr.skip(), gr.skip(), gr.skip()
+        return kinds[row[0]], gr.update(value=_int(row[1], 1, 64)), gr.update(value=str(_int(row[2], 1, 64)))
 
     # ---- Translate: streams tokens (or computes for a slow-motion replay) inside the model slot ----
 
@@ -833,7 +847,7 @@ class App:
         req = self.request(key, text, d["beam"], d["max"], "cpu", d["k"], d["lp"], 0)
         trace, notices, elapsed = self.compute(req)
         out = dict(zip(OUT, self.present(trace, req, View(), notices, "Greedy decoding", elapsed)))
-        out.update(zip(("grid", "summary", "topk_table", "pe_rows"), self.tab_figures(trace, key, View())))
+        out.update((name, value) for name, value in self.tab_figures(trace, key, View()).items() if name in OUT)
         return (*[out[name] for name in EXAMPLE_OUT], d["beam"], d["max"], d["k"], d["lp"], d["slow"], d["view"], d["merge"])
 
     def on_example_state(self, text, key):
@@ -856,7 +870,7 @@ class App:
             forced = _without_final_eos(forced)
         source = twin.tokenizer.decode([i for i in trace.source_ids if i != EOS_ID])
         own = twin.translate(source, max_new_tokens=min(len(trace.output_tokens) + 10, MAX_NEW_TOKENS), top_k=1)
-        return forced, own.text
+        return forced, own.text or f"nothing: its first piece is {own.output_tokens[0] if own.output_tokens else '–'}"
 
     def on_compare(self, trace, key, kind, layer, head, merge, step):
         if trace is None:
@@ -870,7 +884,7 @@ class App:
         note = ("⚠️ This direction itself runs an untrained model, so both sides are random. " if entry.untrained
                 else "")
         text = (f"{note}**Trained:** {viz.escape(trace.text) or '∅'}  \n**Untrained, left to itself:** "
-                f"{viz.escape(own) or '∅'}  \nSame architecture and tokenizer, weights as initialised before training "
+                f"{viz.escape(own)}  \nSame architecture and tokenizer, weights as initialised before training "
                 "(seed 0). Right: the trained translation teacher-forced through the untrained weights, so the cells "
                 "line up. Untrained heads spread their attention almost evenly; training makes them pick.")
         return untrained, *self.compare_figures(trace, untrained, view), text
@@ -1071,6 +1085,9 @@ HOW_TO_READ = """### How to read the figures
   of two positions' encodings depends mostly on their distance.
 """
 
+STATS_HELP = "**What the statistics mean** (each a mean over the head's query rows)\n\n" + "\n".join(
+    f"- **{viz.STAT_LABELS[name]}**: {text}" for name, text in DEFINITIONS.items())
+
 CSS = """
 .anatomy-notice { color: #92400e; }
 #run-info p { margin: 0.15em 0; }
@@ -1253,7 +1270,14 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                 pick_head = gr.Dropdown(grid_pick_choices(c0.n_decoder_layers, c0.n_heads), value=None,
                                         label="Open a head in the large view", elem_id="pick-head")
                 grid = gr.Plot(empty, show_label=False, elem_id="grid")
+            with gr.Tab("Head statistics", id="stats"):
                 summary = gr.Plot(empty, show_label=False, elem_id="summary")
+                stats = gr.Dataframe(headers=["attention", "layer", "head", *viz.STAT_LABELS.values()],
+                                     datatype=["str", "number", "number"] + ["number"] * len(viz.STAT_LABELS),
+                                     label="Every head of every attention (sort by a column; click a row to open "
+                                           "that head above)", interactive=False, max_height=460,
+                                     elem_id="head-stats")
+                gr.Markdown(STATS_HELP, elem_id="stats-help")
             with gr.Tab("Predictions", id="predictions"):
                 topk_table = gr.Plot(empty, show_label=False, elem_id="topk-table")
             with gr.Tab("Trained vs untrained", id="compare"):
@@ -1285,11 +1309,11 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                           src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced,
                           download=download, step=step, partial=partial, step_cross=step_cross, step_self=step_self,
                           step_topk=step_topk, layer=layer, head=head, heat=heat, grid=grid, summary=summary,
-                          pick_head=pick_head, pe_rows=pe_rows, topk_table=topk_table)
+                          pick_head=pick_head, pe_rows=pe_rows, topk_table=topk_table, stats=stats)
         outputs = [components[name] for name in OUT]
         view_inputs = [trace_state, untrained_state, kind, layer, head, merge, step]
         heat_outputs = [heat, step_cross, step_self, cmp_trained, cmp_untrained]
-        tab_inputs, tab_outputs = [trace_state, direction, kind, merge], [grid, summary, topk_table, pe_rows]
+        tab_inputs, tab_outputs = [trace_state, direction, kind, merge], [components[n] for n in TAB_OUT]
 
         def then_tabs(event):
             """After anything that sets a new trace: the figures below the fold, then the untrained twin's
@@ -1333,6 +1357,8 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
         layer.release(app.on_heat, view_inputs, heat_outputs, **fast)
         head.input(app.on_heat, view_inputs, heat_outputs, **fast)
         step.release(app.on_step, view_inputs, heat_outputs + [partial, step_topk], **fast)
+        stats.select(app.on_stat_pick, None, [kind, layer, head], **fast).then(
+            app.on_kind, view_inputs, heat_outputs + [grid, summary], **fast)
         pick_head.input(app.on_pick_head, [pick_head], [layer, head], **fast).then(
             app.on_heat, view_inputs, heat_outputs, **fast)
         direction_outputs = [card, pe_plot, pe_sim, params_plot, curves_plot, text, pe_dims]

@@ -213,7 +213,7 @@ def test_view_controls(tiny):
 
 def test_tabs_and_direction_views(tiny):
     trace = final(translate(tiny, max_new=5))["trace"]
-    grid, summary, table, pe_rows = tiny.on_tabs(trace, "de-en", "encoder", False)
+    grid, summary, table, pe_rows, stats = tiny.on_tabs(trace, "de-en", "encoder", False)
     assert all(isinstance(f, PlotData) for f in (grid, summary, table, pe_rows))
     pe_rows_fig = json.loads(pe_rows.plot)
     assert len(pe_rows_fig["layout"]["yaxis"]["ticktext"]) == len(trace.source_tokens)

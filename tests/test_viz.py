@@ -125,16 +125,6 @@ def test_grid_has_every_layer_and_head_on_one_scale():
         viz.attention_grid(w[0], QUERIES, SRC)
 
 
-def test_head_entropy_and_summary():
-    w = np.zeros((2, 2, 3, 4), dtype=np.float32)
-    w[..., 0] = 1.0  # every head focused on one key
-    w[1, 1] = 0.25  # except one, uniform over four keys
-    ent = viz.head_entropy(w)
-    np.testing.assert_allclose(ent, [[0, 0], [0, 2]], atol=1e-6)
-    fig = viz.head_summary(w)
-    assert fig.layout.height > 0 and np.asarray(fig.data[0].z).shape == (2, 2)
-
-
 def test_topk_bars_and_table():
     step = [{"token": "▁dog", "id": 5, "prob": 0.7}, {"token": "<unk>", "id": 1, "prob": 0.2}]
     fig = viz.topk_bars(step, chosen="▁dog")
@@ -189,7 +179,7 @@ def test_figures_are_small_and_sized():
     w = np.random.default_rng(1).dirichlet(np.ones(S), size=(L, H, T)).astype(np.float32)
     toks = [f"▁w{i}" for i in range(S)]
     figs = [viz.attention_heatmap(w[0, 0], toks, toks), viz.attention_grid(w, toks, toks),
-            viz.attention_row(w[0, 0, 0], toks), viz.head_summary(w), viz.empty_figure("hello")]
+            viz.attention_row(w[0, 0, 0], toks), viz.empty_figure("hello")]
     for fig in figs:
         assert fig.layout.height > 0
         assert len(fig_json(fig)) < 500_000

@@ -4,7 +4,7 @@ Nothing here imports torch or gradio; every function takes NumPy arrays (or list
 returns a `plotly.graph_objects.Figure` with its height set. Token text is escaped
 (Plotly renders a subset of HTML in labels).
 """
-from .attention import attention_grid, attention_heatmap, attention_row, causal_mask, head_entropy, head_summary
+from .attention import attention_grid, attention_heatmap, attention_row, causal_mask
 from .common import empty_figure
 from .model import parameter_sunburst, training_curves
 from .positional import default_dims, positional_encoding, positional_rows, positional_similarity
@@ -12,7 +12,15 @@ from .predictions import topk_bars, topk_table
 from .text import escape, label, labels, positioned, query_label, query_labels
 from .words import merge_attention, word_groups, word_text
 
-__all__ = ["attention_heatmap", "attention_grid", "attention_row", "causal_mask", "head_entropy", "head_summary",
+__all__ = ["attention_heatmap", "attention_grid", "attention_row", "causal_mask",
            "topk_table", "topk_bars", "positional_encoding", "positional_similarity", "positional_rows",
            "default_dims", "parameter_sunburst", "training_curves", "empty_figure", "escape", "label", "labels",
            "positioned", "query_label", "query_labels", "merge_attention", "word_groups", "word_text"]
+
+from .heads import KIND_LABELS, STAT_LABELS, head_multiples, head_table  # noqa: E402
+
+__all__ += ["head_multiples", "head_table", "KIND_LABELS", "STAT_LABELS"]
+
+from .architecture import architecture_diagram, parameter_markdown  # noqa: E402
+
+__all__ += ["architecture_diagram", "parameter_markdown"]

@@ -1,4 +1,4 @@
-"""Attention figures: one head as a heatmap, one query row as bars, every head at once, a per-head summary.
+"""Attention figures: one head as a heatmap, one query row as bars, every head at once.
 
 Conventions (all figures): queries are rows, keys are columns; the colour scale is fixed to
 [0, 1] so panels compare; cells hidden by a mask are drawn grey and say "masked", never 0.
@@ -133,30 +133,3 @@ def attention_grid(weights, query_tokens: Sequence, key_tokens: Sequence[str], *
     for ann in fig.layout.annotations:
         ann.font = dict(size=11)
     return base_layout(fig, 50 + cell * L, title=title, margin=dict(l=20, r=20, t=50 if title else 30, b=20))
-
-
-def head_entropy(weights) -> np.ndarray:
-    """Mean entropy (bits) of each head's attention rows: (layers, heads, Tq, Tk) -> (layers, heads)."""
-    w = np.asarray(weights, dtype=np.float64)
-    if w.ndim != 4:
-        raise ValueError(f"weights must be (layers, heads, queries, keys), got shape {w.shape}")
-    if w.shape[2] == 0 or w.shape[3] == 0:
-        return np.zeros(w.shape[:2])
-    p = np.clip(w, 1e-12, 1.0)
-    ent = -(np.where(w > 0, w * np.log2(p), 0.0)).sum(-1)  # (L, H, Tq)
-    return ent.mean(-1)
-
-
-def head_summary(weights, *, title: str | None = None) -> go.Figure:
-    """Which heads focus (low entropy: one token gets it all) and which spread out."""
-    ent = head_entropy(weights).astype(np.float32)
-    L, H = ent.shape
-    fig = go.Figure(go.Heatmap(
-        z=ent, x=[f"head {h + 1}" for h in range(H)], y=[f"layer {l + 1}" for l in range(L)],
-        colorscale="Cividis", reversescale=True, texttemplate="%{z:.2f}", xgap=2, ygap=2,
-        hovertemplate="%{y}, %{x}<br>mean entropy %{z:.2f} bits<extra></extra>",
-        colorbar=dict(title=dict(text="bits"), thickness=12),
-    ))
-    fig.update_yaxes(autorange="reversed")
-    return base_layout(fig, 110 + 45 * L, title=title, margin=dict(l=70))
-

@@ -109,6 +109,7 @@ class ModelEntry:
     checkpoint: Checkpoint
     untrained: bool = False
     metrics: list[dict] = field(default_factory=list)  # metrics.jsonl records
+    card: str = ""  # the checkpoint's model card (README.md), front matter removed
     translators: dict[str, Translator] = field(default_factory=dict, repr=False)  # by device type
     cache: dict = field(default_factory=dict, repr=False)  # static figures
     _twin: Translator | None = field(default=None, repr=False)
@@ -157,6 +158,16 @@ def _read_metrics(folder: Path | None) -> list[dict]:
         except ValueError:
             continue
     return records
+
+
+def _read_card(folder: Path | None) -> str:
+    """The model card of a checkpoint folder, without its Hub front matter (YAML between --- lines)."""
+    path = folder / "README.md" if folder is not None else None
+    if path is None or not path.is_file():
+        return ""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    match = re.match(r"---\n.*?\n---\n", text, flags=re.S)
+    return text[match.end():].strip() if match else text.strip()
 
 
 def checkpoint_dir() -> Path:
@@ -240,19 +251,20 @@ class ModelRegistry:
                 folder = resolve(source)
             except CheckpointError:
                 folder = None
-            loaded.append((source, translator, _read_metrics(folder)))
+            loaded.append((source, translator, _read_metrics(folder), _read_card(folder)))
         entries = []
-        for source, translator, metrics in loaded:
+        for source, translator, metrics, card in loaded:
             ck = translator.checkpoint
             key, n = f"{ck.source_lang}-{ck.target_lang}", 2
             while key in {e.key for e in entries}:
                 key, n = f"{ck.source_lang}-{ck.target_lang}-{n}", n + 1
             label = _direction_label(ck.source_lang, ck.target_lang)
-            twins = [s for s, t, _ in loaded if (t.checkpoint.source_lang, t.checkpoint.target_lang)
+            twins = [s for s, t, *_ in loaded if (t.checkpoint.source_lang, t.checkpoint.target_lang)
                      == (ck.source_lang, ck.target_lang)]
             if len(twins) > 1 or source.startswith("hf://"):
                 label += f" ({source if source.startswith('hf://') else Path(source).name})"
-            entries.append(ModelEntry(key, label, source, ck, metrics=metrics, translators={"cpu": translator}))
+            entries.append(ModelEntry(key, label, source, ck, metrics=metrics, card=card,
+                                      translators={"cpu": translator}))
         if not entries:
             ckpts, where = random_checkpoints(sources)
             for ck in ckpts:
@@ -967,14 +979,16 @@ class App:
         def number(name, lo, hi):
             return _int(q[name], lo, hi, lo) if name in q else s
 
+        key = q["direction"] if q.get("direction") in self.registry.entries else None
+        c = self.registry.get(key).config  # the controls' ranges are this model's
         head = q.get("head", "")
-        return (q["direction"] if q.get("direction") in self.registry.entries else s,
+        return (key or s,
                 q["text"][:MAX_CHARS] if q.get("text") else s,
                 number("beam", 1, MAX_BEAM), number("max", 0, MAX_NEW_TOKENS),
                 _lp(q["lp"]) if "lp" in q else s,
                 q["view"] if q.get("view") in KINDS else s,
-                number("layer", 1, 64),
-                head if head == MEAN_HEAD or (head.isdigit() and 1 <= int(head) <= 64) else s,
+                number("layer", 1, max(c.n_encoder_layers, c.n_decoder_layers)),
+                head if head == MEAN_HEAD or (head.isdigit() and 1 <= int(head) <= c.n_heads) else s,
                 _flag(q["merge"]) if "merge" in q else s,
                 _flag(q["presenter"]) if "presenter" in q else s)
 
@@ -1086,7 +1100,7 @@ HOW_TO_READ = """### How to read the figures
 """
 
 STATS_HELP = "**What the statistics mean** (each a mean over the head's query rows)\n\n" + "\n".join(
-    f"- **{viz.STAT_LABELS[name]}**: {text}" for name, text in DEFINITIONS.items())
+    f"- **{viz.STAT_LABELS[name]}**: {viz.escape(text)}" for name, text in DEFINITIONS.items())
 
 CSS = """
 .anatomy-notice { color: #92400e; }

@@ -103,7 +103,6 @@ def test_translate_and_explore(page):
         page.wait_for_selector(f"#{elem} [data-testid=plotly] .main-svg")
     # the all-heads grid (first tab) arrives by a follow-up event: one heatmap per layer × head
     page.wait_for_function(f"document.querySelectorAll('#grid .heatmaplayer image').length >= {L * H}")
-    assert heatmap_count(page, "summary") == 1
 
     # head 2 of the current layer
     page.locator("#head").get_by_label("2", exact=True).check()

@@ -123,8 +123,8 @@ def paper_total(config: ModelConfig) -> Component:
         text, value = _polynomial([(a + b, s, v) for (a, s, v), (b, _, _) in zip(encoder, decoder)])
         parts.append((f"N·({text})", config.n_encoder_layers * value))
     else:
-        for symbol, n, terms in (("N_enc", config.n_encoder_layers, encoder),
-                                 ("N_dec", config.n_decoder_layers, decoder)):
+        N_enc, N_dec = _layer_symbols(config)
+        for symbol, n, terms in ((N_enc, config.n_encoder_layers, encoder), (N_dec, config.n_decoder_layers, decoder)):
             text, value = _polynomial(terms)
             parts.append((f"{symbol}·({text})", n * value))
     if config.norm_first:

@@ -158,7 +158,7 @@ def _legend(stages: dict) -> str:
         f"<b>This input</b>: B = {B} in the batch,",
         f"S = {S} source pieces, T = {T} target pieces",
         f"<b>This model</b>: d_model = {stages['source.input'].shape[2]}, h = {h} heads,",
-        f"d_k = d_model / h = {d_k}, d_ff = {stages['encoder.ffn'].shape[2]}, V = {stages['logits'].shape[2]:,}",
+        f"d_k = d_model / h = {d_k}, d_ff = {stages['encoder.ffn'].shape[2]}, V = {stages['logits'].shape[2]}",
         "Hover a box for what each tensor is."])
 
 

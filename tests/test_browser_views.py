@@ -1,0 +1,158 @@
+"""Issue-6 views in a real browser: a link restores the exact view, presenter mode and its exports,
+the head-statistics table opens a head, the trained-vs-untrained tab."""
+from __future__ import annotations
+
+import struct
+import urllib.parse
+
+import pytest
+
+from tests.test_browser import ARGS, CHROMIUM, TIMEOUT, pytestmark, wait_title  # noqa: F401 (the skip mark)
+
+SENTENCE = "Zwei Hunde spielen im Schnee."
+
+
+@pytest.fixture(scope="module")
+def url():
+    import app
+
+    _, url, _ = app.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
+    yield url
+    app.demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture()
+def page(browser):
+    context = browser.new_context(viewport={"width": 1600, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    page.errors, page.dialogs = [], []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    yield page
+    context.close()
+
+
+def shown_view(page) -> dict:
+    """What the controls show: attention kind, layer, head, step, merge."""
+    return page.evaluate("""() => ({
+        kind: document.querySelector('#kind input:checked').value,
+        layer: document.querySelector('#layer input[type=number]').value,
+        head: document.querySelector('#head input:checked').value,
+        step: document.querySelector('#step input[type=number]').value,
+        merge: document.querySelector('#merge input').checked})""")
+
+
+def direction_key():
+    import app
+
+    return app.demo.anatomy.registry.default_key
+
+
+def test_a_link_restores_the_exact_view(page, url):
+    query = urllib.parse.urlencode({"direction": direction_key(), "text": SENTENCE, "view": "decoder", "layer": 2,
+                                    "head": 3, "step": 4, "merge": 0})
+    page.goto(f"{url}?{query}", wait_until="domcontentloaded")
+    wait_title(page, "heatmap", "Decoder masked self-attention · layer 2, head 3")
+    wait_title(page, "step-topk", "Step 4:")
+    assert shown_view(page) == {"kind": "decoder", "layer": "2", "head": "3", "step": "4", "merge": False}
+    assert page.locator("#source-text textarea").input_value() == SENTENCE
+
+    # change the view, then ask for its link: the page's own address with every setting
+    page.locator("#head").get_by_label("1", exact=True).check()
+    wait_title(page, "heatmap", "layer 2, head 1")
+    page.get_by_role("button", name="🔗 Link to this view").click()
+    page.wait_for_function("document.querySelector('#share-url textarea').value.startsWith('http')")
+    link = page.locator("#share-url textarea").input_value()
+    assert link.startswith(url.rstrip("/")) and "head=1" in link and "step=4" in link and "view=decoder" in link
+
+    page.goto(link, wait_until="domcontentloaded")
+    wait_title(page, "heatmap", "Decoder masked self-attention · layer 2, head 1")
+    assert shown_view(page) == {"kind": "decoder", "layer": "2", "head": "1", "step": "4", "merge": False}
+    assert not page.errors and not page.dialogs, (page.errors, page.dialogs)
+
+
+def test_a_hostile_link_falls_back_to_defaults(page, url):
+    hostile = ("?direction=javascript:alert(1)&text=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E&view=%3Cscript%3E"
+               "&layer=1e99&head=-1&step=NaN&beam=999&presenter=%22%3E%3Cb%3E")
+    page.goto(url + hostile, wait_until="domcontentloaded")
+    wait_title(page, "heatmap", "Cross-attention")  # the default kind; the text was translated as text
+    view = shown_view(page)
+    assert view["kind"] == "cross" and view["head"] == "mean"
+    assert page.locator("img[src=x]").count() == 0 and not page.dialogs
+    assert page.locator("input[aria-label='number input for Beam size (1 = greedy)']").input_value() == "8"
+    assert not page.errors, page.errors
+
+
+def png_size(path) -> tuple[int, int]:
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+def test_presenter_mode_and_export(page, url):
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': direction_key()})}",
+              wait_until="domcontentloaded")
+    page.wait_for_selector("#heatmap .heatmaplayer image")
+    font = "document.querySelector('#heatmap .js-plotly-plot')._fullLayout.font.size"
+    assert page.evaluate(font) == 12 and page.locator("#run-info").is_visible()
+
+    page.get_by_label("Presenter mode").check()
+    page.wait_for_function(f"{font} >= 18")
+    assert page.evaluate("document.body.classList.contains('anatomy-presenter')")
+    assert not page.locator("#run-info").is_visible() and not page.locator("#share").is_visible()
+    assert page.locator("#heatmap").is_visible() and page.locator("#translation").is_visible()
+    assert page.evaluate("getComputedStyle(document.querySelector('.gradio-container')).backgroundColor") \
+        == "rgb(255, 255, 255)"
+    # a figure that arrives while presenting is enlarged too
+    page.locator("#head").get_by_label("1", exact=True).check()
+    wait_title(page, "heatmap", "head 1")
+    page.wait_for_function(f"{font} >= 18")
+
+    width = page.locator("#heatmap .js-plotly-plot").evaluate("p => p._fullLayout.width")
+    with page.expect_download() as png:
+        page.get_by_role("button", name="Attention PNG (3×)").click()
+    w, h = png_size(png.value.path())
+    assert w >= 2 * width and h > 0
+    with page.expect_download() as svg:
+        page.get_by_role("button", name="Attention SVG").click()
+    with open(svg.value.path(), encoding="utf-8") as f:
+        text = f.read()
+    assert text.lstrip().startswith("<svg") and "head 1" in text
+
+    page.get_by_label("Presenter mode").uncheck()
+    page.wait_for_function(f"{font} === 12")
+    assert page.locator("#run-info").is_visible()
+    assert not page.errors, page.errors
+
+
+def test_head_statistics_open_a_head_and_untrained_twin(page, url):
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': direction_key()})}",
+              wait_until="domcontentloaded")
+    page.wait_for_selector("#heatmap .heatmaplayer image")
+    page.get_by_role("tab", name="Head statistics").click()
+    page.wait_for_selector("#head-stats [data-testid=cell-0-0]")
+    page.wait_for_function("document.querySelectorAll('#summary .heatmaplayer image').length >= 4")
+    # a row of the table: encoder self-attention, layer 1, head 2 -> the large view shows that head
+    assert page.locator("#head-stats [data-testid=cell-1-0]").inner_text().strip() == "encoder self-attention"
+    assert page.locator("#head-stats [data-testid=cell-1-2]").inner_text().strip() == "2"
+    page.locator("#head-stats [data-testid=cell-1-3]").click()
+    wait_title(page, "heatmap", "Encoder self-attention · layer 1, head 2")
+    assert shown_view(page)["kind"] == "encoder"
+
+    page.get_by_role("tab", name="Trained vs untrained").click()
+    wait_title(page, "compare-untrained", "Untrained: Encoder self-attention · layer 1, head 2")
+    wait_title(page, "compare-trained", "Trained: Encoder self-attention · layer 1, head 2")
+    assert "left to itself" in page.locator("#compare-text").inner_text()
+    assert not page.errors, page.errors

@@ -34,6 +34,7 @@ from gradio.components.plot import PlotData
 import viz
 from transformer import Trace, Translator
 from transformer.analysis import DEFINITIONS, trace_head_statistics
+from transformer.architecture import paper_total, parameter_breakdown, tensor_shapes
 from transformer.checkpoint import Checkpoint, CheckpointError, resolve
 from transformer.config import EOS_ID, PRESETS, ModelConfig
 from transformer.model import Transformer, sinusoidal_positional_encoding
@@ -526,37 +527,54 @@ def pe_rows_figure(entry: ModelEntry, source_tokens: list[str]):
     return plot(viz.positional_rows(pe, source_tokens, title="The encodings added to this input's pieces"))
 
 
-def model_card(entry: ModelEntry) -> str:
+def architecture_markdown(entry: ModelEntry) -> str:
+    """The loaded model's hyperparameters and its parameters per component, checked against the paper's formula."""
     c = entry.config
-    params = entry.checkpoint.model.num_parameters()
     lines = [f"### {entry.label} (`{entry.key}`)"]
     if entry.untrained:
         lines.append("> ⚠️ **Untrained: random weights.** Translations are gibberish and attention patterns are "
                      "arbitrary; they show the machinery, not what a trained model learns.")
     else:
         lines.append(f"Checkpoint `{_shown(entry.source)}`.")
-    rows = [("layers (encoder / decoder)", f"{c.n_encoder_layers} / {c.n_decoder_layers}"), ("d_model", c.d_model),
-            ("heads h", f"{c.n_heads} (d_k = d_model / h = {c.d_k})"), ("d_ff", c.d_ff),
-            ("vocabulary (joint SentencePiece)", f"{c.vocab_size:,}"), ("max_len", c.max_len),
+    rows = [("layers N (encoder / decoder)", f"{c.n_encoder_layers} / {c.n_decoder_layers}"), ("d_model", c.d_model),
+            ("heads h", f"{c.n_heads} (d_k = d_v = d_model / h = {c.d_k})"), ("d_ff", c.d_ff),
+            ("vocabulary V (joint SentencePiece)", f"{c.vocab_size:,}"), ("max_len", c.max_len),
             ("dropout (training)", c.dropout), ("layer norm", "pre-LN" if c.norm_first else "post-LN, as in the paper"),
-            ("embeddings", "tied: source, target and output (§3.4)" if c.tie_embeddings else "separate"),
-            ("parameters", f"{params:,}")]
-    lines += ["", "| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
+            ("embeddings", "tied: source, target and output (§3.4)" if c.tie_embeddings else "separate")]
+    lines += ["", "| hyperparameter | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
+    lines += ["", "#### Parameters", viz.parameter_markdown(parameter_breakdown(c),
+                                                             entry.checkpoint.model.num_parameters(),
+                                                             closed_form=paper_total(c).formula)]
+    return "\n".join(lines)
+
+
+def training_markdown(entry: ModelEntry) -> str:
+    """How the checkpoint was trained and scored (config.json), then its model card."""
+    if entry.untrained:
+        return "This model is **untrained**: random weights, no training log and no model card."
     meta = entry.checkpoint.meta
     metrics, training = meta.get("metrics") or {}, meta.get("training") or {}
+    lines = []
     if metrics:
         parts = [f"BLEU **{metrics['val_bleu']:.1f}**" if "val_bleu" in metrics else "",
                  f"chrF {metrics['val_chrf']:.1f}" if "val_chrf" in metrics else "",
                  f"loss {metrics['val_loss']:.3f}" if "val_loss" in metrics else "",
                  f"after epoch {metrics['epoch']}" if "epoch" in metrics else ""]
-        lines += ["", "**Multi30k validation** (greedy): " + ", ".join(p for p in parts if p) + "."]
+        lines.append("**Multi30k validation** (greedy): " + ", ".join(p for p in parts if p) + ".")
     if training:
         bits = [f"{training['steps']:,} steps" if isinstance(training.get("steps"), int) else "",
                 f"{training['train_time_s'] / 60:.0f} min" if isinstance(training.get("train_time_s"), (int, float))
                 else "", f"on {training['device']}" if training.get("device") else "", str(training.get("data", ""))]
         if any(bits):
             lines.append("**Training**: " + ", ".join(b for b in bits if b) + ".")
-    return "\n".join(lines)
+    lines += ["", "---", "", entry.card or f"No model card (README.md) in `{_shown(entry.source)}`."]
+    return "\n\n".join(lines)
+
+
+def architecture_figure(entry: ModelEntry, source_len: int, target_len: int, caption: str) -> PlotData:
+    c = entry.config
+    return plot(viz.architecture_diagram(tensor_shapes(c, source_len, target_len), norm_first=c.norm_first,
+                                         title=caption))
 
 
 def trace_file(trace: Trace) -> str:
@@ -600,7 +618,7 @@ OUT = ("trace", "untrained", "pending", "translation", "notice", "src_chips", "o
 # gr.State (it comes back empty) and fails on any gr.update() of a prop ("'Slider' object has no attribute
 # 'info'"). So after the cached outputs, App.on_example_state rebuilds the trace for this visitor (one
 # greedy pass) and fits the slider ranges, head choices and candidates table to it (App.on_sync).
-TAB_OUT = ("grid", "summary", "topk_table", "pe_rows", "stats")  # App.on_tabs
+TAB_OUT = ("grid", "summary", "topk_table", "pe_rows", "stats", "arch")  # App.on_tabs
 
 SYNCED = ("trace", "untrained", "pending", "candidates", "step", "layer", "head", "pick_head")
 EXAMPLE_OUT = tuple(name for name in OUT if name not in SYNCED)
@@ -726,7 +744,10 @@ class App:
                     topk_table=plot(viz.topk_table(trace.output_tokens, trace.top_k,
                                                    title="Top-k next pieces at every step (bold: emitted)")),
                     pe_rows=pe_rows_figure(entry, trace.source_tokens),
-                    stats=gr.update(value=rows, headers=headers))
+                    stats=gr.update(value=rows, headers=headers),
+                    arch=architecture_figure(entry, len(trace.source_tokens), len(trace.target_tokens),
+                                             "Shapes for this translation (the whole output read at once, as in "
+                                             "training and in the final pass)"))
 
     def on_tabs(self, trace, key, kind, merge):
         if trace is None:
@@ -959,9 +980,12 @@ class App:
         pe, sim, params, curves = model_figures(entry, dims)
         lang = LANGUAGE_NAMES.get(entry.source_lang, entry.source_lang)
         example = EXAMPLES.get(entry.source_lang, [""])[0]
-        return (model_card(entry), pe, sim, params, curves,
+        S = len(entry.cpu.encode_source(example)[0])
+        arch = architecture_figure(entry, S, 1, f"Shapes for “{example}” at the first decoding step (T = 1); "
+                                                "translate to see yours")
+        return (architecture_markdown(entry), pe, sim, params, curves,
                 gr.update(placeholder=f"Type a {lang} sentence, e.g. {example}"),
-                gr.update(choices=[str(d) for d in range(c.d_model)]))
+                gr.update(choices=[str(d) for d in range(c.d_model)]), training_markdown(entry), arch)
 
     def on_dims(self, key, dims):
         try:
@@ -1308,11 +1332,14 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                 with gr.Row():
                     pe_sim = gr.Plot(show_label=False, min_width=320, elem_id="pe-similarity")
                     pe_rows = gr.Plot(empty, show_label=False, min_width=320, elem_id="pe-rows")
-            with gr.Tab("Model", id="model"):
-                card = gr.Markdown(elem_id="model-card")
-                with gr.Row():
+            with gr.Tab("Architecture", id="architecture"):
+                arch_plot = gr.Plot(show_label=False, elem_id="architecture")
+                with gr.Row(equal_height=False):
+                    card = gr.Markdown(elem_id="model-card", min_width=400)
                     params_plot = gr.Plot(show_label=False, min_width=320, elem_id="parameters")
-                    curves_plot = gr.Plot(show_label=False, min_width=320, elem_id="training")
+            with gr.Tab("Training", id="training"):
+                curves_plot = gr.Plot(show_label=False, elem_id="training")
+                training_md = gr.Markdown(elem_id="training-card")
             with gr.Tab("How to read this", id="help"):
                 gr.Markdown(HOW_TO_READ)
 
@@ -1323,7 +1350,7 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                           src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced,
                           download=download, step=step, partial=partial, step_cross=step_cross, step_self=step_self,
                           step_topk=step_topk, layer=layer, head=head, heat=heat, grid=grid, summary=summary,
-                          pick_head=pick_head, pe_rows=pe_rows, topk_table=topk_table, stats=stats)
+                          pick_head=pick_head, pe_rows=pe_rows, topk_table=topk_table, stats=stats, arch=arch_plot)
         outputs = [components[name] for name in OUT]
         view_inputs = [trace_state, untrained_state, kind, layer, head, merge, step]
         heat_outputs = [heat, step_cross, step_self, cmp_trained, cmp_untrained]
@@ -1375,7 +1402,7 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
             app.on_kind, view_inputs, heat_outputs + [grid, summary], **fast)
         pick_head.input(app.on_pick_head, [pick_head], [layer, head], **fast).then(
             app.on_heat, view_inputs, heat_outputs, **fast)
-        direction_outputs = [card, pe_plot, pe_sim, params_plot, curves_plot, text, pe_dims]
+        direction_outputs = [card, pe_plot, pe_sim, params_plot, curves_plot, text, pe_dims, training_md, arch_plot]
         direction.change(app.on_direction, [direction, pe_dims], direction_outputs, **fast)
         pe_dims.change(app.on_dims, [direction, pe_dims], [pe_plot], **fast)
 

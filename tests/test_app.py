@@ -101,7 +101,7 @@ def test_untrained_fallback_is_labelled_and_usable(folders):
     assert entry.config.d_model == 256 and entry.config.vocab_size == make_tokenizer().vocab_size  # tokenizer reused
     trace = entry.cpu.translate("Zwei Hunde.", max_new_tokens=3)
     assert len(trace.output_tokens) <= 3
-    assert "untrained" in app.model_card(entry).lower()
+    assert "untrained" in app.architecture_markdown(entry).lower() and "untrained" in app.training_markdown(entry)
     bare = app.ModelRegistry.discover([])  # no folder at all: a tokenizer trained on the example sentences
     assert all(e.untrained for e in bare.entries.values()) and "example sentences" in bare.notices[0]
 
@@ -213,11 +213,11 @@ def test_view_controls(tiny):
 
 def test_tabs_and_direction_views(tiny):
     trace = final(translate(tiny, max_new=5))["trace"]
-    grid, summary, table, pe_rows, stats = tiny.on_tabs(trace, "de-en", "encoder", False)
+    grid, summary, table, pe_rows, stats, arch = tiny.on_tabs(trace, "de-en", "encoder", False)
     assert all(isinstance(f, PlotData) for f in (grid, summary, table, pe_rows))
     pe_rows_fig = json.loads(pe_rows.plot)
     assert len(pe_rows_fig["layout"]["yaxis"]["ticktext"]) == len(trace.source_tokens)
-    card, pe, sim, params, curves, text_update, dims = tiny.on_direction("en-de", ["0", "1", "9"])
+    card, pe, sim, params, curves, text_update, dims, training, arch = tiny.on_direction("en-de", ["0", "1", "9"])
     assert "English → German" in card and "d_model" in card
     assert len(json.loads(pe.plot)["data"]) == 1 + 3
     assert "English" in text_update["placeholder"]

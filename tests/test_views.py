@@ -113,3 +113,30 @@ def test_training_makes_heads_focus():
 
     for kind in ("encoder", "cross"):
         assert focus(trace, kind) > focus(untrained, kind) + 0.15, kind
+
+
+def test_architecture_view_follows_the_input(tiny):
+    trace = final(translate(tiny, max_new=6))["trace"]
+    entry = tiny.registry.get("de-en")
+    c = entry.config
+    arch = dict(zip(app.TAB_OUT, tiny.on_tabs(trace, "de-en", "cross", False)))["arch"]
+    text = json.dumps([a.get("text", "") for a in json.loads(arch.plot)["layout"]["annotations"]])
+    S, T = len(trace.source_tokens), len(trace.target_tokens)
+    assert f"(B, h, T, S) = (1, {c.n_heads}, {T}, {S})" in text  # cross-attention weights of this input
+    assert f"(B, T, V) = (1, {T}, {c.vocab_size})" in text
+    card, *_, training, first = tiny.on_direction("de-en", [])
+    assert "d_model" in card and f"✓ equals the model's {entry.checkpoint.model.num_parameters():,}" in card
+    assert "(B, T, V) = (1, 1, " in json.dumps(json.loads(first.plot)["layout"]["annotations"])  # before translating
+
+
+def test_training_view_shows_curves_and_the_model_card():
+    folder = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
+    shipped = app.create_app([str(folder)]).anatomy
+    _, _, _, _, curves, _, _, training, _ = shipped.on_direction("en-de", [])
+    fig = json.loads(curves.plot)
+    epochs = [json.loads(line)["epoch"] for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    bleu = next(t for t in fig["data"] if t["name"] == "val BLEU")
+    assert len(bleu["x"]) == len(epochs) >= 10
+    card = (folder / "README.md").read_text()
+    assert "Scores on Multi30k val" in training and "pipeline_tag" not in training  # front matter left out
+    assert card.split("---\n", 2)[2].strip()[:200] in training

@@ -106,6 +106,37 @@ def main(out: Path) -> None:
             page.locator("#pe").scroll_into_view_if_needed()
             shoot_span(page, "#pe", "#pe-rows", out / "positional-encoding.png", above=10, below=10)
 
+            page.get_by_role("tab", name="Head statistics").click()
+            page.wait_for_selector("#summary .heatmaplayer image")
+            page.wait_for_selector("#head-stats [data-testid=cell-0-0]")
+            shoot_span(page, "#summary", "#head-stats", out / "head-statistics.png", above=10, below=10)
+
+            page.locator("#kind").get_by_label("Cross-attention (decoder → encoder)").check()
+            page.locator("#head").get_by_label("1", exact=True).check()
+            wait_title(page, "heatmap", f"layer {L}, head 1")
+            page.get_by_role("tab", name="Trained vs untrained").click()
+            wait_title(page, "compare-untrained", f"layer {L}, head 1")
+            shoot_span(page, "#compare-text", "#compare-untrained", out / "trained-vs-untrained.png", above=10,
+                       below=10)
+
+            page.get_by_role("tab", name="Architecture").click()
+            wait_title(page, "architecture", "Shapes for this translation")
+            shoot(page, "#architecture", out / "architecture.png")
+
+            page.get_by_role("tab", name="Training").click()
+            page.wait_for_selector("#training .scatterlayer")
+            shoot(page, "#training", out / "training.png")
+
+            # presenter mode: the attention explorer as it would be projected
+            page.get_by_label("Presenter mode").check()
+            page.wait_for_function("document.querySelector('#heatmap .js-plotly-plot')._fullLayout.font.size >= 18")
+            page.evaluate("window.scrollTo(0, document.querySelector('#kind').getBoundingClientRect().top"
+                          " + window.scrollY - 80)")
+            settle(page, 1.5)
+            page.screenshot(path=out / "presenter.png")
+            print("wrote", out / "presenter.png")
+            page.get_by_label("Presenter mode").uncheck()
+
             phone = browser.new_page(viewport={"width": 412, "height": 915}, device_scale_factor=2)
             phone.goto(url, wait_until="domcontentloaded")
             phone.get_by_label("Source text").fill(SENTENCE.get(entry.source_lang, SENTENCE["de"]))

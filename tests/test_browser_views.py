@@ -155,4 +155,15 @@ def test_head_statistics_open_a_head_and_untrained_twin(page, url):
     wait_title(page, "compare-untrained", "Untrained: Encoder self-attention · layer 1, head 2")
     wait_title(page, "compare-trained", "Trained: Encoder self-attention · layer 1, head 2")
     assert "left to itself" in page.locator("#compare-text").inner_text()
+
+    page.get_by_role("tab", name="Architecture").click()
+    wait_title(page, "architecture", "Shapes for this translation")
+    import app
+
+    S = len(app.demo.anatomy.registry.get(None).cpu.encode_source(SENTENCE)[0])
+    assert f"S = {S} source pieces" in page.locator("#architecture").inner_text()
+    assert "✓ equals the model's" in page.locator("#model-card").inner_text()
+    page.get_by_role("tab", name="Training").click()
+    page.wait_for_selector("#training .scatterlayer")
+    assert "validation" in page.locator("#training-card").inner_text().lower()
     assert not page.errors, page.errors

@@ -1268,10 +1268,10 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                     force_btn = gr.Button("Inspect", size="sm")
                 with gr.Row(elem_classes=["anatomy-controls"]):
                     download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
-                    share_btn = gr.Button("🔗 Link to this view", size="sm", elem_id="share")
+                    share_btn = gr.Button("Link to this view", size="sm", elem_id="share")
                 share_url = gr.Textbox(label="Link to this view (text, settings, attention, layer, head, step)",
                                        interactive=False, buttons=["copy"], visible=True, elem_id="share-url",
-                                       elem_classes=["anatomy-controls"], placeholder="click 🔗 Link to this view")
+                                       elem_classes=["anatomy-controls"], placeholder="click Link to this view")
                 share_query_box = gr.Textbox(visible=False)
 
         examples = [[s, e.key] for e in registry.entries.values() for s in EXAMPLES.get(e.source_lang, [])[:4]]

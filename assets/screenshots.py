@@ -76,6 +76,7 @@ def main(out: Path) -> None:
             layer.fill(str(L))
             layer.blur()
             wait_title(page, "heatmap", f"layer {L}, mean")
+            page.evaluate("window.scrollTo(0, 0)")
             settle(page)
             page.screenshot(path=out / "app.png")
             print("wrote", out / "app.png")

@@ -71,7 +71,7 @@ def test_a_link_restores_the_exact_view(page, url):
     # change the view, then ask for its link: the page's own address with every setting
     page.locator("#head").get_by_label("1", exact=True).check()
     wait_title(page, "heatmap", "layer 2, head 1")
-    page.get_by_role("button", name="🔗 Link to this view").click()
+    page.get_by_role("button", name="Link to this view").click()
     page.wait_for_function("document.querySelector('#share-url textarea').value.startsWith('http')")
     link = page.locator("#share-url textarea").input_value()
     assert link.startswith(url.rstrip("/")) and "head=1" in link and "step=4" in link and "view=decoder" in link

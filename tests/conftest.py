@@ -1,8 +1,10 @@
-"""Shared fixtures: a synthetic copy-task corpus and a tiny model trained on it by the real CLI."""
+"""Shared fixtures: a synthetic copy-task corpus and a tiny model trained on it by the real CLI; tiny
+random-weight checkpoints and the app built on them."""
 from __future__ import annotations
 
 import gzip
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,3 +45,27 @@ def copy_checkpoint(copy_data, tmp_path_factory) -> Path:
                 "--run-dir", str(root / "run"), "--epochs", "8", *TINY_MODEL_ARGS])
     torch.set_num_threads(threads)
     return root / "ckpt"
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> Path:
+    """Tiny de-en and en-de checkpoints, and a copy of the first with a corrupt model.safetensors."""
+    from tests.app_fixtures import make_checkpoint, make_tokenizer
+
+    root = tmp_path_factory.mktemp("checkpoints")
+    tok = make_tokenizer()
+    make_checkpoint(root / "tiny-de-en", "de", "en", seed=0, tokenizer=tok)
+    make_checkpoint(root / "tiny-en-de", "en", "de", seed=1, tokenizer=tok)
+    broken = root / "broken"
+    shutil.copytree(root / "tiny-de-en", broken)
+    (broken / "model.safetensors").write_bytes(b"not safetensors")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tiny(folders):
+    """The app (its App: handlers, registry, demo) on the tiny checkpoints."""
+    import app  # here, not at the top: building the shipped app is only for the tests that use it
+
+    demo = app.create_app([str(folders / "tiny-de-en"), str(folders / "broken"), str(folders / "tiny-en-de")])
+    return demo.anatomy

@@ -9,7 +9,6 @@ import pytest
 
 import app
 import viz
-from tests.test_app import folders, tiny  # noqa: F401  (the tiny random-weight app)
 
 UNKNOWN = "German and English"
 HOSTILE = '<a href="javascript:alert(1)">x</a>'

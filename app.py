@@ -302,8 +302,26 @@ def plot(fig) -> PlotData:
     return PlotData(type="plotly", plot=json.dumps(data, separators=(",", ":")))
 
 
-# ANSI/VT100 escape sequences (colours, cursor moves) and OSC sequences, removed from API input.
+# ANSI/VT100 escape sequences (colours, cursor moves) and OSC sequences, removed from visitors' text.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+def clean_text(text, what: str = "the text") -> tuple[str, list[str]]:
+    """A visitor's text as the model gets it, from the page and the API alike: terminal escapes and control
+    characters removed, whitespace (newlines too) collapsed, cut to MAX_CHARS; a notice for each change.
+    Empty when nothing is left (the caller refuses it)."""
+    text = text if isinstance(text, str) else ""
+    notices = []
+    clean = _ANSI.sub("", text)
+    clean = "".join(ch if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf") else " " for ch in clean)
+    if clean != text:
+        notices.append(f"Control characters and terminal escape codes were removed from {what}.")
+    clean = " ".join(clean.split())
+    if len(clean) > MAX_CHARS:
+        clean = clean[:MAX_CHARS]
+        notices.append(f"{what.capitalize()} was longer than {MAX_CHARS} characters: only the first "
+                       f"{MAX_CHARS} were used.")
+    return clean, notices
 
 
 def _api_int(name: str, value, hi: int) -> tuple[int | None, str]:
@@ -578,6 +596,7 @@ class Request:
     top_k: int
     length_penalty: float
     slow: float
+    notices: list[str] = field(default_factory=list)  # what clean_text changed in the text
 
 
 class App:
@@ -588,11 +607,9 @@ class App:
     # ---- requests ----
 
     def request(self, key, text, beam, max_new, device, top_k, length_penalty, slow) -> Request:
-        text = (text or "").replace("\n", " ").strip()
+        text, notices = clean_text(text)
         if not text:
-            raise gr.Error("Type a sentence in Source text first.")
-        if len(text) > MAX_CHARS:
-            raise gr.Error(f"Please keep the source text under {MAX_CHARS} characters.")
+            raise gr.Error(" ".join(notices + ["Type a sentence in Source text first."]))
         try:
             self.registry.get(key)
         except KeyError as err:
@@ -607,7 +624,7 @@ class App:
             slow_s = 0.0
         return Request(key or self.registry.default_key, text, _int(beam, 1, MAX_BEAM), _int(max_new, 0, MAX_NEW_TOKENS),
                        device or "auto", _int(top_k, 1, MAX_TOP_K, 5), min(max(lp, 0.0), 3.0),
-                       min(max(slow_s, 0.0), MAX_SLOW))
+                       min(max(slow_s, 0.0), MAX_SLOW), notices)
 
     def compute(self, req: Request) -> tuple[Trace, list[str], float]:
         """The whole trace of one request (beam or greedy), with its notices and the time it took."""
@@ -623,8 +640,13 @@ class App:
             out.append("This model is untrained (random weights): its output is noise.")
         if device_notice:
             out.append(device_notice)
+        out += req.notices
         if trace is not None:
             out += list(trace.notices)
+            unknown = trace.source_tokens.count("<unk>")
+            if unknown:
+                out.append(f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): it knows "
+                           "only German and English image captions.")
             if trace.output_tokens and trace.output_tokens[-1] != "</s>":
                 out.append("Decoding stopped at the length limit (max new tokens) before the end of the sentence.")
         return out
@@ -759,9 +781,10 @@ class App:
 
     def on_force(self, key, text, target, device, top_k, kind, layer, head, merge, beam, max_new):
         req = self.request(key, text, beam, max_new, device, top_k, 1.0, 0)
-        target = (target or "").replace("\n", " ").strip()
+        target, target_notices = clean_text(target, "your translation")
         if not target:
             raise gr.Error("Type (or edit) a translation to inspect first.")
+        req.notices += target_notices
         translator, device_notice = self.registry.translator(req.key, req.device)
         start = time.perf_counter()
         trace = translator.force(req.text, target, top_k=req.top_k)
@@ -900,8 +923,9 @@ class App:
         translated.
         """
         try:
-            if not isinstance(text, str) or not text.strip():
-                return "", "Nothing to translate: text is empty.", None
+            text, notices = clean_text(text)
+            if not text:
+                return "", " ".join(notices + ["Nothing to translate: text is empty."]), None
             if direction not in self.registry.entries:
                 return "", f"Unknown direction {direction!r}; available: {', '.join(self.registry.entries)}.", None
             beam, problem = _api_int("beam_size", beam_size, MAX_BEAM)
@@ -910,26 +934,8 @@ class App:
                 limit, problem = _api_int("max_new_tokens", max_new_tokens, MAX_NEW_TOKENS)
             if problem:
                 return "", problem, None
-            notices = []
-            clean = _ANSI.sub("", text)
-            clean = "".join(ch if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf") else " "
-                            for ch in clean)
-            if clean != text:
-                notices.append("Control characters and terminal escape codes were removed from the text.")
-            clean = " ".join(clean.split())
-            if not clean:
-                return "", " ".join(notices + ["Nothing to translate: text is empty."]), None
-            if len(clean) > MAX_CHARS:
-                clean = clean[:MAX_CHARS]
-                notices.append(f"The text was longer than {MAX_CHARS} characters; only the first {MAX_CHARS} were "
-                               "translated.")
-            req = Request(direction, clean, beam, limit or 0, "auto", 5, 1.0, 0.0)
-            trace, more, _ = self.compute(req)
-            unknown = trace.source_tokens.count("<unk>")
-            if unknown:
-                notices.append(f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): it knows "
-                               "only German and English image captions.")
-            return trace.text, " ".join(notices + more), trace.to_dict()
+            trace, notices, _ = self.compute(Request(direction, text, beam, limit or 0, "auto", 5, 1.0, 0.0, notices))
+            return trace.text, " ".join(notices), trace.to_dict()
         except Exception as err:  # the API never raises: it says what went wrong
             return "", f"Translation failed: {type(err).__name__}: {err}", None
 

@@ -1,14 +1,16 @@
-"""Hostile or odd input: the /translate API answers every one with a clear notice and never raises;
-token text in the figures is escaped, never live markup."""
+"""Hostile or odd input. The page's handlers and the /translate API clean text the same way and answer every
+bad input with a clear notice, never a stack trace; token text in the figures is escaped, never live markup."""
 from __future__ import annotations
 
 import json
 
+import gradio as gr
 import numpy as np
 import pytest
 
 import app
 import viz
+from tests.app_fixtures import SENTENCE, as_dict, final, translate
 
 UNKNOWN = "German and English"
 HOSTILE = '<a href="javascript:alert(1)">x</a>'
@@ -29,6 +31,7 @@ HOSTILE = '<a href="javascript:alert(1)">x</a>'
     pytest.param("Hund", "de-en", 10**9, 4, False, "beam_size must be from 1 to", id="huge-beam"),
     pytest.param("Hund", "de-en", "lots", 4, False, "beam_size must be an integer", id="text-beam"),
     pytest.param("Hund", "de-en", 1, 10**9, False, "max_new_tokens must be from 1 to", id="huge-max"),
+    pytest.param("Hund", "de-en", 8, 200, True, "", id="longest-beam-and-length"),
     pytest.param("Hund", "de-en", 1, -5, False, "max_new_tokens must be from 1 to", id="negative-max"),
     pytest.param("Hund", "xx-yy", 1, 4, False, "Unknown direction 'xx-yy'", id="unknown-direction"),
     pytest.param("Hund", None, 1, 4, False, "Unknown direction", id="no-direction"),
@@ -76,3 +79,94 @@ def test_figure_labels_escape_markup(token):
         assert "<a " not in js and "<a>" not in js and "<script" not in js and "<img" not in js
         ticks = [t for ax in ("xaxis", "yaxis") for t in (fig.layout[ax].ticktext or ())]
         assert all("<a " not in t and "<script" not in t for t in ticks)
+
+
+# ---- the page: the same cleaning as the API, said in the run info ------------------------------------------
+
+CONTROL, TOO_LONG = "Control characters and terminal escape codes were removed", f"longer than {app.MAX_CHARS} characters"
+
+
+@pytest.mark.parametrize("text, key, beam, max_new, says", [
+    pytest.param("Hund " * 2000, "de-en", 1, 4, [TOO_LONG], id="10k-chars"),
+    pytest.param("Hunde 🐶🎉", "de-en", 1, 4, [UNKNOWN], id="emoji"),
+    pytest.param("\x1b[31mrot\x1b[0m", "de-en", 1, 4, [CONTROL], id="ansi"),
+    pytest.param("a\x00b\x07c\u200b", "de-en", 1, 4, [CONTROL], id="control-chars"),
+    pytest.param("你好世界", "de-en", 1, 4, [UNKNOWN], id="cjk"),
+    pytest.param("مرحبا بالعالم", "en-de", 1, 4, [UNKNOWN], id="arabic"),
+    pytest.param("<img src=x onerror=alert(1)>", "de-en", 1, 4, [], id="html"),
+    pytest.param("?!...,;", "de-en", 1, 4, [], id="punctuation"),
+    pytest.param("Zwei dogs spielen in the Schnee.", "de-en", 1, 4, [], id="mixed-languages"),
+    pytest.param("Zwei Hunde.\nEin Mann\r\nfährt.\tJa.", "de-en", 1, 4, [], id="several-lines"),
+    pytest.param("Hund", "de-en", 10**9, 4, ["Beam search (8 beams)"], id="huge-beam"),
+    pytest.param("Hund", "de-en", 1, 10**9, ["length limit"], id="huge-max"),
+    pytest.param("Hund", "de-en", 8, 200, ["Beam search (8 beams)"], id="longest-beam-and-length"),
+    pytest.param("Hund", "de-en", "lots", -5, ["Greedy decoding"], id="nonsense-numbers"),
+    pytest.param("Hund", None, 1, 4, ["Greedy decoding"], id="no-direction"),
+])
+def test_page_translates_odd_input_and_says_what_it_changed(tiny, text, key, beam, max_new, says):
+    out = final(translate(tiny, text, key, beam, max_new))
+    info, trace = out["notice"], out["trace"]
+    assert all(s in info for s in says), info
+    for notice in (CONTROL, TOO_LONG):  # said exactly when the text was changed so
+        assert (notice in info) == (notice in says), info
+    assert out["translation"] == trace.text and "Traceback" not in info
+    config = tiny.registry.get(key).config
+    assert len(trace.source_tokens) <= config.max_len and len(trace.output_tokens) <= config.max_len
+    assert trace.settings.get("beam_size", 1) <= app.MAX_BEAM
+    assert not any(ch in "".join(trace.source_tokens) for ch in "\x1b\x00\x07\n\r\t")
+    assert "<img" not in info  # the text travels in the share link URL-encoded, never as markup
+
+
+@pytest.mark.parametrize("text, key, message", [
+    pytest.param("", "de-en", "Type a sentence in Source text first.", id="empty"),
+    pytest.param(None, "de-en", "Type a sentence in Source text first.", id="none"),
+    pytest.param(" \n\t\u3000 ", "de-en", "Type a sentence in Source text first.", id="whitespace"),
+    pytest.param("\x1b[2J\x00", "de-en", CONTROL + " from the text. Type a sentence", id="only-control"),
+    pytest.param("Hund", "xx-yy", "Unknown direction 'xx-yy'; choose one of: de-en, en-de.", id="unknown-direction"),
+])
+def test_page_refuses_what_it_cannot_translate_with_a_clear_message(tiny, text, key, message):
+    with pytest.raises(gr.Error) as refused:
+        list(translate(tiny, text, key))
+    assert message in refused.value.message
+
+
+def test_several_lines_are_translated_as_one_text(tiny):
+    lines = final(translate(tiny, "Zwei Hunde\nspielen im\r\n\n  Schnee."))["trace"]
+    one = final(translate(tiny, SENTENCE))["trace"]
+    assert lines.source_tokens == one.source_tokens and lines.output_tokens == one.output_tokens
+
+
+class Link:
+    query_params = {"text": "from a shared link"}
+
+
+ROUTES = {  # every way a visitor's text reaches the model -> the notices the visitor reads
+    "translate": lambda tiny, text: final(translate(tiny, text, max_new=3))["notice"],
+    "beam": lambda tiny, text: final(translate(tiny, text, beam=3, max_new=3))["notice"],
+    "slow motion": lambda tiny, text: final(tiny.on_replay(
+        final(translate(tiny, text, slow=0.001, max_new=3))["pending"], "cross", 1, "mean", False))["notice"],
+    "inspect": lambda tiny, text: as_dict(tiny.on_force("de-en", text, "Two dogs.", "cpu", 5, "cross", 1, "mean",
+                                                        False, 1, 3))["notice"],
+    "link": lambda tiny, text: as_dict(tiny.on_load_translate("de-en", text, 1, 3, "cpu", 5, 1.0, "cross", 1, "mean",
+                                                              False, Link()))["notice"],
+    "api": lambda tiny, text: tiny.api_translate(text, "de-en", 1, 3)[1],
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_every_route_cleans_text_with_the_same_notices(tiny, route):
+    text = "\x1b[1mZwei\x1b[0m Hunde\x07 " + "im Schnee " * 60
+    clean, notices = app.clean_text(text)
+    assert len(clean) == app.MAX_CHARS and [CONTROL in notices[0], TOO_LONG in notices[1]] == [True, True]
+    said = ROUTES[route](tiny, text)
+    assert all(n in said for n in notices), said
+
+
+def test_inspect_cleans_the_typed_translation_too(tiny):
+    out = as_dict(tiny.on_force("de-en", SENTENCE, "\x1b[31mTwo\x1b[0m dogs " * 60, "cpu", 5, "cross", 1, "mean",
+                                False, 1, 0))
+    assert CONTROL + " from your translation" in out["notice"]
+    assert f"Your translation was {TOO_LONG}" in out["notice"]
+    assert "\x1b" not in "".join(out["trace"].output_tokens)
+    with pytest.raises(gr.Error, match="Type \\(or edit\\) a translation"):
+        tiny.on_force("de-en", SENTENCE, "\x1b[0m\x00", "cpu", 5, "cross", 1, "mean", False, 1, 0)

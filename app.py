@@ -45,6 +45,9 @@ MAX_BEAM = 8
 MAX_NEW_TOKENS = 200
 MAX_TOP_K = 10
 MAX_SLOW = 2.0  # seconds per token in slow motion
+# Requests that may wait for a free slot; the next visitor is told at once that the app is busy (Gradio's
+# "This application is currently busy. Please try again."; gradio_client raises QueueError "Queue is full").
+QUEUE_SIZE = max(1, int(os.environ.get("ANATOMY_QUEUE_SIZE") or 64))
 # While streaming, text and pieces update every token; figures only once decoding has taken FIRST_FIGURES
 # seconds (a short sentence is done before that: its figures come once, complete), then every FIGURE_INTERVAL.
 # Text is sent at most every TEXT_INTERVAL seconds (several tokens at once only when decoding outpaces that).
@@ -1178,7 +1181,7 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                          [api_translation, api_notice, api_trace], api_name="translate", api_visibility="public",
                          show_progress="hidden", **model_slot)
 
-    demo.queue(default_concurrency_limit=2, max_size=64)
+    demo.queue(default_concurrency_limit=2, max_size=QUEUE_SIZE)
     demo.anatomy = app  # the handlers and the registry, for tests and scripts
     app.demo = demo
     return demo

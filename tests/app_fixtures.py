@@ -27,6 +27,10 @@ SENTENCES = [
 ]
 TINY = dict(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=64)
 SENTENCE = "Zwei Hunde spielen im Schnee."
+# On the `served` app (conftest.py) this beam-8, 200-token request sends back ~4 MB of trace and holds the model's
+# slot for a second or more: long enough to fill the queue on purpose.
+SLOW_REQUEST = dict(text="Zwei Hunde spielen im Schnee, " * 8, direction="de-en", beam_size=8, max_new_tokens=200,
+                    api_name="/translate")
 METRICS = [{"epoch": 1, "train_loss": 6.1, "val_loss": 5.2, "val_bleu": 1.5, "val_chrf": 12.0},
            {"epoch": 2, "train_loss": 4.9, "val_loss": 4.4, "val_bleu": 4.25, "val_chrf": 20.5}]
 
@@ -36,10 +40,11 @@ def make_tokenizer() -> Tokenizer:
 
 
 def make_checkpoint(folder: Path, source_lang: str = "de", target_lang: str = "en", seed: int = 0,
-                    tokenizer: Tokenizer | None = None) -> Path:
+                    tokenizer: Tokenizer | None = None, **config) -> Path:
+    """A TINY checkpoint (`config` overrides its sizes) with random weights."""
     tokenizer = tokenizer or make_tokenizer()
     torch.manual_seed(seed)
-    model = Transformer(ModelConfig(vocab_size=tokenizer.vocab_size, **TINY))
+    model = Transformer(ModelConfig(vocab_size=tokenizer.vocab_size, **{**TINY, **config}))
     log = "".join(json.dumps(r) + "\n" for r in METRICS)
     return checkpoint.save(folder, model, tokenizer, source_lang=source_lang, target_lang=target_lang,
                            training={"steps": 10, "train_time_s": 60.0, "device": "cpu"},

@@ -1,8 +1,11 @@
-"""Hostile or odd input. The page's handlers and the /translate API clean text the same way and answer every
-bad input with a clear notice, never a stack trace; token text in the figures is escaped, never live markup."""
+"""Hostile or odd input and load. The page's handlers and the /translate API clean text the same way and answer
+every bad input with a clear notice, never a stack trace; token text in the figures is escaped, never live markup;
+a visitor over the queue's bound is told at once that the app is busy."""
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import FIRST_EXCEPTION, wait
 
 import gradio as gr
 import numpy as np
@@ -10,7 +13,7 @@ import pytest
 
 import app
 import viz
-from tests.app_fixtures import SENTENCE, as_dict, final, translate
+from tests.app_fixtures import SENTENCE, SLOW_REQUEST, as_dict, final, translate
 
 UNKNOWN = "German and English"
 HOSTILE = '<a href="javascript:alert(1)">x</a>'
@@ -170,3 +173,31 @@ def test_inspect_cleans_the_typed_translation_too(tiny):
     assert "\x1b" not in "".join(out["trace"].output_tokens)
     with pytest.raises(gr.Error, match="Type \\(or edit\\) a translation"):
         tiny.on_force("de-en", SENTENCE, "\x1b[0m\x00", "cpu", 5, "cross", 1, "mean", False, 1, 0)
+
+
+# ---- many visitors at once: a bounded queue ---------------------------------------------------------------
+
+def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(served):
+    """ANATOMY_QUEUE_SIZE=1: one request runs, one waits, the rest are refused at once; the two that got in get
+    exactly the answer a lone request gets."""
+    from gradio_client import Client
+    from gradio_client.utils import QueueError
+
+    client = Client(served.url, verbose=False)
+    jobs = [client.submit(**SLOW_REQUEST) for _ in range(4)]
+    start = time.perf_counter()
+    wait([j.future for j in jobs], timeout=30, return_when=FIRST_EXCEPTION)
+    refused_after = time.perf_counter() - start
+    answers, refusals = [], []
+    for job in jobs:
+        try:
+            answers.append(job.result(timeout=60))
+        except QueueError as err:
+            refusals.append(str(err))
+    assert refusals and set(refusals) == {"Queue is full! Please try again."}
+    assert refused_after < 1.0, "the refusal came only when the queue drained: a wait, not a clear answer"
+    assert len(answers) >= 2
+    alone = client.predict(**SLOW_REQUEST)
+    for text, notice, trace in answers:
+        assert (text, notice) == alone[:2] and trace["output_tokens"] == alone[2]["output_tokens"]
+        np.testing.assert_allclose(trace["cross_attn"], alone[2]["cross_attn"], atol=1e-6)

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 import time
 import unicodedata
 import urllib.parse
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
+import gradio.utils
 import numpy as np
 import torch
 from gradio.components.plot import PlotData
@@ -48,6 +50,12 @@ MAX_SLOW = 2.0  # seconds per token in slow motion
 # Requests that may wait for a free slot; the next visitor is told at once that the app is busy (Gradio's
 # "This application is currently busy. Please try again."; gradio_client raises QueueError "Queue is full").
 QUEUE_SIZE = max(1, int(os.environ.get("ANATOMY_QUEUE_SIZE") or 64))
+# Trace downloads hold the visitor's text: each is deleted this many seconds after it is written (prune_traces).
+# They are written inside Gradio's cache folder, which Gradio serves without a copy of its own. Gradio's
+# gr.Blocks(delete_cache=...) would not do: it loses track of the files of a component that has received a
+# gr.skip() or gr.update() in the session, as the download button does on every streamed token (Gradio 6.31).
+TRACE_RETENTION = max(1, int(os.environ.get("ANATOMY_TRACE_RETENTION") or 900))
+TRACES = Path(gradio.utils.get_upload_folder()) / "transformer-anatomy-traces"
 # While streaming, text and pieces update every token; figures only once decoding has taken FIRST_FIGURES
 # seconds (a short sentence is done before that: its figures come once, complete), then every FIGURE_INTERVAL.
 # Text is sent at most every TEXT_INTERVAL seconds (several tokens at once only when decoding outpaces that).
@@ -541,12 +549,40 @@ def model_card(entry: ModelEntry) -> str:
 
 
 def trace_file(trace: Trace) -> str:
-    folder = Path(tempfile.gettempdir()) / "transformer-anatomy" / "traces"
-    folder.mkdir(parents=True, exist_ok=True)
+    """The trace as a JSON file for the download button, deleted TRACE_RETENTION seconds later."""
+    TRACES.mkdir(parents=True, exist_ok=True)
     text = trace.to_json()
-    path = folder / f"trace-{hashlib.sha1(text.encode()).hexdigest()[:16]}.json"
+    path = TRACES / f"trace-{hashlib.sha1(text.encode()).hexdigest()[:16]}.json"
     path.write_text(text)
+    _TRACE_WRITTEN.set()
     return str(path)
+
+
+def prune_traces() -> float | None:
+    """Delete the trace files older than TRACE_RETENTION; the seconds until the next one is due (None: none left)."""
+    now, due = time.time(), []
+    for path in TRACES.glob("trace-*.json"):
+        try:
+            age = now - path.stat().st_mtime
+            if age >= TRACE_RETENTION:
+                path.unlink()
+            else:
+                due.append(TRACE_RETENTION - age)
+        except OSError:  # gone already (another app on the same temp folder pruned it)
+            continue
+    return min(due, default=None)
+
+
+def _prune_traces_forever() -> None:
+    # Sleeps until the oldest file is due or a new one is written, so an idle app keeps nobody's text, and a
+    # restarted one deletes what the last run left.
+    while True:
+        _TRACE_WRITTEN.clear()
+        _TRACE_WRITTEN.wait(prune_traces())
+
+
+_TRACE_WRITTEN = threading.Event()
+threading.Thread(target=_prune_traces_forever, name="prune-traces", daemon=True).start()
 
 
 def share_query(key: str, text: str, beam: int, max_new: int, view: View) -> str:

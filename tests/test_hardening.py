@@ -1,13 +1,17 @@
-"""Hostile or odd input and load. The page's handlers and the /translate API clean text the same way and answer
-every bad input with a clear notice, never a stack trace; token text in the figures is escaped, never live markup;
-a visitor over the queue's bound is told at once that the app is busy."""
+"""Hostile or odd input, load and privacy. The page's handlers and the /translate API clean text the same way and
+answer every bad input with a clear notice, never a stack trace; token text in the figures is escaped, never live
+markup; a visitor over the queue's bound is told at once that the app is busy; visitors' text leaves nothing in
+logs, output or files beyond the trace retention."""
 from __future__ import annotations
 
 import json
+import logging
 import time
+import urllib.parse
 from concurrent.futures import FIRST_EXCEPTION, wait
 
 import gradio as gr
+import httpx
 import numpy as np
 import pytest
 
@@ -201,3 +205,62 @@ def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(serv
     for text, notice, trace in answers:
         assert (text, notice) == alone[:2] and trace["output_tokens"] == alone[2]["output_tokens"]
         np.testing.assert_allclose(trace["cross_attn"], alone[2]["cross_attn"], atol=1e-6)
+
+
+
+# ---- privacy: visitors' text is not logged, printed or kept ----------------------------------------------
+
+SECRET = "Schneehunde lachen heimlich"  # letters the tiny vocabulary knows: its pieces spell it back
+
+
+def test_handlers_log_and_print_nothing_of_the_text(tiny, caplog, capfd):
+    caplog.set_level(logging.DEBUG)
+    for text in (SECRET, f"\x1b[31m{SECRET}\x00 " * 30):
+        final(translate(tiny, text, max_new=3))
+        final(translate(tiny, text, beam=2, max_new=3))
+        tiny.on_force("de-en", text, text, "cpu", 5, "cross", 1, "mean", False, 1, 0)
+        assert tiny.api_translate(text, "de-en", 1, 3)[2] is not None
+        assert "Unknown direction" in tiny.api_translate(text, "xx-yy")[1]
+        with pytest.raises(gr.Error):
+            list(translate(tiny, text, "xx-yy"))
+    out, err = capfd.readouterr()
+    for word in SECRET.split():
+        assert word not in caplog.text and word not in out and word not in err
+
+
+def _holding_the_text(folder) -> list:
+    """Files under `folder` that hold SECRET: literally, or as the source pieces of a trace."""
+    found = []
+    for path in (p for p in folder.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if any(word.encode() in data for word in SECRET.split()):
+            found.append(path)
+        elif path.name.startswith("trace-"):
+            pieces = "".join(json.loads(data)["source_tokens"]).replace("\u2581", " ")
+            if SECRET in pieces:
+                found.append(path)
+    return found
+
+
+def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
+    """`python app.py` with ANATOMY_TRACE_RETENTION=2: the API, the page's Translate and a shared link leave
+    nothing in the server's output, and the one file that holds it (the trace download) is gone after 2 s."""
+    from gradio_client import Client
+
+    client = Client(served.url, verbose=False, download_files=False)
+    assert client.predict(text=SECRET, direction="de-en", max_new_tokens=3, api_name="/translate")[2] is not None
+    page = client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, "cross", 1, "mean", False,
+                          api_name="/on_translate")
+    assert any(isinstance(v, dict) and str(v.get("path", "")).endswith(".json") for v in page)  # the trace download
+    link = httpx.get(served.url, params={"direction": "de-en", "text": SECRET}, timeout=30)
+    assert link.status_code == 200
+    kept = _holding_the_text(served.tmp)
+    assert [p.parent.name for p in kept] == ["transformer-anatomy-traces"], kept  # served as is: no copy
+    deadline = time.monotonic() + 15
+    while (kept := _holding_the_text(served.tmp)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not kept, f"still there long after the 2 s retention: {kept}"
+    output = "".join(served.output)
+    assert "Running on local URL" in output  # the output is read
+    for word in SECRET.split() + [urllib.parse.quote(SECRET), urllib.parse.quote_plus(SECRET)]:
+        assert word not in output

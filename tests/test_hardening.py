@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import time
 import urllib.parse
 from concurrent.futures import FIRST_EXCEPTION, wait
+from pathlib import Path
 
 import gradio as gr
 import httpx
@@ -206,6 +209,18 @@ def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(serv
         assert (text, notice) == alone[:2] and trace["output_tokens"] == alone[2]["output_tokens"]
         np.testing.assert_allclose(trace["cross_attn"], alone[2]["cross_attn"], atol=1e-6)
 
+
+
+def test_load_benchmark_runs_16_clients_that_all_get_the_answer_they_get_alone(folders):
+    """benchmarks/load.py, small: its own server on the tiny checkpoints, 16 clients, 32 requests."""
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "benchmarks/load.py", "--checkpoints", str(folders), "--clients", "16",
+                          "--requests", "32", "--time-limit", "120"], cwd=root, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    figures = dict(line.split("=", 1) for line in run.stdout.splitlines() if "=" in line)
+    assert (figures["clients"], figures["completed"], figures["errors"], figures["mismatches"]) == ("16", "32", "0", "0")
+    assert float(figures["requests_per_s"]) > 0 and float(figures["p95_ms"]) >= float(figures["p50_ms"]) > 0
 
 
 # ---- privacy: visitors' text is not logged, printed or kept ----------------------------------------------

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
+import gradio.utils
 import numpy as np
 import torch
 from gradio.components.plot import PlotData
@@ -48,6 +49,15 @@ MAX_BEAM = 8
 MAX_NEW_TOKENS = 200
 MAX_TOP_K = 10
 MAX_SLOW = 2.0  # seconds per token in slow motion
+# Requests that may wait for a free slot; the next visitor is told at once that the app is busy (Gradio's
+# "This application is currently busy. Please try again."; gradio_client raises QueueError "Queue is full").
+QUEUE_SIZE = max(1, int(os.environ.get("ANATOMY_QUEUE_SIZE") or 64))
+# Trace downloads hold the visitor's text: each is deleted this many seconds after it is written (prune_traces).
+# They are written inside Gradio's cache folder, which Gradio serves without a copy of its own. Gradio's
+# gr.Blocks(delete_cache=...) would not do: it loses track of the files of a component that has received a
+# gr.skip() or gr.update() in the session, as the download button does on every streamed token (Gradio 6.31).
+TRACE_RETENTION = max(1, int(os.environ.get("ANATOMY_TRACE_RETENTION") or 900))
+TRACES = Path(gradio.utils.get_upload_folder()) / "transformer-anatomy-traces"
 # While streaming, text and pieces update every token; figures only once decoding has taken FIRST_FIGURES
 # seconds (a short sentence is done before that: its figures come once, complete), then every FIGURE_INTERVAL.
 # Text is sent at most every TEXT_INTERVAL seconds (several tokens at once only when decoding outpaces that).
@@ -334,8 +344,26 @@ def plot(fig) -> PlotData:
     return PlotData(type="plotly", plot=json.dumps(data, separators=(",", ":")))
 
 
-# ANSI/VT100 escape sequences (colours, cursor moves) and OSC sequences, removed from API input.
+# ANSI/VT100 escape sequences (colours, cursor moves) and OSC sequences, removed from visitors' text.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+def clean_text(text, what: str = "the text") -> tuple[str, list[str]]:
+    """A visitor's text as the model gets it, from the page and the API alike: terminal escapes and control
+    characters removed, whitespace (newlines too) collapsed, cut to MAX_CHARS; a notice for each change.
+    Empty when nothing is left (the caller refuses it)."""
+    text = text if isinstance(text, str) else ""
+    notices = []
+    clean = _ANSI.sub("", text)
+    clean = "".join(ch if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf") else " " for ch in clean)
+    if clean != text:
+        notices.append(f"Control characters and terminal escape codes were removed from {what}.")
+    clean = " ".join(clean.split())
+    if len(clean) > MAX_CHARS:
+        clean = clean[:MAX_CHARS]
+        notices.append(f"{what.capitalize()} was longer than {MAX_CHARS} characters: only the first "
+                       f"{MAX_CHARS} were used.")
+    return clean, notices
 
 
 def _api_int(name: str, value, hi: int) -> tuple[int | None, str]:
@@ -578,12 +606,40 @@ def architecture_figure(entry: ModelEntry, source_len: int, target_len: int, cap
 
 
 def trace_file(trace: Trace) -> str:
-    folder = Path(tempfile.gettempdir()) / "transformer-anatomy" / "traces"
-    folder.mkdir(parents=True, exist_ok=True)
+    """The trace as a JSON file for the download button, deleted TRACE_RETENTION seconds later."""
+    TRACES.mkdir(parents=True, exist_ok=True)
     text = trace.to_json()
-    path = folder / f"trace-{hashlib.sha1(text.encode()).hexdigest()[:16]}.json"
+    path = TRACES / f"trace-{hashlib.sha1(text.encode()).hexdigest()[:16]}.json"
     path.write_text(text)
+    _TRACE_WRITTEN.set()
     return str(path)
+
+
+def prune_traces() -> float | None:
+    """Delete the trace files older than TRACE_RETENTION; the seconds until the next one is due (None: none left)."""
+    now, due = time.time(), []
+    for path in TRACES.glob("trace-*.json"):
+        try:
+            age = now - path.stat().st_mtime
+            if age >= TRACE_RETENTION:
+                path.unlink()
+            else:
+                due.append(TRACE_RETENTION - age)
+        except OSError:  # gone already (another app on the same temp folder pruned it)
+            continue
+    return min(due, default=None)
+
+
+def _prune_traces_forever() -> None:
+    # Sleeps until the oldest file is due or a new one is written, so an idle app keeps nobody's text, and a
+    # restarted one deletes what the last run left.
+    while True:
+        _TRACE_WRITTEN.clear()
+        _TRACE_WRITTEN.wait(prune_traces())
+
+
+_TRACE_WRITTEN = threading.Event()
+threading.Thread(target=_prune_traces_forever, name="prune-traces", daemon=True).start()
 
 
 def share_query(key: str, text: str, beam, max_new, lp, view: View) -> str:
@@ -652,6 +708,7 @@ class Request:
     top_k: int
     length_penalty: float
     slow: float
+    notices: list[str] = field(default_factory=list)  # what clean_text changed in the text
 
 
 class App:
@@ -662,26 +719,20 @@ class App:
     # ---- requests ----
 
     def request(self, key, text, beam, max_new, device, top_k, length_penalty, slow) -> Request:
-        text = (text or "").replace("\n", " ").strip()
+        text, notices = clean_text(text)
         if not text:
-            raise gr.Error("Type a sentence in Source text first.")
-        if len(text) > MAX_CHARS:
-            raise gr.Error(f"Please keep the source text under {MAX_CHARS} characters.")
+            raise gr.Error(" ".join(notices + ["Type a sentence in Source text first."]))
         try:
             self.registry.get(key)
         except KeyError as err:
             raise gr.Error(str(err.args[0])) from None
         try:
-            lp = float(length_penalty)
-        except (TypeError, ValueError):
-            lp = 1.0
-        try:
             slow_s = float(slow or 0)
         except (TypeError, ValueError):
             slow_s = 0.0
         return Request(key or self.registry.default_key, text, _int(beam, 1, MAX_BEAM), _int(max_new, 0, MAX_NEW_TOKENS),
-                       device or "auto", _int(top_k, 1, MAX_TOP_K, 5), min(max(lp, 0.0), 3.0),
-                       min(max(slow_s, 0.0), MAX_SLOW))
+                       device or "auto", _int(top_k, 1, MAX_TOP_K, 5), _lp(length_penalty),
+                       min(max(slow_s, 0.0), MAX_SLOW), notices)
 
     def compute(self, req: Request) -> tuple[Trace, list[str], float]:
         """The whole trace of one request (beam or greedy), with its notices and the time it took."""
@@ -697,8 +748,13 @@ class App:
             out.append("This model is untrained (random weights): its output is noise.")
         if device_notice:
             out.append(device_notice)
+        out += req.notices
         if trace is not None:
             out += list(trace.notices)
+            unknown = trace.source_tokens.count("<unk>")
+            if unknown:
+                out.append(f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): it knows "
+                           "only German and English image captions.")
             if trace.output_tokens and trace.output_tokens[-1] != "</s>":
                 out.append("Decoding stopped at the length limit (max new tokens) before the end of the sentence.")
         return out
@@ -847,9 +903,10 @@ class App:
 
     def on_force(self, key, text, target, device, top_k, kind, layer, head, merge, beam, max_new):
         req = self.request(key, text, beam, max_new, device, top_k, 1.0, 0)
-        target = (target or "").replace("\n", " ").strip()
+        target, target_notices = clean_text(target, "your translation")
         if not target:
             raise gr.Error("Type (or edit) a translation to inspect first.")
+        req.notices += target_notices
         translator, device_notice = self.registry.translator(req.key, req.device)
         start = time.perf_counter()
         trace = translator.force(req.text, target, top_k=req.top_k)
@@ -1046,8 +1103,9 @@ class App:
         translated.
         """
         try:
-            if not isinstance(text, str) or not text.strip():
-                return "", "Nothing to translate: text is empty.", None
+            text, notices = clean_text(text)
+            if not text:
+                return "", " ".join(notices + ["Nothing to translate: text is empty."]), None
             if direction not in self.registry.entries:
                 return "", f"Unknown direction {direction!r}; available: {', '.join(self.registry.entries)}.", None
             beam, problem = _api_int("beam_size", beam_size, MAX_BEAM)
@@ -1056,26 +1114,8 @@ class App:
                 limit, problem = _api_int("max_new_tokens", max_new_tokens, MAX_NEW_TOKENS)
             if problem:
                 return "", problem, None
-            notices = []
-            clean = _ANSI.sub("", text)
-            clean = "".join(ch if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf") else " "
-                            for ch in clean)
-            if clean != text:
-                notices.append("Control characters and terminal escape codes were removed from the text.")
-            clean = " ".join(clean.split())
-            if not clean:
-                return "", " ".join(notices + ["Nothing to translate: text is empty."]), None
-            if len(clean) > MAX_CHARS:
-                clean = clean[:MAX_CHARS]
-                notices.append(f"The text was longer than {MAX_CHARS} characters; only the first {MAX_CHARS} were "
-                               "translated.")
-            req = Request(direction, clean, beam, limit or 0, "auto", 5, 1.0, 0.0)
-            trace, more, _ = self.compute(req)
-            unknown = trace.source_tokens.count("<unk>")
-            if unknown:
-                notices.append(f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): it knows "
-                               "only German and English image captions.")
-            return trace.text, " ".join(notices + more), trace.to_dict()
+            trace, notices, _ = self.compute(Request(direction, text, beam, limit or 0, "auto", 5, 1.0, 0.0, notices))
+            return trace.text, " ".join(notices), trace.to_dict()
         except Exception as err:  # the API never raises: it says what went wrong
             return "", f"Translation failed: {type(err).__name__}: {err}", None
 
@@ -1432,7 +1472,7 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                          [api_translation, api_notice, api_trace], api_name="translate", api_visibility="public",
                          show_progress="hidden", **model_slot)
 
-    demo.queue(default_concurrency_limit=2, max_size=64)
+    demo.queue(default_concurrency_limit=2, max_size=QUEUE_SIZE)
     demo.anatomy = app  # the handlers and the registry, for tests and scripts
     app.demo = demo
     return demo

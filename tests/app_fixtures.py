@@ -1,7 +1,9 @@
-"""Tiny checkpoints for the app's tests: random weights, a small SentencePiece vocabulary.
+"""Tiny checkpoints for the app's tests (random weights, a small SentencePiece vocabulary), and
+helpers to call the app's handlers.
 
 Tests of the app must not depend on the trained checkpoints (they change while training
-runs and may be missing), so they build their own in a temporary folder.
+runs and may be missing), so they build their own in a temporary folder (the `folders` and
+`tiny` fixtures in conftest.py).
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+import app
 from transformer import checkpoint
 from transformer.config import ModelConfig
 from transformer.model import Transformer
@@ -23,6 +26,11 @@ SENTENCES = [
     "Ein kleines Mädchen lacht.", "A little girl is laughing.", "<b>bold</b> & <br> tags",
 ]
 TINY = dict(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=64)
+SENTENCE = "Zwei Hunde spielen im Schnee."
+# On the `served` app (conftest.py) this beam-8, 200-token request sends back ~4 MB of trace and holds the model's
+# slot for a second or more: long enough to fill the queue on purpose.
+SLOW_REQUEST = dict(text="Zwei Hunde spielen im Schnee, " * 8, direction="de-en", beam_size=8, max_new_tokens=200,
+                    api_name="/translate")
 METRICS = [{"epoch": 1, "train_loss": 6.1, "val_loss": 5.2, "val_bleu": 1.5, "val_chrf": 12.0},
            {"epoch": 2, "train_loss": 4.9, "val_loss": 4.4, "val_bleu": 4.25, "val_chrf": 20.5}]
 
@@ -32,12 +40,30 @@ def make_tokenizer() -> Tokenizer:
 
 
 def make_checkpoint(folder: Path, source_lang: str = "de", target_lang: str = "en", seed: int = 0,
-                    tokenizer: Tokenizer | None = None) -> Path:
+                    tokenizer: Tokenizer | None = None, **config) -> Path:
+    """A TINY checkpoint (`config` overrides its sizes) with random weights."""
     tokenizer = tokenizer or make_tokenizer()
     torch.manual_seed(seed)
-    model = Transformer(ModelConfig(vocab_size=tokenizer.vocab_size, **TINY))
+    model = Transformer(ModelConfig(vocab_size=tokenizer.vocab_size, **{**TINY, **config}))
     log = "".join(json.dumps(r) + "\n" for r in METRICS)
     return checkpoint.save(folder, model, tokenizer, source_lang=source_lang, target_lang=target_lang,
                            training={"steps": 10, "train_time_s": 60.0, "device": "cpu"},
                            metrics={k: METRICS[-1][k] for k in ("epoch", "val_loss", "val_bleu", "val_chrf")},
                            metrics_log=log, dtype=torch.float32)
+
+
+def final(outputs) -> dict:
+    """The last yield of a streaming handler, by output name."""
+    outs = list(outputs)
+    assert outs, "the handler yielded nothing (Gradio would clear every output)"
+    return dict(zip(app.OUT, outs[-1]))
+
+
+def as_dict(values) -> dict:
+    return dict(zip(app.OUT, values))
+
+
+def translate(tiny: app.App, text=SENTENCE, key="de-en", beam=1, max_new=0, device="cpu", top_k=5, lp=1.0, slow=0.0,
+              kind="cross", layer=1, head="mean", merge=False):
+    """App.on_translate with the defaults of a fresh page (greedy, CPU)."""
+    return tiny.on_translate(key, text, beam, max_new, device, top_k, lp, slow, kind, layer, head, merge)

@@ -1,8 +1,17 @@
-"""Shared fixtures: a synthetic copy-task corpus and a tiny model trained on it by the real CLI."""
+"""Shared fixtures: a synthetic copy-task corpus and a tiny model trained on it by the real CLI; tiny
+random-weight checkpoints and the app built on them."""
 from __future__ import annotations
 
 import gzip
+import os
 import random
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,3 +52,74 @@ def copy_checkpoint(copy_data, tmp_path_factory) -> Path:
                 "--run-dir", str(root / "run"), "--epochs", "8", *TINY_MODEL_ARGS])
     torch.set_num_threads(threads)
     return root / "ckpt"
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> Path:
+    """Tiny de-en and en-de checkpoints, and a copy of the first with a corrupt model.safetensors."""
+    from tests.app_fixtures import make_checkpoint, make_tokenizer
+
+    root = tmp_path_factory.mktemp("checkpoints")
+    tok = make_tokenizer()
+    make_checkpoint(root / "tiny-de-en", "de", "en", seed=0, tokenizer=tok)
+    make_checkpoint(root / "tiny-en-de", "en", "de", seed=1, tokenizer=tok)
+    broken = root / "broken"
+    shutil.copytree(root / "tiny-de-en", broken)
+    (broken / "model.safetensors").write_bytes(b"not safetensors")
+    return root
+
+
+@pytest.fixture(scope="module")
+def tiny(folders):
+    """The app (its App: handlers, registry, demo) on the tiny checkpoints."""
+    import app  # here, not at the top: building the shipped app is only for the tests that use it
+
+    demo = app.create_app([str(folders / "tiny-de-en"), str(folders / "broken"), str(folders / "tiny-en-de")])
+    return demo.anatomy
+
+
+@dataclass
+class Served:
+    """A running `python app.py`: its URL, its temp dir (every file it writes), and its output so far."""
+
+    url: str
+    tmp: Path
+    output: list[str]
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory) -> Served:
+    """The app as deployed (`python app.py`) on loopback, configured by environment only: one tiny de-en model
+    with max_len 256, a queue of one waiting request (ANATOMY_QUEUE_SIZE), traces kept 2 s
+    (ANATOMY_TRACE_RETENTION) and a temp dir of its own (TMPDIR)."""
+    from tests.app_fixtures import make_checkpoint
+
+    root = tmp_path_factory.mktemp("served")
+    make_checkpoint(root / "checkpoints" / "tiny-de-en", "de", "en", max_len=256)
+    (root / "tmp").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("GRADIO_EXAMPLES_CACHE", "GRADIO_TEMP_DIR",
+                                                             "GRADIO_SERVER_PORT", "ANATOMY_HUB_MODELS")}
+    env.update(ANATOMY_CHECKPOINT_DIR=str(root / "checkpoints"), ANATOMY_QUEUE_SIZE="1", ANATOMY_TRACE_RETENTION="2",
+               TMPDIR=str(root / "tmp"), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False",
+               HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=Path(__file__).resolve().parents[1], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output: list[str] = []
+
+    def read():
+        for line in proc.stdout:
+            output.append(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.monotonic() + 120
+        while not (urls := [m.group(0) for line in output if (m := re.search(r"http://127\.0\.0\.1:\d+", line))]):
+            assert proc.poll() is None and time.monotonic() < deadline, "app.py did not start:\n" + "".join(output)
+            time.sleep(0.1)
+        yield Served(urls[0] + "/", root / "tmp", output)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,44 +18,8 @@ import gradio as gr  # noqa: E402
 from gradio.components.plot import PlotData  # noqa: E402
 
 import app  # noqa: E402
-from tests.app_fixtures import make_checkpoint, make_tokenizer  # noqa: E402
+from tests.app_fixtures import SENTENCE, as_dict, final, make_tokenizer, translate  # noqa: E402
 from transformer import Trace, Translator  # noqa: E402
-
-SENTENCE = "Zwei Hunde spielen im Schnee."
-
-
-@pytest.fixture(scope="module")
-def folders(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("checkpoints")
-    tok = make_tokenizer()
-    make_checkpoint(root / "tiny-de-en", "de", "en", seed=0, tokenizer=tok)
-    make_checkpoint(root / "tiny-en-de", "en", "de", seed=1, tokenizer=tok)
-    broken = root / "broken"
-    shutil.copytree(root / "tiny-de-en", broken)
-    (broken / "model.safetensors").write_bytes(b"not safetensors")
-    return root
-
-
-@pytest.fixture(scope="module")
-def tiny(folders) -> app.App:
-    demo = app.create_app([str(folders / "tiny-de-en"), str(folders / "broken"), str(folders / "tiny-en-de")])
-    return demo.anatomy
-
-
-def final(outputs) -> dict:
-    """The last yield of a streaming handler, by output name."""
-    outs = list(outputs)
-    assert outs, "the handler yielded nothing (Gradio would clear every output)"
-    return dict(zip(app.OUT, outs[-1]))
-
-
-def as_dict(values) -> dict:
-    return dict(zip(app.OUT, values))
-
-
-def translate(tiny, text=SENTENCE, key="de-en", beam=1, max_new=0, device="cpu", top_k=5, lp=1.0, slow=0.0,
-              kind="cross", layer=1, head="mean", merge=False):
-    return tiny.on_translate(key, text, beam, max_new, device, top_k, lp, slow, kind, layer, head, merge)
 
 
 def assert_complete(trace, L=2, H=2):

@@ -6,64 +6,26 @@ attention-kind controls and check what is on screen.
 """
 from __future__ import annotations
 
-import os
-import shutil
 import time
 
 import pytest
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+from tests.browser import TIMEOUT, browser, heatmap_count, needs_chromium, plot_text, url, wait_title  # noqa: F401
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed "
-                                                                     "(scripts/test.sh installs it)")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+pytestmark = needs_chromium
 SENTENCES = {"de": "Zwei Hunde spielen im Schnee.", "en": "Two dogs are playing in the snow."}
-TIMEOUT = 60_000
 
 
 @pytest.fixture(scope="module")
-def url():
-    import app
-
-    _, url, _ = app.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
-    yield url
-    app.demo.close()
-
-
-@pytest.fixture(scope="module")
-def page(url):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1920, "height": 1080})
-        page.set_default_timeout(TIMEOUT)
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(url, wait_until="domcontentloaded")
-        page.errors = errors
-        yield page
-        browser.close()
-
-
-def plot_text(page, elem_id: str) -> str:
-    """All text drawn in one plot (titles, tick labels, annotations)."""
-    return page.locator(f"#{elem_id} [data-testid=plotly] svg").first.evaluate(
-        "svg => Array.from(svg.closest('[data-testid=plotly]').querySelectorAll('text')).map(t => t.textContent)"
-        ".join('\\n')")
-
-
-def wait_title(page, elem_id: str, fragment: str) -> None:
-    page.wait_for_function(
-        "([id, frag]) => { const p = document.querySelector('#' + id + ' [data-testid=plotly]');"
-        " return p && Array.from(p.querySelectorAll('text')).some(t => t.textContent.includes(frag)); }",
-        arg=[elem_id, fragment])
-
-
-def heatmap_count(page, elem_id: str) -> int:
-    return page.locator(f"#{elem_id} .heatmaplayer image").count()
+def page(browser, url):
+    page = browser.new_page(viewport={"width": 1920, "height": 1080})
+    page.set_default_timeout(TIMEOUT)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url, wait_until="domcontentloaded")
+    page.errors = errors
+    yield page
+    page.close()
 
 
 def test_translate_and_explore(page):
@@ -192,3 +154,33 @@ def test_markup_in_the_source_stays_text(page):
     assert not dialogs, dialogs
     assert page.locator("#source-text textarea").input_value() == payload
     assert not page.errors, page.errors
+
+
+def test_a_visitor_over_the_queue_bound_is_told_the_app_is_busy(browser, served):
+    """With ANATOMY_QUEUE_SIZE=1, one request running and one waiting, Translate answers at once with Gradio's
+    busy message (not a spinner that never ends)."""
+    from concurrent.futures import FIRST_EXCEPTION, wait
+
+    from gradio_client import Client
+
+    from tests.app_fixtures import SLOW_REQUEST
+
+    page = browser.new_page()
+    page.set_default_timeout(TIMEOUT)
+    page.goto(served.url, wait_until="domcontentloaded")
+    # the page's own load events are done (they set the placeholder)
+    page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')")
+    page.get_by_label("Source text").fill(SENTENCES["de"])
+    client = Client(served.url, verbose=False)
+    jobs = [client.submit(**SLOW_REQUEST) for _ in range(3)]
+    wait([j.future for j in jobs], timeout=30, return_when=FIRST_EXCEPTION)  # one refused: the queue is full
+    start = time.perf_counter()
+    page.get_by_role("button", name="Translate", exact=True).click()
+    toast = page.locator("[data-testid=toast-body]")
+    toast.wait_for(timeout=5_000)
+    assert "This application is currently busy. Please try again." in toast.inner_text()
+    assert time.perf_counter() - start < 5
+    assert page.locator("#translation textarea").input_value() == ""
+    page.close()
+    for job in jobs:  # leave the server idle for the next test
+        job.exception(timeout=60)

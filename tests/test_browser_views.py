@@ -7,28 +7,10 @@ import urllib.parse
 
 import pytest
 
-from tests.test_browser import ARGS, CHROMIUM, TIMEOUT, pytestmark, wait_title  # noqa: F401 (the skip mark)
+from tests.browser import TIMEOUT, browser, needs_chromium, url, wait_title  # noqa: F401 (fixtures)
 
+pytestmark = needs_chromium
 SENTENCE = "Zwei Hunde spielen im Schnee."
-
-
-@pytest.fixture(scope="module")
-def url():
-    import app
-
-    _, url, _ = app.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
-    yield url
-    app.demo.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture()

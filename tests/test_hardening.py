@@ -1,15 +1,26 @@
-"""Hostile or odd input: the /translate API answers every one with a clear notice and never raises;
-token text in the figures is escaped, never live markup."""
+"""Hostile or odd input, load and privacy. The page's handlers and the /translate API clean text the same way and
+answer every bad input with a clear notice, never a stack trace; token text in the figures is escaped, never live
+markup; a visitor over the queue's bound is told at once that the app is busy; visitors' text leaves nothing in
+logs, output or files beyond the trace retention."""
 from __future__ import annotations
 
 import json
+import logging
+import subprocess
+import sys
+import time
+import urllib.parse
+from concurrent.futures import FIRST_EXCEPTION, wait
+from pathlib import Path
 
+import gradio as gr
+import httpx
 import numpy as np
 import pytest
 
 import app
 import viz
-from tests.test_app import folders, tiny  # noqa: F401  (the tiny random-weight app)
+from tests.app_fixtures import SENTENCE, SLOW_REQUEST, as_dict, final, translate
 
 UNKNOWN = "German and English"
 HOSTILE = '<a href="javascript:alert(1)">x</a>'
@@ -30,6 +41,7 @@ HOSTILE = '<a href="javascript:alert(1)">x</a>'
     pytest.param("Hund", "de-en", 10**9, 4, False, "beam_size must be from 1 to", id="huge-beam"),
     pytest.param("Hund", "de-en", "lots", 4, False, "beam_size must be an integer", id="text-beam"),
     pytest.param("Hund", "de-en", 1, 10**9, False, "max_new_tokens must be from 1 to", id="huge-max"),
+    pytest.param("Hund", "de-en", 8, 200, True, "", id="longest-beam-and-length"),
     pytest.param("Hund", "de-en", 1, -5, False, "max_new_tokens must be from 1 to", id="negative-max"),
     pytest.param("Hund", "xx-yy", 1, 4, False, "Unknown direction 'xx-yy'", id="unknown-direction"),
     pytest.param("Hund", None, 1, 4, False, "Unknown direction", id="no-direction"),
@@ -77,3 +89,194 @@ def test_figure_labels_escape_markup(token):
         assert "<a " not in js and "<a>" not in js and "<script" not in js and "<img" not in js
         ticks = [t for ax in ("xaxis", "yaxis") for t in (fig.layout[ax].ticktext or ())]
         assert all("<a " not in t and "<script" not in t for t in ticks)
+
+
+# ---- the page: the same cleaning as the API, said in the run info ------------------------------------------
+
+CONTROL = "Control characters and terminal escape codes were removed"
+TOO_LONG = f"longer than {app.MAX_CHARS} characters"
+
+
+@pytest.mark.parametrize("text, key, beam, max_new, says", [
+    pytest.param("Hund " * 2000, "de-en", 1, 4, [TOO_LONG], id="10k-chars"),
+    pytest.param("Hunde 🐶🎉", "de-en", 1, 4, [UNKNOWN], id="emoji"),
+    pytest.param("\x1b[31mrot\x1b[0m", "de-en", 1, 4, [CONTROL], id="ansi"),
+    pytest.param("a\x00b\x07c\u200b", "de-en", 1, 4, [CONTROL], id="control-chars"),
+    pytest.param("你好世界", "de-en", 1, 4, [UNKNOWN], id="cjk"),
+    pytest.param("مرحبا بالعالم", "en-de", 1, 4, [UNKNOWN], id="arabic"),
+    pytest.param("<img src=x onerror=alert(1)>", "de-en", 1, 4, [], id="html"),
+    pytest.param("?!...,;", "de-en", 1, 4, [], id="punctuation"),
+    pytest.param("Zwei dogs spielen in the Schnee.", "de-en", 1, 4, [], id="mixed-languages"),
+    pytest.param("Zwei Hunde.\nEin Mann\r\nfährt.\tJa.", "de-en", 1, 4, [], id="several-lines"),
+    pytest.param("Hund", "de-en", 10**9, 4, ["Beam search (8 beams)"], id="huge-beam"),
+    pytest.param("Hund", "de-en", 1, 10**9, ["length limit"], id="huge-max"),
+    pytest.param("Hund", "de-en", 8, 200, ["Beam search (8 beams)"], id="longest-beam-and-length"),
+    pytest.param("Hund", "de-en", "lots", -5, ["Greedy decoding"], id="nonsense-numbers"),
+    pytest.param("Hund", None, 1, 4, ["Greedy decoding"], id="no-direction"),
+])
+def test_page_translates_odd_input_and_says_what_it_changed(tiny, text, key, beam, max_new, says):
+    out = final(translate(tiny, text, key, beam, max_new))
+    info, trace = out["notice"], out["trace"]
+    assert all(s in info for s in says), info
+    for notice in (CONTROL, TOO_LONG):  # said exactly when the text was changed so
+        assert (notice in info) == (notice in says), info
+    assert out["translation"] == trace.text and "Traceback" not in info
+    config = tiny.registry.get(key).config
+    assert len(trace.source_tokens) <= config.max_len and len(trace.output_tokens) <= config.max_len
+    assert trace.settings.get("beam_size", 1) <= app.MAX_BEAM
+    assert not any(ch in "".join(trace.source_tokens) for ch in "\x1b\x00\x07\n\r\t")
+    assert "<img" not in info  # the text travels in the share link URL-encoded, never as markup
+
+
+@pytest.mark.parametrize("text, key, message", [
+    pytest.param("", "de-en", "Type a sentence in Source text first.", id="empty"),
+    pytest.param(None, "de-en", "Type a sentence in Source text first.", id="none"),
+    pytest.param(" \n\t\u3000 ", "de-en", "Type a sentence in Source text first.", id="whitespace"),
+    pytest.param("\x1b[2J\x00", "de-en", CONTROL + " from the text. Type a sentence", id="only-control"),
+    pytest.param("Hund", "xx-yy", "Unknown direction 'xx-yy'; choose one of: de-en, en-de.", id="unknown-direction"),
+])
+def test_page_refuses_what_it_cannot_translate_with_a_clear_message(tiny, text, key, message):
+    with pytest.raises(gr.Error) as refused:
+        list(translate(tiny, text, key))
+    assert message in refused.value.message
+
+
+def test_several_lines_are_translated_as_one_text(tiny):
+    lines = final(translate(tiny, "Zwei Hunde\nspielen im\r\n\n  Schnee."))["trace"]
+    one = final(translate(tiny, SENTENCE))["trace"]
+    assert lines.source_tokens == one.source_tokens and lines.output_tokens == one.output_tokens
+
+
+class Link:
+    query_params = {"text": "from a shared link"}
+
+
+ROUTES = {  # every way a visitor's text reaches the model -> the notices the visitor reads
+    "translate": lambda tiny, text: final(translate(tiny, text, max_new=3))["notice"],
+    "beam": lambda tiny, text: final(translate(tiny, text, beam=3, max_new=3))["notice"],
+    "slow motion": lambda tiny, text: final(tiny.on_replay(
+        final(translate(tiny, text, slow=0.001, max_new=3))["pending"], "cross", 1, "mean", False))["notice"],
+    "inspect": lambda tiny, text: as_dict(tiny.on_force("de-en", text, "Two dogs.", "cpu", 5, "cross", 1, "mean",
+                                                        False, 1, 3))["notice"],
+    "link": lambda tiny, text: as_dict(tiny.on_load_translate("de-en", text, 1, 3, "cpu", 5, 1.0, "cross", 1, "mean",
+                                                              False, Link()))["notice"],
+    "api": lambda tiny, text: tiny.api_translate(text, "de-en", 1, 3)[1],
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_every_route_cleans_text_with_the_same_notices(tiny, route):
+    text = "\x1b[1mZwei\x1b[0m Hunde\x07 " + "im Schnee " * 60
+    clean, notices = app.clean_text(text)
+    assert len(clean) == app.MAX_CHARS and [CONTROL in notices[0], TOO_LONG in notices[1]] == [True, True]
+    said = ROUTES[route](tiny, text)
+    assert all(n in said for n in notices), said
+
+
+def test_inspect_cleans_the_typed_translation_too(tiny):
+    out = as_dict(tiny.on_force("de-en", SENTENCE, "\x1b[31mTwo\x1b[0m dogs " * 60, "cpu", 5, "cross", 1, "mean",
+                                False, 1, 0))
+    assert CONTROL + " from your translation" in out["notice"]
+    assert f"Your translation was {TOO_LONG}" in out["notice"]
+    assert "\x1b" not in "".join(out["trace"].output_tokens)
+    with pytest.raises(gr.Error, match="Type \\(or edit\\) a translation"):
+        tiny.on_force("de-en", SENTENCE, "\x1b[0m\x00", "cpu", 5, "cross", 1, "mean", False, 1, 0)
+
+
+# ---- many visitors at once: a bounded queue ---------------------------------------------------------------
+
+def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(served):
+    """ANATOMY_QUEUE_SIZE=1: one request runs, one waits, the rest are refused at once; the two that got in get
+    exactly the answer a lone request gets."""
+    from gradio_client import Client
+    from gradio_client.utils import QueueError
+
+    client = Client(served.url, verbose=False)
+    jobs = [client.submit(**SLOW_REQUEST) for _ in range(4)]
+    start = time.perf_counter()
+    wait([j.future for j in jobs], timeout=30, return_when=FIRST_EXCEPTION)
+    refused_after = time.perf_counter() - start
+    answers, refusals = [], []
+    for job in jobs:
+        try:
+            answers.append(job.result(timeout=60))
+        except QueueError as err:
+            refusals.append(str(err))
+    assert refusals and set(refusals) == {"Queue is full! Please try again."}
+    assert refused_after < 1.0, "the refusal came only when the queue drained: a wait, not a clear answer"
+    assert len(answers) >= 2
+    alone = client.predict(**SLOW_REQUEST)
+    for text, notice, trace in answers:
+        assert (text, notice) == alone[:2] and trace["output_tokens"] == alone[2]["output_tokens"]
+        np.testing.assert_allclose(trace["cross_attn"], alone[2]["cross_attn"], atol=1e-6)
+
+
+
+def test_load_benchmark_runs_16_clients_that_all_get_the_answer_they_get_alone(folders):
+    """benchmarks/load.py, small: its own server on the tiny checkpoints, 16 clients, 32 requests."""
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "benchmarks/load.py", "--checkpoints", str(folders), "--clients", "16",
+                          "--requests", "32", "--time-limit", "120"], cwd=root, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    figures = dict(line.split("=", 1) for line in run.stdout.splitlines() if "=" in line)
+    assert [figures[k] for k in ("clients", "completed", "errors", "mismatches")] == ["16", "32", "0", "0"]
+    assert float(figures["requests_per_s"]) > 0 and float(figures["p95_ms"]) >= float(figures["p50_ms"]) > 0
+
+
+# ---- privacy: visitors' text is not logged, printed or kept ----------------------------------------------
+
+SECRET = "Schneehunde lachen heimlich"  # letters the tiny vocabulary knows: its pieces spell it back
+
+
+def test_handlers_log_and_print_nothing_of_the_text(tiny, caplog, capfd):
+    caplog.set_level(logging.DEBUG)
+    for text in (SECRET, f"\x1b[31m{SECRET}\x00 " * 30):
+        final(translate(tiny, text, max_new=3))
+        final(translate(tiny, text, beam=2, max_new=3))
+        tiny.on_force("de-en", text, text, "cpu", 5, "cross", 1, "mean", False, 1, 0)
+        assert tiny.api_translate(text, "de-en", 1, 3)[2] is not None
+        assert "Unknown direction" in tiny.api_translate(text, "xx-yy")[1]
+        with pytest.raises(gr.Error):
+            list(translate(tiny, text, "xx-yy"))
+    out, err = capfd.readouterr()
+    for word in SECRET.split():
+        assert word not in caplog.text and word not in out and word not in err
+
+
+def _holding_the_text(folder) -> list:
+    """Files under `folder` that hold SECRET: literally, or as the source pieces of a trace."""
+    found = []
+    for path in (p for p in folder.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        if any(word.encode() in data for word in SECRET.split()):
+            found.append(path)
+        elif path.name.startswith("trace-"):
+            pieces = "".join(json.loads(data)["source_tokens"]).replace("\u2581", " ")
+            if SECRET in pieces:
+                found.append(path)
+    return found
+
+
+def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
+    """`python app.py` with ANATOMY_TRACE_RETENTION=2: the API, the page's Translate and a shared link leave
+    nothing in the server's output, and the one file that holds it (the trace download) is gone after 2 s."""
+    from gradio_client import Client
+
+    client = Client(served.url, verbose=False, download_files=False)
+    assert client.predict(text=SECRET, direction="de-en", max_new_tokens=3, api_name="/translate")[2] is not None
+    page = client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, "cross", 1, "mean", False,
+                          api_name="/on_translate")
+    assert any(isinstance(v, dict) and str(v.get("path", "")).endswith(".json") for v in page)  # the trace download
+    link = httpx.get(served.url, params={"direction": "de-en", "text": SECRET}, timeout=30)
+    assert link.status_code == 200
+    kept = _holding_the_text(served.tmp)
+    assert [p.parent.name for p in kept] == ["transformer-anatomy-traces"], kept  # served as is: no copy
+    deadline = time.monotonic() + 15
+    while (kept := _holding_the_text(served.tmp)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not kept, f"still there long after the 2 s retention: {kept}"
+    output = "".join(served.output)
+    assert "Running on local URL" in output  # the output is read
+    for word in SECRET.split() + [urllib.parse.quote(SECRET), urllib.parse.quote_plus(SECRET)]:
+        assert word not in output

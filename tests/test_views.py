@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import app
-from tests.test_app import SENTENCE, as_dict, final, folders, tiny, translate  # noqa: F401 (fixtures)
+from tests.app_fixtures import as_dict, final, translate
 from transformer.analysis import trace_head_statistics
 
 

@@ -9,9 +9,10 @@ from .model import Encoded, Transformer
 
 
 def output_limit(model: Transformer, src_len: int, max_new_tokens: int | None) -> int:
-    """2·S + 10 new tokens unless told otherwise, never past the model's max_len."""
+    """2·S + 10 new tokens unless told otherwise, and never more than max_len - 1: a trace reads the output
+    back behind <s> (teacher forcing), and <s> + every new token must fit the model's max_len positions."""
     limit = 2 * src_len + 10 if max_new_tokens is None else max_new_tokens
-    return max(1, min(limit, model.config.max_len))
+    return max(1, min(limit, model.config.max_len - 1))
 
 
 @torch.inference_mode()

@@ -1,0 +1,55 @@
+"""What the browser tests share: Debian chromium driven by playwright (never `playwright install`), the app
+served in-process on loopback, and ways to wait for what a figure shows."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed "
+                                                                     "(scripts/test.sh installs it)")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+TIMEOUT = 60_000
+
+
+@pytest.fixture(scope="module")
+def url():
+    import app
+
+    _, url, _ = app.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
+    yield url
+    app.demo.close()
+
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+def plot_text(page, elem_id: str) -> str:
+    """All text drawn in one plot (titles, tick labels, annotations)."""
+    return page.locator(f"#{elem_id} [data-testid=plotly] svg").first.evaluate(
+        "svg => Array.from(svg.closest('[data-testid=plotly]').querySelectorAll('text')).map(t => t.textContent)"
+        ".join('\\n')")
+
+
+def wait_title(page, elem_id: str, fragment: str) -> None:
+    page.wait_for_function(
+        "([id, frag]) => { const p = document.querySelector('#' + id + ' [data-testid=plotly]');"
+        " return p && Array.from(p.querySelectorAll('text')).some(t => t.textContent.includes(frag)); }",
+        arg=[elem_id, fragment])
+
+
+def heatmap_count(page, elem_id: str) -> int:
+    return page.locator(f"#{elem_id} .heatmaplayer image").count()

@@ -876,7 +876,7 @@ class App:
         trace = translator.force_ids(src, gen, req.top_k, translator._settings(mode="greedy", top_k=req.top_k),
                                      translator.encode_source(req.text)[1])
         if ids and ids[-1] != EOS_ID:  # the limit cut it: keep what was generated, not a forced EOS
-            trace = _without_final_eos(trace)
+            trace = trace.without_final_eos()
         yield self.present(trace, req, view, self.notices(req, trace, device_notice), "Greedy decoding", elapsed)
 
     def on_replay(self, pending, kind, layer, head, merge):
@@ -957,7 +957,7 @@ class App:
         out = [i for i in trace.output_ids if i != EOS_ID]
         forced = twin.force_ids(list(trace.source_ids), out, 1, twin._settings(mode="forced", top_k=1), [])
         if trace.output_tokens and trace.output_tokens[-1] != "</s>":
-            forced = _without_final_eos(forced)
+            forced = forced.without_final_eos()
         source = twin.tokenizer.decode([i for i in trace.source_ids if i != EOS_ID])
         own = twin.translate(source, max_new_tokens=min(len(trace.output_tokens) + 10, MAX_NEW_TOKENS), top_k=1)
         return forced, own.text or f"nothing: its first piece is {own.output_tokens[0] if own.output_tokens else '–'}"
@@ -1122,15 +1122,6 @@ class App:
 
 def _join_pieces(pieces: list[str]) -> str:
     return "".join(p for p in pieces if p not in ("<s>", "</s>")).replace("\u2581", " ").strip()
-
-
-def _without_final_eos(trace: Trace) -> Trace:
-    """force_ids always appends EOS; drop that last position when decoding never produced it."""
-    T = len(trace.output_tokens) - 1
-    return dataclasses.replace(
-        trace, target_tokens=trace.target_tokens[:T], output_tokens=trace.output_tokens[:T],
-        output_ids=trace.output_ids[:T], top_k=trace.top_k[:T],
-        decoder_self_attn=trace.decoder_self_attn[:, :, :T, :T], cross_attn=trace.cross_attn[:, :, :T])
 
 
 DEFAULTS = {"beam": 1, "max": 0, "k": 5, "lp": 1.0, "slow": 0.0, "view": "cross", "merge": False}  # layer: the last

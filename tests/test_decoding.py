@@ -207,3 +207,14 @@ def test_same_output_across_processes(translator, copy_checkpoint):
     assert there.text == here.text and there.candidates == here.candidates
     np.testing.assert_array_equal(there.cross_attn, here.cross_attn)
     assert json.loads(out)["settings"] == json.loads(here.to_json())["settings"]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_a_trace_cut_by_the_length_limit_ends_without_eos(translator, beam):
+    trace = translator.translate(SENTENCES[3], beam_size=beam, max_new_tokens=2)
+    assert len(trace.output_tokens) == 2 and "</s>" not in trace.output_tokens
+    T = len(trace.target_tokens)
+    assert T == 2 and trace.cross_attn.shape[2] == T and trace.decoder_self_attn.shape[2:] == (T, T)
+    assert len(trace.top_k) == T and len(trace.output_ids) == T
+    full = translator.translate(SENTENCES[3], beam_size=beam)
+    assert full.output_tokens[-1] == "</s>" and full.output_tokens[:2] == trace.output_tokens

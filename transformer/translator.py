@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -83,6 +83,14 @@ class Trace:
             data[name] = np.asarray(data[name], dtype=np.float32)
         data["candidates"] = [Candidate(**c) for c in data.get("candidates", [])]
         return cls(**data)
+
+    def without_final_eos(self) -> "Trace":
+        """This trace minus its last decoder position: for output the length limit cut before any EOS
+        (a teacher-forced pass always ends with one)."""
+        T = len(self.output_tokens) - 1
+        return replace(self, target_tokens=self.target_tokens[:T], output_tokens=self.output_tokens[:T],
+                       output_ids=self.output_ids[:T], top_k=self.top_k[:T],
+                       decoder_self_attn=self.decoder_self_attn[:, :, :T, :T], cross_attn=self.cross_attn[:, :, :T])
 
     @classmethod
     def from_json(cls, text: str) -> "Trace":
@@ -182,6 +190,8 @@ class Translator:
         candidates = [Candidate(self.tokenizer.decode(ids), self.tokenizer.pieces(ids), score, log_prob)
                       for ids, score, log_prob in hyps]
         trace = self.force_ids(src, hyps[0][0], top_k, settings, notices)
+        if len(hyps[0][0]) >= limit:  # every step went to a piece: the limit cut it before EOS
+            trace = trace.without_final_eos()
         trace.candidates = candidates
         return trace
 

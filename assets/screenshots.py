@@ -131,8 +131,8 @@ def main(out: Path) -> None:
             # presenter mode: the attention explorer as it would be projected
             page.get_by_label("Presenter mode").check()
             page.wait_for_function("document.querySelector('#heatmap .js-plotly-plot')._fullLayout.font.size >= 18")
-            page.evaluate("window.scrollTo(0, document.querySelector('#kind').getBoundingClientRect().top"
-                          " + window.scrollY - 80)")
+            page.evaluate("window.scrollTo(0, document.querySelector('#heatmap').getBoundingClientRect().top"
+                          " + window.scrollY - 20)")
             settle(page, 1.5)
             page.screenshot(path=out / "presenter.png")
             print("wrote", out / "presenter.png")

@@ -1186,17 +1186,20 @@ PRESENTER_JS = """
               notes: (f.annotations || []).map(a => a.font.size)};
     },
     fit(gd) {
-      if (!gd._fullLayout || !window.Plotly) return;
+      if (!gd._fullLayout || !window.Plotly || !gd.offsetParent) return;  // hidden (another tab): when shown
       if (gd.layout !== gd.anatomyLayout) { gd.anatomyLayout = gd.layout; gd.anatomyBase = A.base(gd); gd.anatomyScaled = false; }
       if (gd.anatomyScaled === A.on) return;
       gd.anatomyScaled = A.on;
-      const b = gd.anatomyBase, k = A.on ? A.scale : 1, u = {'font.size': b.font * k, 'title.font.size': b.title * k,
+      const b = gd.anatomyBase, k = A.on ? A.scale : 1, u = {autosize: true, width: null, 'font.size': b.font * k, 'title.font.size': b.title * k,
         height: Math.round(b.height * k), 'margin.l': b.l * k, 'margin.r': b.r * k, 'margin.t': b.t * k, 'margin.b': b.b * k};
       b.notes.forEach((size, i) => { u['annotations[' + i + '].font.size'] = size * k; });
-      Plotly.relayout(gd, u).then(() => { if (gd.offsetParent) return Plotly.Plots.resize(gd); }).catch(() => {});
+      // width: null drops the width fixed at first draw, so the figure fills its container again (wider once
+      // the settings are hidden)
+      Plotly.relayout(gd, u).catch(() => {});
     },
     scan() {
-      document.querySelectorAll('.js-plotly-plot').forEach(gd => {
+      // the page's figures only, not the offscreen copies Plotly.toImage draws for an export
+      document.querySelectorAll('.js-plotly-plot[data-testid=plotly]').forEach(gd => {
         if (!gd.anatomyHooked && gd.on) { gd.anatomyHooked = true; gd.on('plotly_afterplot', () => A.fit(gd)); }
         A.fit(gd);
       });
@@ -1205,8 +1208,10 @@ PRESENTER_JS = """
   A.on = !!on;
   document.body.classList.toggle('anatomy-presenter', A.on);
   if (!A.observer) {
-    A.observer = new MutationObserver(() => { if (A.on) A.scan(); });
-    A.observer.observe(document.body, {childList: true, subtree: true});
+    // new figures, and tabs coming into view (a class or style change), get the current mode
+    A.observer = new MutationObserver(() => A.scan());
+    A.observer.observe(document.body, {childList: true, subtree: true, attributes: true,
+                                       attributeFilter: ['class', 'style']});
   }
   A.scan();
   window.dispatchEvent(new Event('resize'));

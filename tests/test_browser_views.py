@@ -89,6 +89,8 @@ def test_presenter_mode_and_export(page, url):
     page.wait_for_selector("#heatmap .heatmaplayer image")
     font = "document.querySelector('#heatmap .js-plotly-plot')._fullLayout.font.size"
     assert page.evaluate(font) == 12 and page.locator("#run-info").is_visible()
+    width = "document.querySelector('#heatmap .js-plotly-plot')._fullLayout.width"
+    normal_width = page.evaluate(width)
 
     page.get_by_label("Presenter mode").check()
     page.wait_for_function(f"{font} >= 18")
@@ -101,12 +103,13 @@ def test_presenter_mode_and_export(page, url):
     page.locator("#head").get_by_label("1", exact=True).check()
     wait_title(page, "heatmap", "head 1")
     page.wait_for_function(f"{font} >= 18")
+    page.wait_for_function(f"{width} > {normal_width} + 100")  # the help column is hidden: the figure fills the row
 
-    width = page.locator("#heatmap .js-plotly-plot").evaluate("p => p._fullLayout.width")
+    shown = page.evaluate(width)
     with page.expect_download() as png:
         page.get_by_role("button", name="Attention PNG (3×)").click()
     w, h = png_size(png.value.path())
-    assert w >= 2 * width and h > 0
+    assert w >= 2 * shown and h > 0
     with page.expect_download() as svg:
         page.get_by_role("button", name="Attention SVG").click()
     with open(svg.value.path(), encoding="utf-8") as f:
@@ -114,7 +117,7 @@ def test_presenter_mode_and_export(page, url):
     assert text.lstrip().startswith("<svg") and "head 1" in text
 
     page.get_by_label("Presenter mode").uncheck()
-    page.wait_for_function(f"{font} === 12")
+    page.wait_for_function(f"{font} === 12 && {width} === {normal_width}")
     assert page.locator("#run-info").is_visible()
     assert not page.errors, page.errors
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.browser import browser, url  # noqa: F401  (fixtures of the browser tests)
 from transformer import train
 
 WORDS = ("red blue green cat dog bird tree house car man woman child runs jumps sits big small old "

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.browser import TIMEOUT, browser, heatmap_count, needs_chromium, plot_text, url, wait_title  # noqa: F401
+from tests.browser import TIMEOUT, heatmap_count, needs_chromium, plot_text, wait_title
 
 pytestmark = needs_chromium
 SENTENCES = {"de": "Zwei Hunde spielen im Schnee.", "en": "Two dogs are playing in the snow."}

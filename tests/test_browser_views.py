@@ -7,7 +7,7 @@ import urllib.parse
 
 import pytest
 
-from tests.browser import TIMEOUT, browser, needs_chromium, url, wait_title  # noqa: F401 (fixtures)
+from tests.browser import TIMEOUT, needs_chromium, wait_title
 
 pytestmark = needs_chromium
 SENTENCE = "Zwei Hunde spielen im Schnee."

@@ -1144,7 +1144,14 @@ HOW_TO_READ = """### How to read the figures
   position is labelled `read ▸ produced`: it *reads* the previous output piece (`<s>` first) and *produces* the next
   one. In a trained model this is roughly an alignment between the two sentences.
 - **Heads**: each layer has *h* heads attending independently (§3.2.2); *mean of heads* averages them. *All heads*
-  shows every layer × head side by side and how focused each one is.
+  shows every layer × head side by side; *Head statistics* measures what each one does (how focused it is, whether
+  it looks at the previous piece or parks on `</s>`, how well cross-attention follows the word order), and a click
+  on a row opens that head.
+- **Trained vs untrained**: the same sentence through the same architecture before training (random weights): its
+  heads spread their attention almost evenly. Everything the trained heads do was learned.
+- **Architecture**: the paper's Figure 1 with the tensor shapes of your sentence, and where the parameters are.
+- **Presenter mode** enlarges everything and hides the settings; *Link to this view* gives a link that reopens
+  exactly what is on screen.
 - **Decoding steps**: the slider picks step *t*: what had been produced up to then, where step *t* looked, and the
   probabilities of its candidates for the next piece.
 - **Beam search** keeps the *beam size* best partial translations at each step; click a candidate to see its

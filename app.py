@@ -463,13 +463,16 @@ def heatmap_figure(trace: Trace, view: View, prefix: str = ""):
                                  highlight_row=highlight, title=title)
 
 
-def grid_figures(trace: Trace, view: View):
+def grid_figure(trace: Trace, view: View):
     weights, q, k, causal, qg, kg = kind_arrays(trace, view.kind)
     w, q, k, hidden = merged(weights, q, k, causal, qg, kg, view.merge)
-    grid = viz.attention_grid(w, q, k, hidden=hidden, title=f"{KINDS[view.kind][0]}: every layer × head")
-    summary = viz.head_multiples(trace_head_statistics(trace), view.kind,
-                                 title=f"{KINDS[view.kind][0]}: what each head does (every statistic per layer × head)")
-    return grid, summary
+    return viz.attention_grid(w, q, k, hidden=hidden, title=f"{KINDS[view.kind][0]}: every layer × head")
+
+
+def summary_figure(stats: list, kind: str):
+    """The small multiples of one attention kind's head statistics."""
+    return viz.head_multiples(stats, kind,
+                              title=f"{KINDS[kind][0]}: what each head does (every statistic per layer × head)")
 
 
 def step_figures(source_tokens, read, produced, cross_row, self_row, top_k, view: View, t: int):
@@ -790,13 +793,13 @@ class App:
     def tab_figures(self, trace: Trace, key: str, view: View) -> dict:
         """The views below the fold (all heads, head statistics, predictions, PE of the input), by TAB_OUT
         name: sent by a follow-up event so that the main view renders first."""
-        grid, summary = grid_figures(trace, view)
         try:
             entry = self.registry.get(key)
         except KeyError:
             entry = self.registry.get(None)
-        headers, rows = viz.head_table(trace_head_statistics(trace))
-        return dict(grid=plot(grid), summary=plot(summary),
+        stats = trace_head_statistics(trace)
+        headers, rows = viz.head_table(stats)
+        return dict(grid=plot(grid_figure(trace, view)), summary=plot(summary_figure(stats, view.kind)),
                     topk_table=plot(viz.topk_table(trace.output_tokens, trace.top_k,
                                                    title="Top-k next pieces at every step (bold: emitted)")),
                     pe_rows=pe_rows_figure(entry, trace.source_tokens),
@@ -1000,16 +1003,20 @@ class App:
         if trace is None:
             return (gr.skip(),) * 7
         view = View.of(kind, layer, head, merge, step)
-        grid, summary = grid_figures(trace, view)
-        return (*self.on_heat(trace, untrained, kind, layer, head, merge, step), plot(grid), plot(summary))
+        return (*self.on_heat(trace, untrained, kind, layer, head, merge, step), plot(grid_figure(trace, view)),
+                plot(summary_figure(trace_head_statistics(trace), view.kind)))
 
     def on_step(self, trace, untrained, kind, layer, head, merge, step):
         if trace is None:
             return (gr.skip(),) * 7
         view = View.of(kind, layer, head, merge, step)
         t = _int(step, 1, max(len(trace.output_tokens), 1)) - 1
-        return (*self.on_heat(trace, untrained, kind, layer, head, merge, step), partial_chips(trace.output_tokens, t),
-                trace_step_figures(trace, view)[2])
+        step_cross, step_self, step_topk = trace_step_figures(trace, view)
+        if view.kind == "encoder":  # its maps have no decoding step: leave them as they are
+            maps = (gr.skip(),) * 3
+        else:
+            maps = (plot(heatmap_figure(trace, view)), *self.compare_figures(trace, untrained, view))
+        return maps[0], step_cross, step_self, *maps[1:], partial_chips(trace.output_tokens, t), step_topk
 
     def on_sync(self, trace):
         """After a cached example: the controls that depend on the trace's shape, set to the default view the

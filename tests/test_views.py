@@ -140,3 +140,13 @@ def test_training_view_shows_curves_and_the_model_card():
     card = (folder / "README.md").read_text()
     assert "Scores on Multi30k val" in training and "pipeline_tag" not in training  # front matter left out
     assert card.split("---\n", 2)[2].strip()[:200] in training
+
+
+def test_a_step_change_redraws_only_what_depends_on_the_step(tiny):
+    trace = final(translate(tiny, max_new=6))["trace"]
+    heat, step_cross, _, cmp_trained, cmp_untrained, partial, step_topk = tiny.on_step(
+        trace, None, "encoder", 1, "mean", False, 2)
+    assert heat == gr.skip() and cmp_trained == gr.skip() and cmp_untrained == gr.skip()
+    assert "Step 2" in title(step_cross) and "Step 2" in title(step_topk) and len(partial) == 2
+    heat, *_ = tiny.on_step(trace, None, "decoder", 1, "mean", False, 2)
+    assert "Decoder masked self-attention" in title(heat)

@@ -647,7 +647,7 @@ threading.Thread(target=_prune_traces_forever, name="prune-traces", daemon=True)
 
 def share_query(key: str, text: str, beam, max_new, lp, view: View) -> str:
     """The query string of a link that restores this translation and view (App.on_load reads it back)."""
-    params = {"direction": key, "text": " ".join(str(text or "").split())[:MAX_CHARS], "beam": _int(beam, 1, MAX_BEAM),
+    params = {"direction": key, "text": clean_text(text)[0], "beam": _int(beam, 1, MAX_BEAM),
               "max": _int(max_new, 0, MAX_NEW_TOKENS), "lp": _lp(lp), "view": view.kind, "layer": view.layer,
               "head": view.head, "merge": int(view.merge)}
     if view.step is not None:
@@ -758,7 +758,7 @@ class App:
             if unknown:
                 out.append(f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): it knows "
                            "only German and English image captions.")
-            if trace.output_tokens and trace.output_tokens[-1] != "</s>":
+            if trace.cut_by_limit:
                 out.append("Decoding stopped at the length limit (max new tokens) before the end of the sentence.")
         return out
 
@@ -959,7 +959,7 @@ class App:
         twin = self.registry.get(key).twin()
         out = [i for i in trace.output_ids if i != EOS_ID]
         forced = twin.force_ids(list(trace.source_ids), out, 1, twin._settings(mode="forced", top_k=1), [])
-        if trace.output_tokens and trace.output_tokens[-1] != "</s>":
+        if trace.cut_by_limit:
             forced = forced.without_final_eos()
         source = twin.tokenizer.decode([i for i in trace.source_ids if i != EOS_ID])
         own = twin.translate(source, max_new_tokens=min(len(trace.output_tokens) + 10, MAX_NEW_TOKENS), top_k=1)
@@ -1320,7 +1320,7 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
                     download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
                     share_btn = gr.Button("Link to this view", size="sm", elem_id="share")
                 share_url = gr.Textbox(label="Link to this view (text, settings, attention, layer, head, step)",
-                                       interactive=False, buttons=["copy"], visible=True, elem_id="share-url",
+                                       interactive=False, buttons=["copy"], elem_id="share-url",
                                        elem_classes=["anatomy-controls"], placeholder="click Link to this view")
                 share_query_box = gr.Textbox(visible=False)
 
@@ -1412,7 +1412,6 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
             return event.then(app.on_tabs, tab_inputs, tab_outputs, **fast).then(
                 app.on_compare, [trace_state, direction, kind, layer, head, merge, step],
                 [untrained_state, cmp_trained, cmp_untrained, compare_text], **model_slot, **ui)
-
 
         with gr.Row(elem_classes=["anatomy-controls"]):
             if examples:

@@ -84,6 +84,11 @@ class Trace:
         data["candidates"] = [Candidate(**c) for c in data.get("candidates", [])]
         return cls(**data)
 
+    @property
+    def cut_by_limit(self) -> bool:
+        """The length limit stopped decoding before the model chose EOS."""
+        return bool(self.output_ids) and self.output_ids[-1] != EOS_ID
+
     def without_final_eos(self) -> "Trace":
         """This trace minus its last decoder position: for output the length limit cut before any EOS
         (a teacher-forced pass always ends with one)."""

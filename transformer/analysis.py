@@ -81,11 +81,6 @@ def _as_heads(weights) -> np.ndarray:
     return w
 
 
-def head_entropy(weights) -> np.ndarray:
-    """Mean entropy (bits) of each head's attention rows: (layers, heads, Tq, Tk) -> (layers, heads)."""
-    return _mean_rows(_row_entropy(_as_heads(weights)))
-
-
 def _monotonic(w: np.ndarray) -> np.ndarray:
     """(L, h, Tq, Tk) -> (L, h): correlation of query index with expected key position."""
     Tq, Tk = w.shape[-2:]

@@ -1261,7 +1261,9 @@ def build_demo(registry: ModelRegistry) -> gr.Blocks:
     c0 = entry0.config
     model_slot = dict(concurrency_id="model", concurrency_limit=1)
     ui = dict(api_visibility="undocumented")
-    fast = dict(api_visibility="undocumented", show_progress="hidden", concurrency_id="views", concurrency_limit=8)
+    # View changes run one at a time, in the order they were asked: run side by side, a quick kind-then-head
+    # click could be answered out of order and leave figures that do not match the controls.
+    fast = dict(api_visibility="undocumented", show_progress="hidden", concurrency_id="views", concurrency_limit=1)
     empty = plot(viz.empty_figure("Translate a sentence to see this", 300))
 
     with gr.Blocks(title="Transformer Anatomy") as demo:

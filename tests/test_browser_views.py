@@ -152,3 +152,24 @@ def test_head_statistics_open_a_head_and_untrained_twin(page, url):
     page.wait_for_selector("#training .scatterlayer")
     assert "validation" in page.locator("#training-card").inner_text().lower()
     assert not page.errors, page.errors
+
+
+def test_quick_clicks_leave_figures_that_match_the_controls(page, url):
+    """Kind then head, clicked at once: the view events are answered in order, so the last one wins everywhere."""
+    import app
+
+    L = app.demo.anatomy.registry.get(None).config.n_decoder_layers
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': direction_key()})}",
+              wait_until="domcontentloaded")
+    page.wait_for_selector("#heatmap .heatmaplayer image")
+    page.get_by_role("tab", name="Trained vs untrained").click()
+    wait_title(page, "compare-untrained", "Untrained: Cross-attention")
+    page.locator("#kind").get_by_label("Encoder self-attention").check()
+    page.locator("#head").get_by_label("2", exact=True).check()
+    expected = f"Encoder self-attention · layer {L}, head 2"
+    wait_title(page, "heatmap", expected)
+    wait_title(page, "compare-untrained", expected)
+    page.wait_for_timeout(1500)  # anything still on its way has arrived
+    for elem in ("heatmap", "compare-trained", "compare-untrained"):
+        wait_title(page, elem, expected)
+    assert not page.errors, page.errors

@@ -1,6 +1,7 @@
 """The translation and evaluation command lines, as a person runs them."""
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import re
@@ -52,6 +53,23 @@ def test_evaluate_prints_sacrebleu_signatures_and_a_last_summary_line(copy_check
     assert any("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in line for line in lines)
     assert any("chrF2" in line for line in lines)
     assert lines[-1] == f"bleu={bleu:.1f} chrf={chrf:.1f}" and bleu > 80
+
+
+def test_evaluate_scores_each_named_corpus_and_their_mean(copy_checkpoint, copy_data, tmp_path, capsys):
+    import shutil
+    shutil.copytree(copy_data, tmp_path / "copy")
+    noisy = tmp_path / "noisy"  # references that share nothing with the output: BLEU 0
+    noisy.mkdir()
+    shutil.copy(copy_data / "val.de.gz", noisy / "val.de.gz")
+    (noisy / "val.en.gz").write_bytes(gzip.compress(b"zzz qqq\n" * 100))
+    bleu, _ = evaluate.main(["--checkpoint", str(copy_checkpoint), "--data-root", str(tmp_path),
+                             "--corpus", "copy", "--corpus", str(noisy), "--beam", "1"])
+    out = capsys.readouterr().out.strip().splitlines()
+    copy_bleu = float(next(x for x in out if x.startswith("copy: bleu=")).split("=")[1].split()[0])
+    assert copy_bleu > 80 and "noisy: bleu=0.0 chrf=0.0" in out
+    assert out[-1].startswith(f"bleu={bleu:.1f}") and bleu == pytest.approx(copy_bleu / 2, abs=0.1)
+    with pytest.raises(SystemExit, match="copy, noisy"):
+        evaluate.main(["--checkpoint", str(copy_checkpoint), "--data-root", str(tmp_path), "--corpus", "nope"])
 
 
 def test_model_card_has_hub_front_matter_scores_and_epochs(copy_checkpoint, copy_data, tmp_path, capsys):

@@ -116,13 +116,13 @@ def _atomic_write_text(path: Path, text: str) -> None:
 
 
 def save(folder: str | Path, model: Transformer, tokenizer: Tokenizer, *, source_lang: str, target_lang: str,
-         training: dict | None = None, metrics: dict | None = None, metrics_log: str = "",
+         domain: str | None = None, training: dict | None = None, metrics: dict | None = None, metrics_log: str = "",
          dtype: torch.dtype = torch.float16) -> Path:
     """Write a checkpoint folder atomically: a crash mid-save leaves the previous one intact."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     meta = {"model": model.config.to_dict(), "source_lang": source_lang, "target_lang": target_lang,
-            "special_ids": SPECIAL_IDS, "weights_dtype": str(dtype).removeprefix("torch."),
+            **({"domain": domain} if domain else {}), "special_ids": SPECIAL_IDS, "weights_dtype": str(dtype).removeprefix("torch."),
             "training": training or {}, "metrics": metrics or {}}
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     tmp.chmod(0o755)

@@ -1,7 +1,8 @@
-"""Multi30k task-1 text: finding it, reading it, and batching it by a token budget."""
+"""Parallel text: finding corpora, reading them, mixing them by weight, and batching by a token budget."""
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import random
 import urllib.request
@@ -15,7 +16,8 @@ from .config import BOS_ID, EOS_ID, PAD_ID
 # Public source of Multi30k (Elliott et al., 2016), task 1 raw text.
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
 LANGUAGES = ("en", "de", "fr", "cs")
-SHARED_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "multi30k"
+SHARED_DATA_ROOT = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED_DATA_DIR = SHARED_DATA_ROOT / "multi30k"
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "transformer-anatomy" / "multi30k"
 
 
@@ -28,6 +30,61 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
                 raise FileNotFoundError(f"data directory {path} does not exist")
             return path
     return SHARED_DATA_DIR if SHARED_DATA_DIR.is_dir() else CACHE_DIR
+
+
+def resolve_data_root(root: str | Path | None = None) -> Path:
+    """--data-root, then $ANATOMY_DATA_ROOT, then ../shared/data: the folder that holds corpora by name."""
+    for candidate in (root, os.environ.get("ANATOMY_DATA_ROOT")):
+        if candidate:
+            return Path(candidate).expanduser()
+    return SHARED_DATA_ROOT
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """One corpus of a training mix."""
+
+    name: str  # folder name; the suffix of its per-corpus metrics (val_bleu_<name>)
+    path: Path  # folder of {split}.{lang}.gz files
+    weight: float = 1.0  # training pairs drawn per epoch = round(weight · N)
+
+    def has_split(self, split: str, *langs: str) -> bool:
+        return all((self.path / f"{split}.{lang}.gz").is_file() for lang in langs)
+
+
+def parse_corpus(text: str, root: str | Path | None = None) -> CorpusSpec:
+    """`NAME[:W]`: NAME is a folder under the data root, or a path (it has a `/` or starts with `.` or `~`)."""
+    name, weight = text, 1.0
+    head, sep, tail = text.rpartition(":")
+    if sep:
+        try:
+            weight = float(tail)
+        except ValueError:
+            raise ValueError(f"bad corpus {text!r}: the weight after ':' must be a number, e.g. newstest:0.5")
+        name = head
+        if not math.isfinite(weight) or weight <= 0:
+            raise ValueError(f"bad corpus {text!r}: the weight must be a positive number")
+    if not name:
+        raise ValueError(f"bad corpus {text!r}: give NAME or NAME:WEIGHT")
+    base = resolve_data_root(root)
+    path = Path(name).expanduser() if "/" in name or name.startswith((".", "~")) else base / name
+    if not path.is_dir():
+        here = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
+        raise FileNotFoundError(f"corpus folder {path} does not exist"
+                                + (f"; {base} has {', '.join(here)}" if here else ""))
+    return CorpusSpec(path.resolve().name, path, weight)
+
+
+def draw_mix(sizes: list[int], weights: list[float], rng: random.Random) -> list[int]:
+    """One epoch's pairs, as indices into the corpora laid end to end: round(w·N) of each corpus's N,
+    whole copies plus a random remainder (a fresh random subset when w < 1)."""
+    drawn, offset = [], 0
+    for n, w in zip(sizes, weights):
+        copies, rest = divmod(round(w * n), n) if n else (0, 0)
+        drawn.extend(list(range(offset, offset + n)) * copies)
+        drawn.extend(offset + i for i in sorted(rng.sample(range(n), rest)))
+        offset += n
+    return drawn
 
 
 def _ensure_file(data_dir: Path, split: str, lang: str) -> Path:

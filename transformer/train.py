@@ -1,12 +1,15 @@
-"""Train a translation model on Multi30k: `python -m transformer.train --src de --tgt en --out checkpoints/NAME`.
+"""Train a translation model: `python -m transformer.train --src de --tgt en --out checkpoints/NAME`.
 
-Resumable: the run directory (default runs/NAME, never committed) holds the optimizer,
-EMA, RNG and position within the epoch, saved atomically every few minutes and after each
-epoch. Only the best model on val BLEU (its EMA weights) is written to --out.
+On one corpus (`--data-dir`, Multi30k by default) or on a weighted mix (`--corpus NAME[:W]`,
+repeated). Resumable: the run directory (default runs/NAME, never committed) holds the
+optimizer, EMA, RNG and position within the epoch, saved atomically every few minutes and
+after each epoch. Only the best model on val BLEU (its EMA weights; the mean over the
+corpora that have a val split) is written to --out.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -15,6 +18,7 @@ import re
 import signal
 import time
 from pathlib import Path
+from typing import Iterator
 
 import sacrebleu
 import torch
@@ -43,8 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m transformer.train", description=__doc__.split("\n")[0])
     p.add_argument("--src", required=True, choices=data.LANGUAGES)
     p.add_argument("--tgt", required=True, choices=data.LANGUAGES)
-    p.add_argument("--data-dir", help="folder with {split}.{lang}.gz (default: $ANATOMY_DATA_DIR, "
-                                      "../shared/data/multi30k, else downloaded)")
+    p.add_argument("--corpus", action="append", metavar="NAME[:W]",
+                   help="a corpus of the mix (repeatable): a folder under the data root, or a path; W "
+                        "(default 1) draws round(W·N) of its N training pairs each epoch")
+    p.add_argument("--data-root", help="folder of corpora for --corpus (default: $ANATOMY_DATA_ROOT, "
+                                       "../shared/data)")
+    p.add_argument("--data-dir", help="without --corpus: one folder with {split}.{lang}.gz (default: "
+                                      "$ANATOMY_DATA_DIR, ../shared/data/multi30k, else downloaded)")
+    p.add_argument("--domain", help="what the model is for, shown in the app (e.g. 'everyday')")
     p.add_argument("--out", required=True, help="checkpoint folder to write, e.g. checkpoints/multi30k-de-en")
     p.add_argument("--run-dir", help="resume state folder (default runs/<name of --out>)")
     p.add_argument("--preset", choices=sorted(PRESETS), default="small")
@@ -67,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip", type=float, default=1.0, help="gradient norm clip")
     p.add_argument("--ema-decay", type=float, default=0.998, help="EMA of weights; 0 disables")
     p.add_argument("--save-every", type=parse_duration, default=300.0, help="resume-state interval")
-    p.add_argument("--max-train-pairs", type=int, help="use only the first N training pairs")
-    p.add_argument("--max-val-pairs", type=int, help="use only the first N val pairs")
+    p.add_argument("--max-train-pairs", type=int, help="use only the first N training pairs of each corpus")
+    p.add_argument("--max-val-pairs", type=int, help="use only the first N val pairs of each corpus")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
@@ -135,20 +145,34 @@ def main(argv: list[str] | None = None) -> dict:
     out = Path(args.out)
     run_dir = Path(args.run_dir or Path("runs") / out.name)
     run_dir.mkdir(parents=True, exist_ok=True)
-    data_dir = data.resolve_data_dir(args.data_dir)
+    corpora = resolve_corpora(args)
 
-    train_src, train_tgt = data.read_pairs(data_dir, "train", args.src, args.tgt)
-    val_src, val_tgt = data.read_pairs(data_dir, "val", args.src, args.tgt)
-    if args.max_train_pairs:
-        train_src, train_tgt = train_src[:args.max_train_pairs], train_tgt[:args.max_train_pairs]
-    if args.max_val_pairs:
-        val_src, val_tgt = val_src[:args.max_val_pairs], val_tgt[:args.max_val_pairs]
+    train_src, train_tgt, sizes = [], [], []
+    vals: list[tuple[str, list[str], list[str]]] = []  # (name, sources, references) of corpora with val
+    for corpus in corpora:
+        src, tgt = data.read_pairs(corpus.path, "train", args.src, args.tgt)
+        if args.max_train_pairs:
+            src, tgt = src[:args.max_train_pairs], tgt[:args.max_train_pairs]
+        train_src += src
+        train_tgt += tgt
+        sizes.append(len(src))
+        if not args.corpus or corpus.has_split("val", args.src, args.tgt):
+            vs, vt = data.read_pairs(corpus.path, "val", args.src, args.tgt)
+            vals.append((corpus.name, vs[:args.max_val_pairs or None], vt[:args.max_val_pairs or None]))
+    if not vals:
+        raise SystemExit("no corpus of the mix has a val split: nothing to select the model on")
+    weights = [c.weight for c in corpora]
+
+    def epoch_pairs(epoch: int) -> list[int]:
+        return data.draw_mix(sizes, weights, random.Random(args.seed * 1_000_003 + epoch))
 
     tok_path = run_dir / "tokenizer.model"
     if tok_path.exists():
         tokenizer = Tokenizer.load(tok_path)
     else:
-        tokenizer = Tokenizer.train(train_src + train_tgt, vocab_size=args.vocab_size)
+        first = epoch_pairs(0)  # the vocabulary is learnt from the same mix the model trains on
+        tokenizer = Tokenizer.train([train_src[i] for i in first] + [train_tgt[i] for i in first],
+                                    vocab_size=args.vocab_size)
         tokenizer.save(tok_path)
     config = model_config(args, tokenizer.vocab_size)
 
@@ -157,7 +181,7 @@ def main(argv: list[str] | None = None) -> dict:
         return ([s[:limit] for s in tokenizer.encode_batch(src)], [t[:limit] for t in tokenizer.encode_batch(tgt)])
 
     train_s, train_t = encode_pairs(train_src, train_tgt)
-    val_s, val_t = encode_pairs(val_src, val_tgt)
+    val_sets = [(name, *encode_pairs(vs, vt), vt) for name, vs, vt in vals]
 
     torch.manual_seed(args.seed)
     model = Transformer(config).to(device)
@@ -183,8 +207,14 @@ def main(argv: list[str] | None = None) -> dict:
         metrics_path.write_text("")
 
     print(f"model: {model.num_parameters():,} parameters, {config}")
-    print(f"data: {len(train_s)} train pairs, {len(val_s)} val pairs from {data_dir}; device {device}")
-    recipe = {k: v for k, v in vars(args).items() if k not in ("no_progress", "data_dir", "out", "run_dir")}
+    mix = [{"name": c.name, "weight": c.weight, "train_pairs": n, "pairs_per_epoch": round(c.weight * n),
+            "val_pairs": next((len(v[2]) for v in vals if v[0] == c.name), 0)} for c, n in zip(corpora, sizes)]
+    for m in mix:
+        print(f"corpus {m['name']}: {m['train_pairs']} train pairs × {m['weight']:g} -> {m['pairs_per_epoch']} "
+              f"per epoch; {m['val_pairs']} val pairs")
+    print(f"device {device}")
+    recipe = {k: v for k, v in vars(args).items()
+              if k not in ("no_progress", "data_dir", "data_root", "out", "run_dir")}
 
     def save_state() -> None:
         _atomic_torch_save({"config": config.to_dict(), "model": model.state_dict(),
@@ -192,103 +222,141 @@ def main(argv: list[str] | None = None) -> dict:
                             "torch_rng": torch.get_rng_state(), "python_rng": list(random.getstate())},
                            state_path)
 
-    stop_requested: list[int] = []  # a signal arrived: save the position and leave after this step
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, frame: stop_requested.append(signum))
-
-    budget = args.time_budget
-    max_epochs = args.epochs if budget is None else 10_000
-    ema_params, model_params = list(ema.parameters()), list(model.parameters())
-    last_save = time.monotonic()
-    result: dict = {}
-    if budget and pos["elapsed_s"] >= budget:
-        print(f"the time budget ({budget:.0f} s) is already spent; give a larger --time-budget to go on")
-    while pos["epoch"] < max_epochs and not (budget and pos["elapsed_s"] >= budget):
-        batches = data.token_batches(train_s, train_t, args.max_tokens, seed=args.seed * 1000 + pos["epoch"])
-        epoch_loss, epoch_tokens, epoch_time = 0.0, 0, 0.0
-        model.train()
-        bar = tqdm(total=len(batches), initial=pos["batch"], disable=args.no_progress,
-                   desc=f"epoch {pos['epoch'] + 1}", dynamic_ncols=True)
-        out_of_time = False
-        while pos["batch"] < len(batches):
-            t0 = time.monotonic()
-            idx = batches[pos["batch"]]
-            batch = data.make_batch([train_s[i] for i in idx], [train_t[i] for i in idx])
-            progress = (pos["elapsed_s"] / budget if budget
-                        else pos["step"] / (max_epochs * len(batches)))
-            lr = learning_rate(args, pos["step"], progress)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            logits = model(batch.src.to(device), batch.tgt_in.to(device))
-            loss = loss_fn(logits, batch.tgt_out.to(device), args.label_smoothing)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-            optimizer.step()
-            if ema is not model:
-                decay = min(args.ema_decay, (1 + pos["step"]) / (10 + pos["step"]))
-                torch._foreach_lerp_(ema_params, model_params, 1.0 - decay)
-            pos["step"] += 1
-            pos["batch"] += 1
-            dt = time.monotonic() - t0
-            pos["elapsed_s"] += dt
-            epoch_time += dt
-            epoch_loss += loss.item() * batch.n_tokens
-            epoch_tokens += batch.n_tokens
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{epoch_tokens / epoch_time:.0f}")
-            if args.no_progress and pos["step"] % 50 == 0:
-                print(f"epoch {pos['epoch'] + 1} batch {pos['batch']}/{len(batches)} step {pos['step']} "
-                      f"loss {loss.item():.3f} lr {lr:.2e} tok/s {epoch_tokens / epoch_time:.0f}", flush=True)
-            if budget and pos["elapsed_s"] >= budget:
-                out_of_time = True
-                break
-            if stop_requested:
-                save_state()
-                bar.close()
-                print(f"stopped by signal {stop_requested[0]} at step {pos['step']}; state saved to {state_path}; "
-                      "run the same command again to resume", flush=True)
-                raise SystemExit(128 + stop_requested[0])
-            if time.monotonic() - last_save >= args.save_every:
-                save_state()
-                last_save = time.monotonic()
-        bar.close()
-
-        scores = validate(ema, tokenizer, val_s, val_t, val_tgt, device)
-        model.train()
-        result = {"epoch": pos["epoch"] + 1, "step": pos["step"],
-                  "train_loss": round(epoch_loss / max(epoch_tokens, 1), 4),
-                  "val_loss": round(scores["val_loss"], 4), "val_bleu": round(scores["val_bleu"], 2),
-                  "val_chrf": round(scores["val_chrf"], 2), "lr": lr,
-                  "tokens_per_s": round(epoch_tokens / max(epoch_time, 1e-9), 1),
-                  "elapsed_s": round(pos["elapsed_s"], 1)}
-        if out_of_time:
-            result["partial_epoch"] = round(pos["batch"] / len(batches), 3)
-        # A run killed between this write and the state save repeats the epoch: keep one line each.
-        previous = [line for line in metrics_path.read_text().splitlines()
-                    if json.loads(line)["epoch"] != result["epoch"]]
-        metrics_path.write_text("".join(line + "\n" for line in [*previous, json.dumps(result)]))
-        print(json.dumps(result), "| sample:", scores["sample"], flush=True)
-        metrics_log = metrics_path.read_text()
-        if result["val_bleu"] > pos["best_bleu"]:
-            pos["best_bleu"] = result["val_bleu"]
-            checkpoint.save(out, ema, tokenizer, source_lang=args.src, target_lang=args.tgt,
-                            training={"recipe": recipe, "data": f"Multi30k task 1 train ({len(train_s)} pairs)",
-                                      "selected_on": "val BLEU (greedy)", "epochs": result["epoch"],
-                                      "steps": pos["step"], "train_time_s": result["elapsed_s"],
-                                      "device": str(device), "threads": args.threads},
-                            metrics={k: result[k] for k in ("epoch", "val_loss", "val_bleu", "val_chrf")},
-                            metrics_log=metrics_log)
-            print(f"saved {out} (val BLEU {result['val_bleu']})", flush=True)
-        else:
-            checkpoint.write_metrics_log(out, metrics_log)
-        pos["epoch"] += 1
-        pos["batch"] = 0
-        save_state()
+    with stop_signals() as stop_requested:  # a signal arrived: save the position and leave after this step
+        budget = args.time_budget
+        max_epochs = args.epochs if budget is None else 10_000
+        ema_params, model_params = list(ema.parameters()), list(model.parameters())
         last_save = time.monotonic()
-        if out_of_time:
-            break
-    return result
+        result: dict = {}
+        if budget and pos["elapsed_s"] >= budget:
+            print(f"the time budget ({budget:.0f} s) is already spent; give a larger --time-budget to go on")
+        while pos["epoch"] < max_epochs and not (budget and pos["elapsed_s"] >= budget):
+            drawn = epoch_pairs(pos["epoch"])
+            batches = [[drawn[i] for i in b] for b in data.token_batches(
+                [train_s[i] for i in drawn], [train_t[i] for i in drawn], args.max_tokens,
+                seed=args.seed * 1000 + pos["epoch"])]
+            epoch_loss, epoch_tokens, epoch_time = 0.0, 0, 0.0
+            model.train()
+            bar = tqdm(total=len(batches), initial=pos["batch"], disable=args.no_progress,
+                       desc=f"epoch {pos['epoch'] + 1}", dynamic_ncols=True)
+            out_of_time = False
+            while pos["batch"] < len(batches):
+                t0 = time.monotonic()
+                idx = batches[pos["batch"]]
+                batch = data.make_batch([train_s[i] for i in idx], [train_t[i] for i in idx])
+                progress = (pos["elapsed_s"] / budget if budget
+                            else pos["step"] / (max_epochs * len(batches)))
+                lr = learning_rate(args, pos["step"], progress)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
+                logits = model(batch.src.to(device), batch.tgt_in.to(device))
+                loss = loss_fn(logits, batch.tgt_out.to(device), args.label_smoothing)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+                optimizer.step()
+                if ema is not model:
+                    decay = min(args.ema_decay, (1 + pos["step"]) / (10 + pos["step"]))
+                    torch._foreach_lerp_(ema_params, model_params, 1.0 - decay)
+                pos["step"] += 1
+                pos["batch"] += 1
+                dt = time.monotonic() - t0
+                pos["elapsed_s"] += dt
+                epoch_time += dt
+                epoch_loss += loss.item() * batch.n_tokens
+                epoch_tokens += batch.n_tokens
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{epoch_tokens / epoch_time:.0f}")
+                if args.no_progress and pos["step"] % 50 == 0:
+                    print(f"epoch {pos['epoch'] + 1} batch {pos['batch']}/{len(batches)} step {pos['step']} "
+                          f"loss {loss.item():.3f} lr {lr:.2e} tok/s {epoch_tokens / epoch_time:.0f}", flush=True)
+                if budget and pos["elapsed_s"] >= budget:
+                    out_of_time = True
+                    break
+                if stop_requested:
+                    save_state()
+                    bar.close()
+                    print(f"stopped by signal {stop_requested[0]} at step {pos['step']}; state saved to {state_path}; "
+                          "run the same command again to resume", flush=True)
+                    raise SystemExit(128 + stop_requested[0])
+                if time.monotonic() - last_save >= args.save_every:
+                    save_state()
+                    last_save = time.monotonic()
+            bar.close()
+
+            scores = {name: validate(ema, tokenizer, vs, vt, refs, device) for name, vs, vt, refs in val_sets}
+            model.train()
+            result = {"epoch": pos["epoch"] + 1, "step": pos["step"],
+                      "train_loss": round(epoch_loss / max(epoch_tokens, 1), 4)}
+            for key in ("val_loss", "val_bleu", "val_chrf"):  # the mean over corpora selects the model
+                result[key] = round(sum(s[key] for s in scores.values()) / len(scores), 4 if key == "val_loss" else 2)
+            if len(scores) > 1:
+                for name, sc in scores.items():
+                    for key in ("val_loss", "val_bleu", "val_chrf"):
+                        result[f"{key}_{name}"] = round(sc[key], 4 if key == "val_loss" else 2)
+            result.update({"lr": lr, "tokens_per_s": round(epoch_tokens / max(epoch_time, 1e-9), 1),
+                           "elapsed_s": round(pos["elapsed_s"], 1)})
+            if out_of_time:
+                result["partial_epoch"] = round(pos["batch"] / len(batches), 3)
+            # A run killed between this write and the state save repeats the epoch: keep one line each.
+            previous = [line for line in metrics_path.read_text().splitlines()
+                        if json.loads(line)["epoch"] != result["epoch"]]
+            metrics_path.write_text("".join(line + "\n" for line in [*previous, json.dumps(result)]))
+            print(json.dumps(result), "| sample:", next(iter(scores.values()))["sample"], flush=True)
+            metrics_log = metrics_path.read_text()
+            if result["val_bleu"] > pos["best_bleu"]:
+                pos["best_bleu"] = result["val_bleu"]
+                checkpoint.save(out, ema, tokenizer, source_lang=args.src, target_lang=args.tgt, domain=args.domain,
+                                training={"recipe": recipe, "corpora": mix,
+                                          "selected_on": "val BLEU (greedy)" + (
+                                              ", mean over " + ", ".join(scores) if len(scores) > 1 else ""),
+                                          "epochs": result["epoch"],
+                                          "steps": pos["step"], "train_time_s": result["elapsed_s"],
+                                          "device": str(device), "threads": args.threads},
+                                metrics={k: v for k, v in result.items() if k == "epoch" or k.startswith("val_")},
+                                metrics_log=metrics_log)
+                print(f"saved {out} (val BLEU {result['val_bleu']})", flush=True)
+            else:
+                checkpoint.write_metrics_log(out, metrics_log)
+            pos["epoch"] += 1
+            pos["batch"] = 0
+            save_state()
+            last_save = time.monotonic()
+            if out_of_time:
+                break
+        return result
+
+
+def resolve_corpora(args: argparse.Namespace) -> list[data.CorpusSpec]:
+    if not args.corpus:  # one corpus, read as before the mixes existed
+        path = data.resolve_data_dir(args.data_dir)
+        return [data.CorpusSpec(path.resolve().name, path)]
+    if args.data_dir:
+        raise SystemExit("give either --corpus (with --data-root) or --data-dir, not both")
+    try:
+        corpora = [data.parse_corpus(text, args.data_root) for text in args.corpus]
+    except (ValueError, FileNotFoundError) as err:
+        raise SystemExit(f"error: {err}") from None
+    names = [c.name for c in corpora]
+    if len(set(names)) != len(names):
+        raise SystemExit(f"a corpus is named twice in {names}; give each once, with a weight")
+    for c in corpora:
+        if not c.has_split("train", args.src, args.tgt):
+            raise SystemExit(f"error: {c.path} has no train.{args.src}.gz and train.{args.tgt}.gz")
+    return corpora
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[list[int]]:
+    """SIGTERM and SIGINT are noted in the yielded list instead of killing; the old handlers come back after."""
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield caught
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _tuple_state(state: list) -> tuple:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import re
 import subprocess
@@ -85,4 +86,5 @@ def test_model_card_has_hub_front_matter_scores_and_epochs(copy_checkpoint, copy
         assert key in front
     assert "| greedy |" in text and "| beam 2, length penalty 1.4 |" in text
     assert text.count("\n| 8 |") == 1  # the per-epoch table reaches the last epoch
-    assert "Limits" in text and "image captions" in text
+    assert "Good at, bad at" in text and "not a production translator" in text
+    assert json.loads((folder / "config.json").read_text())["decoding"] == {"beam_size": 2, "length_penalty": 1.4}

@@ -143,3 +143,32 @@ def test_the_single_corpus_command_is_unchanged(tmp_path):
     tok_b, state_b = _first_steps(corpus, tmp_path / "b", "--corpus", str(corpus))
     assert tok_b == tok
     assert all(torch.equal(state["model"][k], state_b["model"][k]) for k in state["model"])
+
+
+def test_the_model_card_of_a_mix_scores_each_corpus_attributes_each_and_picks_a_length_penalty(tmp_path, capsys):
+    from transformer import card
+
+    for name, seed in (("tatoeba", 1), ("multi30k", 2)):
+        write_corpus(tmp_path / "data" / name, n_train=400, n_val=20, seed=seed)
+    for lang in ("de", "en"):
+        (write_corpus(tmp_path / "data" / "europarl-v7-head20k", n_train=100, seed=3) / f"val.{lang}.gz").unlink()
+    args = ["--src", "de", "--tgt", "en", "--data-root", str(tmp_path / "data"), "--corpus", "tatoeba",
+            "--corpus", "multi30k:0.5", "--corpus", "europarl-v7-head20k:0.3", "--out", str(tmp_path / "general"),
+            "--run-dir", str(tmp_path / "run"), "--epochs", "2", "--domain", "everyday", *TINY_MODEL_ARGS]
+    threads = torch.get_num_threads()
+    train.main(args)
+    card.main([str(tmp_path / "general"), "--data-root", str(tmp_path / "data"), "--beam", "2",
+               "--length-penalty", "0.6", "1.4", "--threads", "1"])
+    torch.set_num_threads(threads)
+    text = (tmp_path / "general" / "README.md").read_text()
+    for attribution in ("tatoeba.org", "www.manythings.org/anki", "CC-BY 2.0 FR", "github.com/multi30k/dataset",
+                        "Europarl v7", "weight 0.3"):
+        assert attribution in text
+    assert "| Tatoeba BLEU / chrF | Multi30k BLEU / chrF |" in text and "BLEU multi30k" in text
+    out = capsys.readouterr().out
+    sweep = {lp: [float(x.split("BLEU ")[1].split()[0]) for x in out.splitlines() if f"beam 2 lp {lp}:" in x]
+             for lp in (0.6, 1.4)}
+    chosen = max(sweep, key=lambda lp: sum(sweep[lp]) / 2)
+    meta = json.loads((tmp_path / "general" / "config.json").read_text())
+    assert meta["decoding"] == {"beam_size": 2, "length_penalty": chosen} and meta["domain"] == "everyday"
+    assert "Length penalty chosen on val" in text and "Domain: **everyday**" in text

@@ -1,12 +1,16 @@
-"""Write a checkpoint's model card: `python -m transformer.card checkpoints/NAME --beam 5`.
+"""Write a checkpoint's model card: `python -m transformer.card checkpoints/NAME --length-penalty 0.6 1.0 1.4`.
 
-Scores the checkpoint on Multi30k val (greedy and beam) and writes README.md with Hugging
-Face Hub front matter, the recipe, the per-epoch log and the known limits.
+Scores the checkpoint on the val split of every corpus it was trained on that has one (greedy,
+and beam with each length penalty given), keeps the length penalty with the best mean BLEU
+(written to config.json as the model's beam setting), and writes README.md with Hugging Face
+Hub front matter, the scores, the data with its attributions, the recipe, the per-epoch log
+and what the model is good and bad at.
 """
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -19,14 +23,68 @@ from .translator import Translator
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
 
 
-def epoch_table(metrics_log: str) -> str:
-    rows = ["| epoch | step | train loss | val loss | val BLEU (greedy) | val chrF | tokens/s | minutes |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+@dataclass(frozen=True)
+class CorpusInfo:
+    title: str  # how the card names it
+    domain: str  # what its sentences are
+    source: str  # where it comes from, its licence and the attribution it asks for
+    hub_id: str = ""  # its Hugging Face dataset id, for the card's front matter
+
+
+CORPORA = {
+    "multi30k": CorpusInfo(
+        "Multi30k", "image captions",
+        "[Multi30k](https://github.com/multi30k/dataset) task 1 (Elliott et al., 2016): English image captions "
+        "with German translations; research use, see its terms of use.", "multi30k"),
+    "tatoeba": CorpusInfo(
+        "Tatoeba", "everyday short sentences",
+        "Tatoeba sentence pairs via the manythings.org Anki export (2018-05-13), CC-BY 2.0 FR. Attribution: "
+        "[tatoeba.org](https://tatoeba.org) and [www.manythings.org/anki](https://www.manythings.org/anki)."),
+    "newstest": CorpusInfo(
+        "WMT newstest", "news",
+        "WMT news test sets (statmt.org): news-test2008, newstest2009–2012 and 2015–2019 for training, "
+        "newstest2013 for validation; published by WMT for research and evaluation."),
+    "europarl-v7-head20k": CorpusInfo(
+        "Europarl v7 (first 20k lines)", "European Parliament speeches",
+        "[Europarl v7](https://www.statmt.org/europarl/) (Koehn, 2005), first 20k lines of the de–en pair; "
+        "no known copyright restrictions."),
+}
+
+
+def corpus_info(name: str) -> CorpusInfo:
+    return CORPORA.get(name, CorpusInfo(name, "unknown domain", f"`{name}` (no attribution on record)"))
+
+
+def trained_corpora(meta: dict) -> list[dict]:
+    """The corpora of the training mix as config.json records them; old checkpoints name only Multi30k."""
+    return meta.get("training", {}).get("corpora") or [
+        {"name": "multi30k", "weight": 1.0, "train_pairs": 29000, "pairs_per_epoch": 29000, "val_pairs": 1014}]
+
+
+def epoch_table(metrics_log: str, corpora: list[str]) -> str:
+    per_corpus = len(corpora) > 1
+    head = ["epoch", "step", "train loss", "val loss", "val BLEU (greedy)", "val chrF",
+            *(f"BLEU {c}" for c in corpora if per_corpus), "tokens/s", "minutes"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for line in metrics_log.splitlines():
         m = json.loads(line)
-        rows.append(f"| {m['epoch']} | {m['step']} | {m['train_loss']:.3f} | {m['val_loss']:.3f} | "
-                    f"{m['val_bleu']:.2f} | {m.get('val_chrf', float('nan')):.2f} | {m['tokens_per_s']:.0f} | "
-                    f"{m['elapsed_s'] / 60:.1f} |")
+        cells = [m["epoch"], m["step"], f"{m['train_loss']:.3f}", f"{m['val_loss']:.3f}", f"{m['val_bleu']:.2f}",
+                 f"{m.get('val_chrf', float('nan')):.2f}",
+                 *(f"{m.get(f'val_bleu_{c}', float('nan')):.2f}" for c in corpora if per_corpus),
+                 f"{m['tokens_per_s']:.0f}", f"{m['elapsed_s'] / 60:.1f}"]
+        rows.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(rows)
+
+
+def score_table(results: dict) -> str:
+    corpora = list(results["corpora"])
+    rows = ["| decoding | " + " | ".join(f"{corpus_info(c).title} BLEU / chrF" for c in corpora) + " |",
+            "|---|" + "---:|" * len(corpora)]
+    for label, key in (("greedy", "greedy"), (f"beam {results['beam']}, length penalty {results['length_penalty']}",
+                                              "beam")):
+        rows.append(f"| {label} | " + " | ".join(
+            f"{results['corpora'][c][key]['bleu']:.1f} / {results['corpora'][c][key]['chrf']:.1f}" for c in corpora)
+            + " |")
     return "\n".join(rows)
 
 
@@ -36,9 +94,20 @@ def render(folder: Path, translator: Translator, results: dict) -> str:
     src, tgt = translator.checkpoint.source_lang, translator.checkpoint.target_lang
     training = meta.get("training", {})
     recipe = training.get("recipe", {})
+    mix = trained_corpora(meta)
+    names = [m["name"] for m in mix]
     metrics_log = (folder / "metrics.jsonl").read_text() if (folder / "metrics.jsonl").exists() else ""
-    g, b = results["greedy"], results["beam"]
     minutes = training.get("train_time_s", 0) / 60
+    hub_ids = [corpus_info(n).hub_id for n in names if corpus_info(n).hub_id]
+    titles = ", ".join(corpus_info(n).title for n in names)
+    val_sizes = ", ".join(f"{corpus_info(n).title} {results['corpora'][n]['sentences']}" for n in results["corpora"])
+    data_lines = "\n".join(
+        f"- **{corpus_info(m['name']).title}** ({corpus_info(m['name']).domain}): {m['train_pairs']:,} training "
+        f"pairs, {m['pairs_per_epoch']:,} drawn per epoch (weight {m['weight']:g}). {corpus_info(m['name']).source}"
+        for m in mix)
+    sweep = results.get("sweep", {})
+    sweep_line = ("Length penalty chosen on val (mean beam BLEU over the corpora): " + ", ".join(
+        f"{lp} → {bleu:.2f}" for lp, bleu in sweep.items()) + ".\n\n") if len(sweep) > 1 else ""
     return f"""---
 license: apache-2.0
 language:
@@ -48,103 +117,136 @@ tags:
 - translation
 - transformer
 - attention-is-all-you-need
-- multi30k
 - from-scratch
-datasets:
-- multi30k
-metrics:
+{"datasets:" + "".join(f"{chr(10)}- {h}" for h in hub_ids) + chr(10) if hub_ids else ""}metrics:
 - bleu
 - chrf
 pipeline_tag: translation
 library_name: transformer-anatomy
 ---
 
-# {folder.name}: {LANGUAGE_NAMES.get(src, src)} → {LANGUAGE_NAMES.get(tgt, tgt)} Transformer (Multi30k)
+# {folder.name}: {LANGUAGE_NAMES.get(src, src)} → {LANGUAGE_NAMES.get(tgt, tgt)} Transformer ({titles})
 
 The encoder–decoder Transformer of *Attention Is All You Need* (Vaswani et al., 2017), written
-from torch primitives in the Transformer Anatomy project and trained from scratch on Multi30k. It is the model the Transformer Anatomy app ships for {src}→{tgt}.
+from torch primitives in the Transformer Anatomy project and trained from scratch on {titles}.
+{f"Domain: **{meta['domain']}**. " if meta.get("domain") else ""}It ships with the Transformer Anatomy app.
 
-## Scores on Multi30k val (1014 sentences)
+## Scores on val ({val_sizes} sentences)
 
 sacreBLEU, detokenized, cased, 13a tokenizer (`{results['signature']}`):
 
-| decoding | BLEU | chrF |
-|---|---:|---:|
-| greedy | {g['bleu']:.1f} | {g['chrf']:.1f} |
-| beam {b['beam']}, length penalty {b['length_penalty']} | {b['bleu']:.1f} | {b['chrf']:.1f} |
+{score_table(results)}
+
+{sweep_line}The app and `python -m transformer.translate` use beam {results['beam']} with length penalty
+{results['length_penalty']} for this model unless told otherwise.
 
 ## Model
 
 - {'Pre-LN (a final LayerNorm after each stack)' if c.norm_first else 'Post-LN, as in the paper'}; d_model {c.d_model}, {c.n_heads} heads
   (d_k {c.d_k}), d_ff {c.d_ff}, {c.n_encoder_layers} encoder + {c.n_decoder_layers} decoder layers,
   dropout {c.dropout}, sinusoidal positions up to {c.max_len} tokens.
-- One joint {src}+{tgt} SentencePiece unigram vocabulary of {c.vocab_size} pieces; source
+- One joint {src}+{tgt} SentencePiece unigram vocabulary of {c.vocab_size} pieces, learnt on the training mix; source
   embedding, target embedding and pre-softmax projection share one matrix (§3.4).
 - {translator.model.num_parameters():,} parameters; weights stored in fp16, loaded as fp32.
 
 ## Data
 
-[Multi30k](https://github.com/multi30k/dataset) task 1 (Elliott et al., 2016): 29,000 training
-pairs of English image captions with German translations; see its terms of use there. Trained
-on `train` only; the checkpoint was selected on `val` BLEU; test sets were never used.
+{data_lines}
+
+Trained on the `train` splits only; the checkpoint was selected on `val` BLEU (the mean over the corpora
+that have a val split); test sets were never used.
 
 ## Training
 
 - Label smoothing {recipe.get('label_smoothing')}, AdamW (β 0.9, 0.98, weight decay
   {recipe.get('weight_decay')}), peak learning rate {recipe.get('lr')} after {recipe.get('warmup')}
-  warmup steps, then linear decay to zero over the time budget; batches of ~{recipe.get('max_tokens')}
+  warmup steps, then linear decay to zero; batches of ~{recipe.get('max_tokens')}
   tokens bucketed by length; gradient clip {recipe.get('clip')}; the shipped weights are an EMA
   (decay {recipe.get('ema_decay')}) of the training weights.
 - Selected after epoch {training.get('epochs')} ({training.get('steps')} steps, {minutes:.0f} minutes of
-  training on {training.get('device', 'cpu')} ({training.get('threads')} of the 2 cores of a
-  2-core machine)); the table is the whole run, including any resumed continuation. tokens/s depends on
-  what else shared the machine (the de→en and en→de runs trained side by side).
+  training on {training.get('device', 'cpu')} ({training.get('threads')} thread(s) of a 2-core machine));
+  the table is the whole run, including resumed continuations. tokens/s depends on what else shared the
+  machine (the two directions trained side by side).
 
-{epoch_table(metrics_log)}
+{epoch_table(metrics_log, [m['name'] for m in mix if m.get('val_pairs')])}
 
 ## Use
 
 ```python
 from transformer import Translator
 translator = Translator.from_checkpoint("{folder.as_posix()}")
-print(translator.translate("{results['example_source']}", beam_size={b['beam']}).text)
+print(translator.translate("{results['example_source']}", beam_size={results['beam']},
+                           length_penalty={results['length_penalty']}).text)
 # {results['example_output']}
 ```
 
-## Limits
+## Good at, bad at
 
-Multi30k is short, simple image captions ("A man in a blue shirt is standing on a ladder").
-Long, technical, conversational or otherwise non-caption sentences translate poorly; names
-and rare words are often dropped or replaced; the model knows only {LANGUAGE_NAMES.get(src, src)}
-as input and produces only {LANGUAGE_NAMES.get(tgt, tgt)}. It is a teaching model, not a
-production translator.
+{limits(names, src, tgt, results)}
 """
+
+
+def limits(names: list[str], src: str, tgt: str, results: dict) -> str:
+    """What the scores say the model is good and bad at, in words a visitor can act on."""
+    ranked = sorted(results["corpora"], key=lambda n: -results["corpora"][n]["beam"]["bleu"])
+    best = ", ".join(f"{corpus_info(n).domain} ({results['corpora'][n]['beam']['bleu']:.0f} BLEU)" for n in ranked)
+    seen = ", ".join(corpus_info(n).domain for n in names)
+    return (f"It has seen only {seen}: in that order of quality on val, {best}. Short everyday sentences and "
+            "simple descriptions of scenes translate best. Long, technical, literary or news text, names and rare "
+            f"words often come out wrong or are dropped; it knows only {LANGUAGE_NAMES.get(src, src)} as input "
+            f"and writes only {LANGUAGE_NAMES.get(tgt, tgt)}. It is a small teaching model trained on a few hundred "
+            "thousand sentence pairs on two CPU cores, not a production translator.")
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m transformer.card", description=__doc__.split("\n")[0])
     p.add_argument("checkpoint", type=Path)
-    p.add_argument("--data-dir")
+    p.add_argument("--data-root", help="folder of corpora (default: $ANATOMY_DATA_ROOT, ../shared/data)")
+    p.add_argument("--data-dir", help="for a Multi30k-only checkpoint: its folder (default ../shared/data/multi30k)")
     p.add_argument("--beam", type=int, default=DEFAULT_BEAM)
-    p.add_argument("--length-penalty", type=float, default=DEFAULT_LENGTH_PENALTY)
+    p.add_argument("--length-penalty", type=float, nargs="+", default=[DEFAULT_LENGTH_PENALTY],
+                   help="one, or several to choose from on val")
+    p.add_argument("--limit", type=int, help="only the first N val sentences of each corpus")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     translator = Translator.from_checkpoint(args.checkpoint, device="cpu")
     ck = translator.checkpoint
-    sources, references = data.read_pairs(data.resolve_data_dir(args.data_dir), "val", ck.source_lang,
-                                          ck.target_lang)
-    results: dict = {}
-    for name, beam, lp in (("greedy", 1, 1.0), ("beam", args.beam, args.length_penalty)):
-        bleu_score, chrf_score, bleu, _ = score(translator, sources, references, beam, lp)
-        results[name] = {"bleu": bleu_score.score, "chrf": chrf_score.score, "beam": beam, "length_penalty": lp}
-        results["signature"] = str(bleu.get_signature())
-        print(f"{name}: BLEU {bleu_score.score:.2f} chrF {chrf_score.score:.2f}")
-    results["example_source"] = sources[0]
-    results["example_output"] = translator.translate(sources[0], beam_size=args.beam,
-                                                     length_penalty=args.length_penalty).text
+    sets = {}
+    for m in trained_corpora(ck.meta):
+        if not m.get("val_pairs"):
+            continue
+        folder = (data.resolve_data_dir(args.data_dir) if args.data_dir or "corpora" not in ck.meta.get("training", {})
+                  else data.parse_corpus(m["name"], args.data_root).path)
+        sources, references = data.read_pairs(folder, "val", ck.source_lang, ck.target_lang)
+        sets[m["name"]] = (sources[:args.limit], references[:args.limit])
+    results: dict = {"corpora": {n: {"sentences": len(s)} for n, (s, _) in sets.items()}, "beam": args.beam}
+    beams: dict[float, dict] = {}
+    for lp in [None, *args.length_penalty]:
+        for name, (sources, references) in sets.items():
+            bleu_score, chrf_score, bleu, _ = score(translator, sources, references, 1 if lp is None else args.beam,
+                                                    lp or 1.0)
+            entry = {"bleu": bleu_score.score, "chrf": chrf_score.score}
+            if lp is None:
+                results["corpora"][name]["greedy"] = entry
+            else:
+                beams.setdefault(lp, {})[name] = entry
+            results["signature"] = str(bleu.get_signature())
+            print(f"{name} {'greedy' if lp is None else f'beam {args.beam} lp {lp}'}: "
+                  f"BLEU {bleu_score.score:.2f} chrF {chrf_score.score:.2f}", flush=True)
+    results["sweep"] = {lp: sum(v["bleu"] for v in per.values()) / len(per) for lp, per in beams.items()}
+    lp = max(results["sweep"], key=results["sweep"].get)
+    results["length_penalty"] = lp
+    for name in sets:
+        results["corpora"][name]["beam"] = beams[lp][name]
+    example = next(iter(sets.values()))[0][0]
+    results["example_source"] = example
+    results["example_output"] = translator.translate(example, beam_size=args.beam, length_penalty=lp).text
+    meta = json.loads((args.checkpoint / "config.json").read_text())
+    meta["decoding"] = {"beam_size": args.beam, "length_penalty": lp}
+    (args.checkpoint / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
     (args.checkpoint / "README.md").write_text(render(args.checkpoint, translator, results))
-    print(f"wrote {args.checkpoint / 'README.md'}")
+    print(f"wrote {args.checkpoint / 'README.md'} (beam {args.beam}, length penalty {lp})")
 
 
 if __name__ == "__main__":

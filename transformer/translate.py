@@ -23,8 +23,9 @@ DEFAULT_LENGTH_PENALTY = 1.4
 def add_decoding_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, help="checkpoint folder or hf://owner/name")
     p.add_argument("--beam", type=int, default=DEFAULT_BEAM, help="beam size (1 = greedy)")
-    p.add_argument("--length-penalty", type=float, default=DEFAULT_LENGTH_PENALTY,
-                   help="beam score = log-probability / length**penalty")
+    p.add_argument("--length-penalty", type=float,
+                   help="beam score = log-probability / length**penalty (default: the one the checkpoint's "
+                        f"model card chose on val, else {DEFAULT_LENGTH_PENALTY})")
     p.add_argument("--max-new-tokens", type=int, help="default: 2 × source length + 10")
     p.add_argument("--device", default="auto", choices=DEVICES)
     p.add_argument("--threads", type=int, default=2)
@@ -36,9 +37,18 @@ def load_translator(args: argparse.Namespace) -> Translator:
         raise SystemExit("--beam must be at least 1")
     torch.set_num_threads(args.threads)
     try:
-        return Translator.from_checkpoint(args.checkpoint, device=args.device)
+        translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
     except CheckpointError as err:
         raise SystemExit(f"error: {err}") from None
+    if args.length_penalty is None:
+        args.length_penalty = length_penalty_of(translator)
+    return translator
+
+
+def length_penalty_of(translator: Translator) -> float:
+    """The beam length penalty chosen for this model on val (config.json "decoding"), else the default."""
+    decoding = translator.checkpoint.meta.get("decoding") or {}
+    return float(decoding.get("length_penalty", DEFAULT_LENGTH_PENALTY))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -171,6 +171,11 @@ def test_model_figures():
                                   {"epoch": 2, "train_loss": 4, "val_loss": 3, "val_bleu": 9.5}])
     assert {t.name for t in curves.data} == {"train loss", "val loss", "val BLEU"}
     assert any("9.5" in a.text for a in curves.layout.annotations)
+    mixed = viz.training_curves([{"epoch": 1, "train_loss": 5, "val_bleu": 6.0, "val_bleu_tatoeba": 9.0,
+                                  "val_bleu_newstest": 3.0}])
+    by_name = {t.name: list(t.y) for t in mixed.data}
+    assert by_name["BLEU tatoeba"] == [9.0] and by_name["BLEU newstest"] == [3.0]
+    assert by_name["val BLEU (mean over corpora)"] == [6.0]
 
 
 def test_figures_are_small_and_sized():

@@ -71,11 +71,17 @@ def training_curves(records: Sequence[dict], *, title: str | None = None) -> go.
         if any(y is not None for y in ys):
             fig.add_trace(go.Scatter(x=epochs, y=ys, name=name, mode="lines+markers", line=dict(color=color)),
                           row=1, col=1)
-    for key, name, color in (("val_bleu", "val BLEU", COLORS[2]), ("val_chrf", "val chrF", COLORS[3])):
+    corpora = sorted({k.removeprefix("val_bleu_") for r in rows for k in r if k.startswith("val_bleu_")})
+    mean = " (mean over corpora)" if corpora else ""
+    for key, name, color in (("val_bleu", "val BLEU" + mean, COLORS[2]), ("val_chrf", "val chrF" + mean, COLORS[3])):
         ys = [r.get(key) for r in rows]
         if any(y is not None for y in ys):
             fig.add_trace(go.Scatter(x=epochs, y=ys, name=name, mode="lines+markers", line=dict(color=color)),
                           row=1, col=2)
+    for i, corpus in enumerate(corpora):  # a mix: each val corpus's BLEU, dashed beside the mean
+        fig.add_trace(go.Scatter(x=epochs, y=[r.get(f"val_bleu_{corpus}") for r in rows], name=f"BLEU {corpus}",
+                                 mode="lines+markers", line=dict(color=COLORS[(4 + i) % len(COLORS)], dash="dash")),
+                      row=1, col=2)
     bleus = [(r.get("val_bleu"), r["epoch"]) for r in rows if r.get("val_bleu") is not None]
     if bleus:
         best, at = max(bleus)

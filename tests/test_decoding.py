@@ -31,14 +31,16 @@ def test_cached_logits_equal_full_recompute_at_every_step(norm_first):
     tgt = torch.cat([torch.full((3, 1), BOS_ID), torch.randint(4, 40, (3, 9))], dim=1)
     with torch.no_grad():
         enc = model.encode(src)
-        caches = model.new_caches(enc, tgt.size(1))
+        cache = model.new_cache(enc, tgt.size(1))
         for t in range(tgt.size(1)):
-            step = model.decode(tgt[:, t:t + 1], enc, caches, need_weights=True)
+            step = model.decode(tgt[:, t:t + 1], enc, cache, need_weights=True)
             full = model.decode(tgt[:, :t + 1], enc, need_weights=True)
             assert torch.allclose(step.logits[:, 0], full.logits[:, t], atol=1e-5)
             for a, b in zip(step.self_attn + step.cross_attn, full.self_attn + full.cross_attn):
                 assert torch.allclose(a[:, :, 0], b[:, :, t], atol=1e-6)
-    assert caches[0].length == tgt.size(1)
+    assert cache.length == tgt.size(1)
+    with pytest.raises(ValueError, match="KV cache holds"):
+        model.decode(tgt[:, :1], enc, cache)
 
 
 def test_cache_prefill_of_several_positions_equals_one_by_one():
@@ -47,9 +49,9 @@ def test_cache_prefill_of_several_positions_equals_one_by_one():
     tgt = torch.randint(4, 40, (2, 8))
     with torch.no_grad():
         enc = model.encode(src)
-        caches = model.new_caches(enc, 8)
-        head = model.decode(tgt[:, :5], enc, caches).logits
-        tail = model.decode(tgt[:, 5:], enc, caches).logits
+        cache = model.new_cache(enc, 8)
+        head = model.decode(tgt[:, :5], enc, cache).logits
+        tail = model.decode(tgt[:, 5:], enc, cache).logits
         full = model.decode(tgt, enc).logits
     assert torch.allclose(torch.cat([head, tail], 1), full, atol=1e-5)
 

@@ -20,13 +20,13 @@ def greedy(model: Transformer, src_ids: Tensor, max_new_tokens: int | None = Non
     """Most likely next token at each step, for a (B, S) batch; returns ids without EOS."""
     encoded = model.encode(src_ids)
     limit = output_limit(model, src_ids.size(1), max_new_tokens)
-    caches = model.new_caches(encoded, limit)
+    cache = model.new_cache(encoded, limit)
     B = src_ids.size(0)
     tokens = torch.full((B, 1), BOS_ID, dtype=torch.long, device=src_ids.device)
     done = torch.zeros(B, dtype=torch.bool, device=src_ids.device)
     steps = []
     for _ in range(limit):
-        next_ids = model.decode(tokens, encoded, caches).logits[:, -1].argmax(-1)  # (B,)
+        next_ids = model.decode(tokens, encoded, cache).logits[:, -1].argmax(-1)  # (B,)
         next_ids = next_ids.masked_fill(done, PAD_ID)
         steps.append(next_ids)
         done |= next_ids == EOS_ID
@@ -60,7 +60,7 @@ def beam_search(model: Transformer, src_ids: Tensor, beam_size: int, max_new_tok
     encoded = Encoded(encoded.memory.repeat_interleave(K, 0),  # (B*K, S, d_model)
                       None if encoded.src_mask is None else encoded.src_mask.repeat_interleave(K, 0))
     limit = output_limit(model, src_ids.size(1), max_new_tokens)
-    caches = model.new_caches(encoded, limit)
+    cache = model.new_cache(encoded, limit)
     device = src_ids.device
     tokens = torch.full((B * K, 1), BOS_ID, dtype=torch.long, device=device)
     history = torch.empty((B * K, 0), dtype=torch.long, device=device)
@@ -69,7 +69,7 @@ def beam_search(model: Transformer, src_ids: Tensor, beam_size: int, max_new_tok
     finished: list[list[tuple[list[int], float, float]]] = [[] for _ in range(B)]
     done = [False] * B
     for t in range(limit):
-        logp = model.decode(tokens, encoded, caches).logits[:, -1].float().log_softmax(-1)  # (B*K, V)
+        logp = model.decode(tokens, encoded, cache).logits[:, -1].float().log_softmax(-1)  # (B*K, V)
         V = logp.size(-1)
         candidates = (beam_scores[:, :, None] + logp.view(B, K, V)).view(B, K * V)  # (B, K*V)
         top_scores, top_idx = candidates.topk(min(2 * K, K * V), dim=1)  # (B, 2K)
@@ -95,8 +95,7 @@ def beam_search(model: Transformer, src_ids: Tensor, beam_size: int, max_new_tok
         if all(done):
             break
         index = torch.tensor(rows, device=device)
-        for cache in caches:
-            cache.reorder(index)
+        cache.reorder(index)
         tokens = torch.tensor(next_tokens, device=device)[:, None]  # (B*K, 1)
         history = torch.cat([history.index_select(0, index), tokens], dim=1)  # (B*K, t+1)
         beam_scores = torch.tensor(next_scores, device=device).view(B, K)

@@ -163,11 +163,11 @@ class Translator:
         # thread (Gradio does), and the mode must not leak into the caller between steps.
         with torch.inference_mode():
             limit = output_limit(self.model, len(src), max_new_tokens)
-            caches = self.model.new_caches(encoded, limit)
+            cache = self.model.new_cache(encoded, limit)
             token = torch.tensor([[BOS_ID]], device=self.device)
         for t in range(limit):
             with torch.inference_mode():
-                out = self.model.decode(token, encoded, caches, need_weights=True)
+                out = self.model.decode(token, encoded, cache, need_weights=True)
                 probs = out.logits[0, -1].float().softmax(-1)  # (V,)
                 next_id = int(probs.argmax())
                 step = Step(index=t, token=self.tokenizer.pieces([next_id])[0], token_id=next_id,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer import ModelConfig, Step, Trace, Transformer, Translator
+from transformer import ATTENTION_KINDS, ModelConfig, Step, Trace, Transformer, Translator
 from transformer.config import BOS_ID, EOS_ID, PAD_ID
 from transformer.data import pad, source_ids
 from transformer.search import beam_search, greedy, output_limit
@@ -251,13 +251,32 @@ def test_candidates_carry_their_ids_and_open_as_traces(translator):
         assert translator.tokenizer.decode(c.ids) == c.text
         assert c.tokens == translator.tokenizer.pieces(c.ids[:-1]) and not c.cut_by_limit
     best = translator.inspect_candidate(trace, 0)
-    for name in ("encoder_self_attn", "decoder_self_attn", "cross_attn"):
-        np.testing.assert_allclose(getattr(best, name), getattr(trace, name), atol=1e-6)
+    for kind in ATTENTION_KINDS:
+        np.testing.assert_allclose(best.attention(kind).weights, trace.attention(kind).weights, atol=1e-6)
     other = translator.inspect_candidate(trace, 2)
     assert other.output_ids == trace.candidates[2].ids and other.text == trace.candidates[2].text
     assert other.candidates == trace.candidates and other.notices == trace.notices
     assert other.settings == {**trace.settings, "mode": "beam candidate", "candidate": 3}
     assert len(other.top_k[0]) == 3 and len(translator.inspect_candidate(trace, 2, top_k=1).top_k[0]) == 1
+
+
+def test_trace_attention_gives_each_kind_its_axes(translator):
+    trace = translator.translate("old man sits big house")
+    S, T = len(trace.source_tokens), len(trace.target_tokens)
+    L, h = translator.config.n_decoder_layers, translator.config.n_heads
+    positions = list(zip(trace.target_tokens, trace.output_tokens))
+    assert positions[0] == ("<s>", trace.output_tokens[0]) and positions[-1][1] == "</s>"
+    expected = {"encoder": ((L, h, S, S), trace.source_tokens, trace.source_tokens, False, trace.source_tokens),
+                "decoder": ((L, h, T, T), positions, trace.target_tokens, True, trace.target_tokens),
+                "cross": ((L, h, T, S), positions, trace.source_tokens, False, trace.output_tokens)}
+    assert list(ATTENTION_KINDS) == list(expected)
+    for kind, (shape, queries, keys, causal, query_pieces) in expected.items():
+        maps = trace.attention(kind)
+        assert maps.kind == kind and maps.weights.shape == shape
+        assert (maps.queries, maps.keys, maps.causal, maps.query_pieces) == (queries, keys, causal, query_pieces)
+    np.testing.assert_array_equal(trace.attention("cross").weights, trace.cross_attn)
+    with pytest.raises(ValueError, match="unknown attention kind"):
+        trace.attention("self")
 
 
 def test_same_input_gives_the_same_output(translator):

@@ -19,6 +19,9 @@ from .search import beam_hypotheses, beam_search, cut_by_limit, greedy, greedy_s
 from .tokenizer import Tokenizer
 
 ATTENTION_FIELDS = ("encoder_self_attn", "decoder_self_attn", "cross_attn")
+# The attention kinds of a Trace and their names, one per kind wherever they are shown.
+ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder masked self-attention",
+                   "cross": "Cross-attention"}
 
 
 @dataclass
@@ -47,6 +50,18 @@ class Step:
     text: str  # the translation so far, detokenized
     decoder_self_attn: np.ndarray  # (layers, heads, t+1)
     cross_attn: np.ndarray  # (layers, heads, S)
+
+
+@dataclass(frozen=True)
+class AttentionMaps:
+    """One attention kind of a Trace with its axes: what a heatmap or a head statistic reads."""
+
+    kind: str  # a key of ATTENTION_KINDS
+    weights: np.ndarray  # (layers, heads, Tq, Tk)
+    queries: list  # source pieces (encoder), else (read, produced) piece pairs of the decoder positions
+    keys: list[str]
+    causal: bool  # the decoder's mask hides the keys after each query
+    query_pieces: list[str]  # the pieces whose words group the queries (the keys group by `keys`)
 
 
 @dataclass
@@ -98,6 +113,20 @@ class Trace:
     def cut_by_limit(self) -> bool:
         """The length limit stopped decoding before the model chose EOS."""
         return cut_by_limit(self.output_ids)
+
+    def attention(self, kind: str) -> AttentionMaps:
+        """The weights and axes of one attention kind (a key of ATTENTION_KINDS)."""
+        positions = list(zip(self.target_tokens, self.output_tokens))  # row t reads target t, produces output t
+        if kind == "encoder":
+            return AttentionMaps(kind, self.encoder_self_attn, list(self.source_tokens), list(self.source_tokens),
+                                 False, list(self.source_tokens))
+        if kind == "decoder":
+            return AttentionMaps(kind, self.decoder_self_attn, positions, list(self.target_tokens), True,
+                                 list(self.target_tokens))
+        if kind == "cross":
+            return AttentionMaps(kind, self.cross_attn, positions, list(self.source_tokens), False,
+                                 list(self.output_tokens))
+        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(ATTENTION_KINDS)}")
 
     def without_final_eos(self) -> "Trace":
         """Legacy (app.py): this trace minus its last decoder position, for a teacher-forced pass that appended

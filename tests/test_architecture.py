@@ -88,7 +88,7 @@ def test_shapes_are_the_shapes_of_a_real_forward_pass(norm_first):
         encoded = model.encode(src, need_weights=True)
         decoded = model.decode(tgt, encoded, need_weights=True)
         q, k, v = model.encoder_layers[0].self_attn.query_key_value(model._embed(src, model.embedding))
-        caches = model.new_caches(encoded, T)
+        cache = model.new_cache(encoded, T)
     for hook in hooks:
         hook.remove()
 
@@ -103,7 +103,7 @@ def test_shapes_are_the_shapes_of_a_real_forward_pass(norm_first):
                          ("decoder.cross_attention", decoded.cross_attn)):
         assert len(weights) == stages[key].repeat
         assert all(tuple(w.shape) == stages[key].shape for w in weights), key
-    assert all(tuple(c.cross_k.shape) == stages["decoder.memory_kv"].shape for c in caches)
+    assert all(tuple(cross_k.shape) == stages["decoder.memory_kv"].shape for cross_k in cache.cross_k)
     assert tuple(decoded.logits.shape) == stages["logits"].shape == stages["probabilities"].shape
     assert stages["source.ids"].shape == tuple(src.shape) and stages["target.ids"].shape == tuple(tgt.shape)
 

@@ -18,14 +18,12 @@ A statistic that does not apply to a kind is None; a mean over no rows (an empty
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .translator import Trace
+from .translator import ATTENTION_KINDS, Trace
 
-KINDS = ("encoder", "decoder", "cross")
 EOS_PIECE = "</s>"
 # A spread of expected key positions below this is rounding noise, not alignment.
 _CONSTANT = 1e-4
@@ -96,8 +94,8 @@ def _monotonic(w: np.ndarray) -> np.ndarray:
 
 def head_statistics(weights, kind: str, key_tokens: Sequence[str]) -> list[HeadStats]:
     """Statistics of every head of one attention kind: weights (L, h, Tq, Tk), key_tokens the Tk key pieces."""
-    if kind not in KINDS:
-        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind not in ATTENTION_KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(ATTENTION_KINDS)}")
     w = _as_heads(weights)
     L, H, Tq, Tk = w.shape
     if len(key_tokens) != Tk:
@@ -133,8 +131,10 @@ def head_statistics(weights, kind: str, key_tokens: Sequence[str]) -> list[HeadS
             for l in range(L) for h in range(H)]
 
 
-def trace_head_statistics(trace: "Trace") -> list[HeadStats]:
+def trace_head_statistics(trace: Trace) -> list[HeadStats]:
     """Every head of a Trace: encoder self-attention, decoder self-attention, then encoder-decoder attention."""
-    return (head_statistics(trace.encoder_self_attn, "encoder", trace.source_tokens)
-            + head_statistics(trace.decoder_self_attn, "decoder", trace.target_tokens)
-            + head_statistics(trace.cross_attn, "cross", trace.source_tokens))
+    stats = []
+    for kind in ATTENTION_KINDS:
+        maps = trace.attention(kind)
+        stats += head_statistics(maps.weights, kind, maps.keys)
+    return stats

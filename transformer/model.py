@@ -42,36 +42,40 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Mask, *,
 
 
 @dataclass
-class LayerCache:
-    """One decoder layer's keys and values during incremental decoding.
+class DecoderCache:
+    """Every decoder layer's keys and values during incremental decoding.
 
-    Self-attention keys/values live in buffers preallocated for the whole output and grow
-    by one position per step; cross-attention keys/values are computed once from the
-    encoder output.
+    Self-attention keys/values live in buffers preallocated for the whole output and grow by the new
+    positions of each `Transformer.decode` call; cross-attention keys/values are computed once, from the
+    encoder output, when the cache is made (`Transformer.new_cache`).
     """
 
-    self_k: Tensor  # (B, h, max_T, d_k)
-    self_v: Tensor  # (B, h, max_T, d_k)
-    cross_k: Tensor  # (B, h, S, d_k)
-    cross_v: Tensor  # (B, h, S, d_k)
-    length: int = 0
+    self_k: Tensor  # (L, B, h, max_T, d_k)
+    self_v: Tensor  # (L, B, h, max_T, d_k)
+    cross_k: Tensor  # (L, B, h, S, d_k)
+    cross_v: Tensor  # (L, B, h, S, d_k)
+    length: int = 0  # target positions every layer has stored
 
-    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Store the new positions' keys/values; return all keys/values so far."""
+    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store one layer's keys/values of the new positions; return that layer's keys/values so far."""
         end = self.length + k.size(2)
-        if end > self.self_k.size(2):
-            raise ValueError(f"KV cache holds {self.self_k.size(2)} positions; asked for {end}")
-        self.self_k[:, :, self.length:end] = k
-        self.self_v[:, :, self.length:end] = v
-        self.length = end
-        return self.self_k[:, :, :end], self.self_v[:, :, :end]
+        if end > self.self_k.size(3):
+            raise ValueError(f"KV cache holds {self.self_k.size(3)} positions; asked for {end}")
+        self.self_k[layer, :, :, self.length:end] = k
+        self.self_v[layer, :, :, self.length:end] = v
+        return self.self_k[layer, :, :, :end], self.self_v[layer, :, :, :end]  # (B, h, end, d_k)
+
+    def advance(self, n: int) -> None:
+        """Every layer has stored the n new positions: the next update writes after them."""
+        self.length += n
+
+    def cross(self, layer: int) -> tuple[Tensor, Tensor]:
+        return self.cross_k[layer], self.cross_v[layer]  # (B, h, S, d_k)
 
     def reorder(self, index: Tensor) -> None:
         """Keep the batch rows in `index` (beam search reorders and prunes hypotheses)."""
-        self.self_k = self.self_k.index_select(0, index)
-        self.self_v = self.self_v.index_select(0, index)
-        self.cross_k = self.cross_k.index_select(0, index)
-        self.cross_v = self.cross_v.index_select(0, index)
+        self.self_k, self.self_v, self.cross_k, self.cross_v = (
+            t.index_select(1, index) for t in (self.self_k, self.self_v, self.cross_k, self.cross_v))
 
 
 @dataclass
@@ -185,18 +189,19 @@ class DecoderLayer(_Layer):
         self.cross_attn = MultiHeadAttention(config)
         self.ffn = PositionwiseFeedForward(config)
 
-    def forward(self, y: Tensor, memory_kv: tuple[Tensor, Tensor], self_mask: Mask, cross_mask: Mask,
-                cache: LayerCache | None, need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    def forward(self, y: Tensor, memory: Tensor, self_mask: Mask, cross_mask: Mask, need_weights: bool,
+                cache: DecoderCache | None = None, index: int = 0) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """`index` is this layer's place in the stack: its slot in the cache."""
         h = self._in(y, 0)
         q, k, v = self.self_attn.query_key_value(h)
         if cache is not None:
-            k, v = cache.append(k, v)
+            k, v = cache.update(index, k, v)
         out, self_weights = self.self_attn.attend(q, k, v, self_mask, need_weights)
         y = self._out(y, out, 0)
 
         h = self._in(y, 1)
-        out, cross_weights = self.cross_attn.attend(self.cross_attn.query(h), *memory_kv, cross_mask,
-                                                    need_weights)
+        memory_kv = self.cross_attn.key_value(memory) if cache is None else cache.cross(index)
+        out, cross_weights = self.cross_attn.attend(self.cross_attn.query(h), *memory_kv, cross_mask, need_weights)
         y = self._out(y, out, 1)
         y = self._out(y, self.ffn(self._in(y, 2)), 2)
         return y, self_weights, cross_weights
@@ -257,27 +262,25 @@ class Transformer(nn.Module):
             x = self.encoder_norm(x)
         return Encoded(x, src_mask, tuple(weights) if need_weights else None)
 
-    def new_caches(self, encoded: Encoded, max_len: int) -> list[LayerCache]:
-        """Empty KV caches for up to `max_len` target positions; cross K/V computed here, once."""
+    def new_cache(self, encoded: Encoded, max_len: int) -> DecoderCache:
+        """An empty KV cache for up to `max_len` target positions; cross K/V computed here, once."""
         B = encoded.memory.size(0)
-        h, d_k = self.config.n_heads, self.config.d_k
-        caches = []
-        for layer in self.decoder_layers:
-            cross_k, cross_v = layer.cross_attn.key_value(encoded.memory)
-            buf = encoded.memory.new_empty(2, B, h, max_len, d_k)
-            caches.append(LayerCache(buf[0], buf[1], cross_k, cross_v))
-        return caches
+        L, h, d_k = self.config.n_decoder_layers, self.config.n_heads, self.config.d_k
+        memory_kv = [layer.cross_attn.key_value(encoded.memory) for layer in self.decoder_layers]
+        cross_k, cross_v = (torch.stack(kv) for kv in zip(*memory_kv))  # (L, B, h, S, d_k)
+        buf = encoded.memory.new_empty(2, L, B, h, max_len, d_k)
+        return DecoderCache(buf[0], buf[1], cross_k, cross_v)
 
-    def decode(self, tgt_ids: Tensor, encoded: Encoded, caches: list[LayerCache] | None = None,
+    def decode(self, tgt_ids: Tensor, encoded: Encoded, cache: DecoderCache | None = None,
                need_weights: bool = False, last_only: bool = False) -> Decoded:
         """Logits for target positions (only the last one with `last_only`).
 
-        Without caches, tgt_ids (B, T) is the whole (PAD_ID-padded) prefix. With caches,
-        tgt_ids (B, n) are the next n positions, appended to the caches.
+        Without a cache, tgt_ids (B, T) is the whole (PAD_ID-padded) prefix. With one, tgt_ids (B, n)
+        are the next n positions, appended to the cache.
         """
-        offset = caches[0].length if caches else 0
+        offset = 0 if cache is None else cache.length
         T = tgt_ids.size(1)
-        if caches is None:
+        if cache is None:
             causal = torch.ones(T, T, dtype=torch.bool, device=tgt_ids.device).tril()  # (T, T)
             self_mask = causal & (tgt_ids != PAD_ID)[:, None, None, :]  # (B, 1, T, T)
         elif T == 1:
@@ -288,15 +291,11 @@ class Transformer(nn.Module):
         y = self._embed(tgt_ids, self.tgt_embedding or self.embedding, offset)
         self_weights, cross_weights = [], []
         for i, layer in enumerate(self.decoder_layers):
-            if caches is None:
-                memory_kv = layer.cross_attn.key_value(encoded.memory)
-                cache = None
-            else:
-                cache = caches[i]
-                memory_kv = (cache.cross_k, cache.cross_v)
-            y, sw, cw = layer(y, memory_kv, self_mask, encoded.src_mask, cache, need_weights)
+            y, sw, cw = layer(y, encoded.memory, self_mask, encoded.src_mask, need_weights, cache, i)
             self_weights.append(sw)
             cross_weights.append(cw)
+        if cache is not None:
+            cache.advance(T)
         if last_only:
             y = y[:, -1:]  # (B, 1, d_model)
         if self.decoder_norm is not None:

@@ -1,6 +1,9 @@
 """Batched decoding over token ids: KV-cached greedy search and beam search."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
 import torch
 from torch import Tensor
 
@@ -15,24 +18,55 @@ def output_limit(model: Transformer, src_len: int, max_new_tokens: int | None) -
     return max(1, min(limit, model.config.max_len - 1))
 
 
+def cut_by_limit(output_ids: Sequence[int]) -> bool:
+    """The length limit stopped decoding before the model chose EOS.
+
+    Output ids are what the decoder produced, so they end with EOS exactly when the model chose to stop.
+    """
+    return bool(output_ids) and output_ids[-1] != EOS_ID
+
+
+@dataclass
+class GreedyStep:
+    """Decoder position t of greedy decoding over a (B, S) batch."""
+
+    index: int  # t
+    ids: Tensor  # (B,) the most likely next piece; PAD_ID for sentences that already chose EOS
+    logits: Tensor  # (B, V) float32
+    self_attn: Tensor | None  # (L, B, h, t+1) position t's masked self-attention row, per layer
+    cross_attn: Tensor | None  # (L, B, h, S)
+
+
+@torch.inference_mode()
+def greedy_steps(model: Transformer, encoded: Encoded, limit: int, need_weights: bool = False) -> Iterator[GreedyStep]:
+    """Greedy decoding, one step at a time, until every sentence has chosen EOS or `limit` steps are done.
+
+    Inference mode holds only while a step computes: the generator may be resumed on another thread.
+    """
+    B, device = encoded.memory.size(0), encoded.memory.device
+    cache = model.new_cache(encoded, limit)
+    tokens = torch.full((B, 1), BOS_ID, dtype=torch.long, device=device)
+    done = torch.zeros(B, dtype=torch.bool, device=device)
+    for t in range(limit):
+        out = model.decode(tokens, encoded, cache, need_weights=need_weights)
+        logits = out.logits[:, -1].float()  # (B, V)
+        next_ids = logits.argmax(-1).masked_fill(done, PAD_ID)  # (B,)
+        self_attn = cross_attn = None
+        if need_weights:
+            self_attn = torch.stack([w[:, :, -1] for w in out.self_attn])  # (L, B, h, t+1)
+            cross_attn = torch.stack([w[:, :, -1] for w in out.cross_attn])  # (L, B, h, S)
+        yield GreedyStep(t, next_ids, logits, self_attn, cross_attn)
+        done |= next_ids == EOS_ID
+        if bool(done.all()):
+            return
+        tokens = next_ids[:, None]  # (B, 1)
+
+
 @torch.inference_mode()
 def greedy(model: Transformer, src_ids: Tensor, max_new_tokens: int | None = None) -> list[list[int]]:
     """Most likely next token at each step, for a (B, S) batch; returns ids without EOS."""
-    encoded = model.encode(src_ids)
     limit = output_limit(model, src_ids.size(1), max_new_tokens)
-    caches = model.new_caches(encoded, limit)
-    B = src_ids.size(0)
-    tokens = torch.full((B, 1), BOS_ID, dtype=torch.long, device=src_ids.device)
-    done = torch.zeros(B, dtype=torch.bool, device=src_ids.device)
-    steps = []
-    for _ in range(limit):
-        next_ids = model.decode(tokens, encoded, caches).logits[:, -1].argmax(-1)  # (B,)
-        next_ids = next_ids.masked_fill(done, PAD_ID)
-        steps.append(next_ids)
-        done |= next_ids == EOS_ID
-        if bool(done.all()):
-            break
-        tokens = next_ids[:, None]  # (B, 1)
+    steps = [step.ids for step in greedy_steps(model, model.encode(src_ids), limit)]
     out = torch.stack(steps, dim=1).tolist()  # (B, n)
     return [_strip(row) for row in out]
 
@@ -45,31 +79,41 @@ def _strip(ids: list[int]) -> list[int]:
     return ids
 
 
-@torch.inference_mode()
-def beam_search(model: Transformer, src_ids: Tensor, beam_size: int, max_new_tokens: int | None = None,
-                length_penalty: float = 1.0) -> list[list[tuple[list[int], float, float]]]:
-    """Beam search over a (B, S) batch.
+@dataclass
+class Hypothesis:
+    """One finished beam: its output ids (EOS included when the model chose it, see `cut_by_limit`),
+    score = log_prob / len(ids)**length_penalty."""
 
-    Returns, per sentence, its finished hypotheses best first as (ids without EOS, score,
-    log-probability), score = log-probability / length**length_penalty (length counts EOS).
-    A sentence stops when it has `beam_size` finished hypotheses or hits the length limit.
+    ids: list[int]
+    score: float
+    log_prob: float
+
+    @classmethod
+    def of(cls, ids: list[int], log_prob: float, length_penalty: float) -> "Hypothesis":
+        return cls(ids, log_prob / len(ids) ** length_penalty, log_prob)
+
+
+@torch.inference_mode()
+def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit: int,
+                    length_penalty: float = 1.0) -> list[list[Hypothesis]]:
+    """Beam search over an encoded (B, S) batch: per sentence, its finished hypotheses best first.
+
+    A sentence stops when it has `beam_size` hypotheses that chose EOS; at the length limit its live
+    beams become hypotheses too (cut by the limit).
     """
-    B, K = src_ids.size(0), beam_size
-    encoded = model.encode(src_ids)
+    B, K, device = encoded.memory.size(0), beam_size, encoded.memory.device
     # Each sentence's K beams sit next to each other: rows b*K .. b*K+K-1.
     encoded = Encoded(encoded.memory.repeat_interleave(K, 0),  # (B*K, S, d_model)
                       None if encoded.src_mask is None else encoded.src_mask.repeat_interleave(K, 0))
-    limit = output_limit(model, src_ids.size(1), max_new_tokens)
-    caches = model.new_caches(encoded, limit)
-    device = src_ids.device
+    cache = model.new_cache(encoded, limit)
     tokens = torch.full((B * K, 1), BOS_ID, dtype=torch.long, device=device)
     history = torch.empty((B * K, 0), dtype=torch.long, device=device)
     beam_scores = torch.full((B, K), float("-inf"), device=device)
     beam_scores[:, 0] = 0.0  # all beams start identical: expand only the first
-    finished: list[list[tuple[list[int], float, float]]] = [[] for _ in range(B)]
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     done = [False] * B
     for t in range(limit):
-        logp = model.decode(tokens, encoded, caches).logits[:, -1].float().log_softmax(-1)  # (B*K, V)
+        logp = model.decode(tokens, encoded, cache).logits[:, -1].float().log_softmax(-1)  # (B*K, V)
         V = logp.size(-1)
         candidates = (beam_scores[:, :, None] + logp.view(B, K, V)).view(B, K * V)  # (B, K*V)
         top_scores, top_idx = candidates.topk(min(2 * K, K * V), dim=1)  # (B, 2K)
@@ -83,8 +127,7 @@ def beam_search(model: Transformer, src_ids: Tensor, beam_size: int, max_new_tok
                 if token != EOS_ID:
                     kept.append((row, token, score))
                 elif rank < K and score > float("-inf"):
-                    ids = history[row].tolist()
-                    finished[b].append((ids, score / (len(ids) + 1) ** length_penalty, score))
+                    finished[b].append(Hypothesis.of(history[row].tolist() + [EOS_ID], score, length_penalty))
             done[b] = done[b] or len(finished[b]) >= K
             if done[b]:  # placeholders keep every tensor at (B*K) rows
                 kept = [(b * K, PAD_ID, float("-inf"))] * K
@@ -95,8 +138,7 @@ def beam_search(model: Transformer, src_ids: Tensor, beam_size: int, max_new_tok
         if all(done):
             break
         index = torch.tensor(rows, device=device)
-        for cache in caches:
-            cache.reorder(index)
+        cache.reorder(index)
         tokens = torch.tensor(next_tokens, device=device)[:, None]  # (B*K, 1)
         history = torch.cat([history.index_select(0, index), tokens], dim=1)  # (B*K, t+1)
         beam_scores = torch.tensor(next_scores, device=device).view(B, K)
@@ -107,6 +149,13 @@ def beam_search(model: Transformer, src_ids: Tensor, beam_size: int, max_new_tok
                 for k in range(K):
                     score = float(beam_scores[b, k])
                     if score > float("-inf"):
-                        ids = history[b * K + k].tolist()
-                        finished[b].append((ids, score / max(len(ids), 1) ** length_penalty, score))
-    return [sorted(hyps, key=lambda h: -h[1])[:K] for hyps in finished]
+                        finished[b].append(Hypothesis.of(history[b * K + k].tolist(), score, length_penalty))
+    return [sorted(hyps, key=lambda h: -h.score)[:K] for hyps in finished]
+
+
+@torch.inference_mode()
+def beam_search(model: Transformer, src_ids: Tensor, beam_size: int, max_new_tokens: int | None = None,
+                length_penalty: float = 1.0) -> list[list[Hypothesis]]:
+    """Beam search over a (B, S) batch of source ids (see `beam_hypotheses`)."""
+    limit = output_limit(model, src_ids.size(1), max_new_tokens)
+    return beam_hypotheses(model, model.encode(src_ids), beam_size, limit, length_penalty)

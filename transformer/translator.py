@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -15,10 +15,13 @@ from .config import BOS_ID, EOS_ID
 from .data import pad, source_ids
 from .device import pick_device
 from .model import Encoded, Transformer
-from .search import beam_search, greedy, output_limit
+from .search import beam_hypotheses, beam_search, cut_by_limit, greedy, greedy_steps, output_limit
 from .tokenizer import Tokenizer
 
 ATTENTION_FIELDS = ("encoder_self_attn", "decoder_self_attn", "cross_attn")
+# The attention kinds of a Trace and their names, one per kind wherever they are shown.
+ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder masked self-attention",
+                   "cross": "Cross-attention"}
 
 
 @dataclass
@@ -26,9 +29,14 @@ class Candidate:
     """One finished beam hypothesis."""
 
     text: str
-    tokens: list[str]
+    tokens: list[str]  # the pieces of the text (no EOS)
     score: float  # log-probability / length**length_penalty
     log_prob: float
+    ids: list[int]  # output ids as decoded: EOS included when the model chose it
+
+    @property
+    def cut_by_limit(self) -> bool:
+        return cut_by_limit(self.ids)
 
 
 @dataclass
@@ -39,8 +47,21 @@ class Step:
     token: str
     token_id: int
     top_k: list[dict]  # [{"token", "id", "prob"}], most likely first
+    text: str  # the translation so far, detokenized
     decoder_self_attn: np.ndarray  # (layers, heads, t+1)
     cross_attn: np.ndarray  # (layers, heads, S)
+
+
+@dataclass(frozen=True)
+class AttentionMaps:
+    """One attention kind of a Trace with its axes: what a heatmap or a head statistic reads."""
+
+    kind: str  # a key of ATTENTION_KINDS
+    weights: np.ndarray  # (layers, heads, Tq, Tk)
+    queries: list  # source pieces (encoder), else (read, produced) piece pairs of the decoder positions
+    keys: list[str]
+    causal: bool  # the decoder's mask hides the keys after each query
+    query_pieces: list[str]  # the pieces whose words group the queries (the keys group by `keys`)
 
 
 @dataclass
@@ -54,7 +75,7 @@ class Trace:
     text: str
     source_tokens: list[str]  # encoder input pieces, EOS included
     target_tokens: list[str]  # decoder input: [BOS, y1, ..., yn]
-    output_tokens: list[str]  # decoder output: [y1, ..., yn, EOS]
+    output_tokens: list[str]  # decoder output: [y1, ..., yn, EOS], no EOS when the length limit cut it
     encoder_self_attn: np.ndarray  # (layers, heads, S, S)
     decoder_self_attn: np.ndarray  # (layers, heads, T, T)
     cross_attn: np.ndarray  # (layers, heads, T, S)
@@ -84,22 +105,36 @@ class Trace:
         data["candidates"] = [Candidate(**c) for c in data.get("candidates", [])]
         return cls(**data)
 
+    @classmethod
+    def from_json(cls, text: str) -> "Trace":
+        return cls.from_dict(json.loads(text))
+
     @property
     def cut_by_limit(self) -> bool:
         """The length limit stopped decoding before the model chose EOS."""
-        return bool(self.output_ids) and self.output_ids[-1] != EOS_ID
+        return cut_by_limit(self.output_ids)
+
+    def attention(self, kind: str) -> AttentionMaps:
+        """The weights and axes of one attention kind (a key of ATTENTION_KINDS)."""
+        positions = list(zip(self.target_tokens, self.output_tokens))  # row t reads target t, produces output t
+        if kind == "encoder":
+            return AttentionMaps(kind, self.encoder_self_attn, list(self.source_tokens), list(self.source_tokens),
+                                 False, list(self.source_tokens))
+        if kind == "decoder":
+            return AttentionMaps(kind, self.decoder_self_attn, positions, list(self.target_tokens), True,
+                                 list(self.target_tokens))
+        if kind == "cross":
+            return AttentionMaps(kind, self.cross_attn, positions, list(self.source_tokens), False,
+                                 list(self.output_tokens))
+        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(ATTENTION_KINDS)}")
 
     def without_final_eos(self) -> "Trace":
-        """This trace minus its last decoder position: for output the length limit cut before any EOS
-        (a teacher-forced pass always ends with one)."""
+        """Legacy (app.py): this trace minus its last decoder position, for a teacher-forced pass that appended
+        an EOS the model never chose. `Translator.force_output` reads the output as decoded instead."""
         T = len(self.output_tokens) - 1
         return replace(self, target_tokens=self.target_tokens[:T], output_tokens=self.output_tokens[:T],
                        output_ids=self.output_ids[:T], top_k=self.top_k[:T],
                        decoder_self_attn=self.decoder_self_attn[:, :, :T, :T], cross_attn=self.cross_attn[:, :, :T])
-
-    @classmethod
-    def from_json(cls, text: str) -> "Trace":
-        return cls.from_dict(json.loads(text))
 
 
 def _top_k(probs: Tensor, k: int, tokenizer: Tokenizer) -> list[list[dict]]:
@@ -115,6 +150,11 @@ def _top_k(probs: Tensor, k: int, tokenizer: Tokenizer) -> list[list[dict]]:
 def _stack(per_layer: tuple[Tensor, ...]) -> np.ndarray:
     """Per-layer (1, h, ...) weights of one sentence -> (layers, h, ...) float32 array."""
     return torch.cat(per_layer, dim=0).float().cpu().numpy()
+
+
+def _decoder_input(output_ids: list[int]) -> list[int]:
+    """What the decoder reads to produce `output_ids`: the same ids one position late, behind <s>."""
+    return [BOS_ID] + output_ids[:-1]
 
 
 class Translator:
@@ -145,60 +185,59 @@ class Translator:
             ids = ids[:self.config.max_len - 1] + [EOS_ID]
         return ids, notices
 
-    def _settings(self, **extra) -> dict:
-        return {**extra, "device": str(self.device)}
+    def settings(self, mode: str, top_k: int, **decoding) -> dict:
+        """A trace's `settings`: how it was made (mode, decoding settings, top_k) and on which device."""
+        return {"mode": mode, **decoding, "top_k": top_k, "device": str(self.device)}
 
     def _encode(self, ids: list[int]) -> Encoded:
         """The encoder pass of one sentence, with its attention."""
-        with torch.inference_mode():
-            return self.model.encode(torch.tensor([ids], device=self.device), need_weights=True)
+        return self.model.encode(torch.tensor([ids], device=self.device), need_weights=True)
 
-    def steps(self, text: str, top_k: int = 5, max_new_tokens: int | None = None) -> Iterator[Step]:
-        """Greedy decoding, yielding each token with its attention rows as soon as it exists."""
-        src, _ = self.encode_source(text)
-        yield from self._steps(src, top_k, max_new_tokens, self._encode(src))
+    @torch.inference_mode()
+    def stream(self, text: str, beam_size: int = 1, max_new_tokens: int | None = None, length_penalty: float = 1.0,
+               top_k: int = 5) -> Iterator[Step | Trace]:
+        """Translate `text`; the last item is the finished Trace.
 
-    def _steps(self, src: list[int], top_k: int, max_new_tokens: int | None, encoded: Encoded) -> Iterator[Step]:
-        # Each step runs in its own inference_mode block: a generator may be resumed on another
-        # thread (Gradio does), and the mode must not leak into the caller between steps.
-        with torch.inference_mode():
-            limit = output_limit(self.model, len(src), max_new_tokens)
-            caches = self.model.new_caches(encoded, limit)
-            token = torch.tensor([[BOS_ID]], device=self.device)
-        for t in range(limit):
-            with torch.inference_mode():
-                out = self.model.decode(token, encoded, caches, need_weights=True)
-                probs = out.logits[0, -1].float().softmax(-1)  # (V,)
-                next_id = int(probs.argmax())
-                step = Step(index=t, token=self.tokenizer.pieces([next_id])[0], token_id=next_id,
-                            top_k=_top_k(probs[None], top_k, self.tokenizer)[0],
-                            decoder_self_attn=_stack(out.self_attn)[:, :, 0],  # (L, h, t+1)
-                            cross_attn=_stack(out.cross_attn)[:, :, 0])  # (L, h, S)
-                token = torch.tensor([[next_id]], device=self.device)
+        Greedy decoding (beam_size 1) first yields each Step as soon as it exists, and builds the Trace from
+        those steps. Beam search yields only the Trace, whose attention is one teacher-forced decoder pass
+        over the best hypothesis. Either way the encoder runs once. Inference mode holds only while the
+        generator computes: it may be resumed on another thread (Gradio does).
+        """
+        src, notices = self.encode_source(text)
+        limit = output_limit(self.model, len(src), max_new_tokens)
+        settings = self.settings("greedy" if beam_size == 1 else "beam", top_k, beam_size=beam_size,
+                                 max_new_tokens=limit, length_penalty=length_penalty)
+        encoded = self._encode(src)
+        if beam_size > 1:
+            hyps = beam_hypotheses(self.model, encoded, beam_size, limit, length_penalty)[0]
+            trace = self._forced(src, hyps[0].ids, encoded, top_k, settings, notices)
+            trace.candidates = [Candidate(self.tokenizer.decode(h.ids),
+                                          self.tokenizer.pieces(i for i in h.ids if i != EOS_ID),
+                                          h.score, h.log_prob, h.ids) for h in hyps]
+            yield trace
+            return
+        steps = []
+        for step in self._greedy_steps(encoded, limit, top_k):
+            steps.append(step)
             yield step
-            if next_id == EOS_ID:
-                return
+        yield self._trace_from_steps(src, encoded, steps, settings, notices)
 
     def translate(self, text: str, beam_size: int = 1, max_new_tokens: int | None = None,
                   length_penalty: float = 1.0, top_k: int = 5) -> Trace:
-        src, notices = self.encode_source(text)
-        limit = output_limit(self.model, len(src), max_new_tokens)
-        settings = self._settings(beam_size=beam_size, max_new_tokens=limit, length_penalty=length_penalty,
-                                  top_k=top_k, mode="greedy" if beam_size == 1 else "beam")
-        if beam_size == 1:
-            encoded = self._encode(src)
-            steps = list(self._steps(src, top_k, limit, encoded))
-            return self._trace_from_steps(src, encoded, steps, settings, notices)
-        with torch.inference_mode():
-            hyps = beam_search(self.model, torch.tensor([src], device=self.device), beam_size, limit,
-                               length_penalty)[0]
-        candidates = [Candidate(self.tokenizer.decode(ids), self.tokenizer.pieces(ids), score, log_prob)
-                      for ids, score, log_prob in hyps]
-        trace = self.force_ids(src, hyps[0][0], top_k, settings, notices)
-        if len(hyps[0][0]) >= limit:  # every step went to a piece: the limit cut it before EOS
-            trace = trace.without_final_eos()
-        trace.candidates = candidates
+        """The Trace of `text`: the last item of `stream`."""
+        *_, trace = self.stream(text, beam_size, max_new_tokens, length_penalty, top_k)
         return trace
+
+    def _greedy_steps(self, encoded: Encoded, limit: int, top_k: int) -> Iterator[Step]:
+        ids = []
+        for s in greedy_steps(self.model, encoded, limit, need_weights=True):
+            token_id = int(s.ids[0])
+            ids.append(token_id)
+            probs = s.logits[0].softmax(-1)  # (V,)
+            yield Step(index=s.index, token=self.tokenizer.pieces([token_id])[0], token_id=token_id,
+                       top_k=_top_k(probs[None], top_k, self.tokenizer)[0], text=self.tokenizer.decode(ids),
+                       decoder_self_attn=s.self_attn[:, 0].float().cpu().numpy(),  # (L, h, t+1)
+                       cross_attn=s.cross_attn[:, 0].float().cpu().numpy())  # (L, h, S)
 
     def _trace_from_steps(self, src: list[int], encoded: Encoded, steps: list[Step], settings: dict,
                           notices: list[str]) -> Trace:
@@ -209,33 +248,52 @@ class Translator:
         for s in steps:
             self_attn[:, :, s.index, :s.index + 1] = s.decoder_self_attn
             cross[:, :, s.index] = s.cross_attn
-        out_ids = [s.token_id for s in steps]
-        gen = [i for i in out_ids if i != EOS_ID]
-        return Trace(text=self.tokenizer.decode(gen), source_tokens=self.tokenizer.pieces(src),
-                     target_tokens=self.tokenizer.pieces([BOS_ID] + gen)[:T],
-                     output_tokens=[s.token for s in steps], encoder_self_attn=_stack(encoded.self_attn),
-                     decoder_self_attn=self_attn, cross_attn=cross, top_k=[s.top_k for s in steps],
-                     settings=settings, checkpoint=self.checkpoint.id, source_ids=src, output_ids=out_ids,
-                     notices=notices)
+        return self._trace(src, [s.token_id for s in steps], encoded, self_attn, cross, [s.top_k for s in steps],
+                           settings, notices)
 
+    def _forced(self, src: list[int], output_ids: list[int], encoded: Encoded, top_k: int, settings: dict,
+                notices: list[str]) -> Trace:
+        """One teacher-forced decoder pass that reads `output_ids` as the decoder produced them."""
+        target_in = torch.tensor([_decoder_input(output_ids)], device=self.device)
+        out = self.model.decode(target_in, encoded, need_weights=True)
+        probs = out.logits[0].float().softmax(-1)  # (T, V)
+        return self._trace(src, output_ids, encoded, _stack(out.self_attn), _stack(out.cross_attn),
+                           _top_k(probs, top_k, self.tokenizer), settings, notices)
+
+    def _trace(self, src: list[int], output_ids: list[int], encoded: Encoded, decoder_self_attn: np.ndarray,
+               cross_attn: np.ndarray, top_k: list[list[dict]], settings: dict, notices: list[str]) -> Trace:
+        return Trace(text=self.tokenizer.decode(output_ids), source_tokens=self.tokenizer.pieces(src),
+                     target_tokens=self.tokenizer.pieces(_decoder_input(output_ids)),
+                     output_tokens=self.tokenizer.pieces(output_ids), encoder_self_attn=_stack(encoded.self_attn),
+                     decoder_self_attn=decoder_self_attn, cross_attn=cross_attn, top_k=top_k, settings=settings,
+                     checkpoint=self.checkpoint.id, source_ids=src, output_ids=output_ids, notices=notices)
+
+    @torch.inference_mode()
     def force(self, text: str, target_text: str, top_k: int = 5) -> Trace:
         """Teacher-forced pass over a given translation: its attention and what the model expected."""
         src, notices = self.encode_source(text)
-        tgt = self.tokenizer.encode(target_text)[:self.config.max_len - 1]
-        return self.force_ids(src, tgt, top_k, self._settings(mode="forced", top_k=top_k), notices)
+        output = self.tokenizer.encode(target_text)[:self.config.max_len - 1] + [EOS_ID]
+        return self._forced(src, output, self._encode(src), top_k, self.settings("forced", top_k), notices)
 
-    def force_ids(self, src: list[int], tgt: list[int], top_k: int, settings: dict, notices: list[str]) -> Trace:
-        target_in, target_out = [BOS_ID] + tgt, tgt + [EOS_ID]
-        with torch.inference_mode():
-            encoded = self._encode(src)
-            out = self.model.decode(torch.tensor([target_in], device=self.device), encoded, need_weights=True)
-            probs = out.logits[0].float().softmax(-1)  # (T, V)
-        return Trace(text=self.tokenizer.decode(tgt), source_tokens=self.tokenizer.pieces(src),
-                     target_tokens=self.tokenizer.pieces(target_in), output_tokens=self.tokenizer.pieces(target_out),
-                     encoder_self_attn=_stack(encoded.self_attn), decoder_self_attn=_stack(out.self_attn),
-                     cross_attn=_stack(out.cross_attn), top_k=_top_k(probs, top_k, self.tokenizer),
-                     settings=settings, checkpoint=self.checkpoint.id, source_ids=src, output_ids=target_out,
-                     notices=notices)
+    @torch.inference_mode()
+    def force_output(self, source_ids: Sequence[int], output_ids: Sequence[int], top_k: int = 5,
+                     mode: str = "forced") -> Trace:
+        """Teacher-forced pass over output ids as a decoder produced them (a Trace's or Candidate's `ids`,
+        EOS included when it was chosen), e.g. another model's output read by this one."""
+        src = list(source_ids)
+        return self._forced(src, list(output_ids), self._encode(src), top_k, self.settings(mode, top_k), [])
+
+    @torch.inference_mode()
+    def inspect_candidate(self, trace: Trace, index: int, top_k: int | None = None) -> Trace:
+        """The Trace of beam candidate `index` of `trace`, with the same candidates, settings and notices."""
+        settings = {**trace.settings, "mode": "beam candidate", "candidate": index + 1}
+        if top_k is not None:
+            settings["top_k"] = top_k
+        src = list(trace.source_ids)
+        new = self._forced(src, list(trace.candidates[index].ids), self._encode(src), settings["top_k"], settings,
+                           list(trace.notices))
+        new.candidates = trace.candidates
+        return new
 
     def translate_batch(self, texts: list[str], beam_size: int = 1, max_new_tokens: int | None = None,
                         length_penalty: float = 1.0, batch_size: int = 64) -> list[str]:
@@ -248,12 +306,28 @@ class Translator:
             if not idx:
                 continue
             src = pad([srcs[i] for i in idx]).to(self.device)
-            with torch.inference_mode():
-                if beam_size == 1:
-                    outs = greedy(self.model, src, max_new_tokens)
-                else:
-                    outs = [h[0][0] for h in beam_search(self.model, src, beam_size, max_new_tokens,
-                                                         length_penalty)]
+            if beam_size == 1:
+                outs = greedy(self.model, src, max_new_tokens)
+            else:
+                outs = [hyps[0].ids for hyps in beam_search(self.model, src, beam_size, max_new_tokens,
+                                                            length_penalty)]
             for i, ids in zip(idx, outs):
                 results[i] = self.tokenizer.decode(ids)
         return results
+
+    # ---- legacy entry points, kept only until app.py uses the API above ----
+
+    def steps(self, text: str, top_k: int = 5, max_new_tokens: int | None = None) -> Iterator[Step]:
+        """Legacy: the Steps of `stream`."""
+        for item in self.stream(text, max_new_tokens=max_new_tokens, top_k=top_k):
+            if isinstance(item, Step):
+                yield item
+
+    def _settings(self, mode: str, top_k: int, **decoding) -> dict:
+        """Legacy: `settings`."""
+        return self.settings(mode, top_k, **decoding)
+
+    @torch.inference_mode()
+    def force_ids(self, src: list[int], tgt: list[int], top_k: int, settings: dict, notices: list[str]) -> Trace:
+        """Legacy: teacher-forced pass over target ids without EOS, EOS appended (see `force_output`)."""
+        return self._forced(src, tgt + [EOS_ID], self._encode(src), top_k, settings, notices)

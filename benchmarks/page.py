@@ -71,6 +71,7 @@ FIGURES = {
     "grid": "#grid .js-plotly-plot",  # the open tab (All heads) on a fresh page
 }
 IN_VIEW = tuple(FIGURES)
+PIECES = ("source_tokens", "target_tokens", "output_tokens")  # the Trace fields the figures label
 AFFECTED = {  # the figures a view change redraws (app.py: layer.release, head.input, step.release)
     "layer": ("heatmap", "step_cross", "step_self"),
     "head": ("heatmap", "step_cross", "step_self"),
@@ -223,7 +224,9 @@ def translate(page: Page, text: str, trace: dict, settle_s: float) -> dict:
     page.page.locator(SELECTORS["source"]).fill(text)
     page.page.locator(SELECTORS["translate"]).click()
     click = page.bench("click")
-    done = page.drawn(trace, IN_VIEW, {"step": len(trace["output_tokens"])}, click, page.timeout_s)
+    # the default view: the last layer, the mean of the heads, the last step
+    view = {"layer": trace["layers"], "head": MEAN_HEAD, "step": len(trace["output_tokens"])}
+    done = page.drawn(trace, IN_VIEW, view, click, page.timeout_s)
     missing = sorted(set(IN_VIEW) - set(done))
     if missing:
         warn(f"not drawn with this translation within {page.timeout_s:.0f} s: {', '.join(missing)}")
@@ -406,7 +409,8 @@ def crowd(join_url: str, events: list[dict], clients: int, timeout_s: float) -> 
 # --------------------------------------------------------------------------------------------
 
 def expected_trace(url: str, text: str, key: str, local: dict) -> dict:
-    """The served translation's pieces (the /translate API); the in-process ones when the API fails."""
+    """The served translation's pieces and layer count (the /translate API); the in-process ones when the API
+    fails."""
     from gradio_client import Client
 
     try:
@@ -414,11 +418,14 @@ def expected_trace(url: str, text: str, key: str, local: dict) -> dict:
     except Exception as err:
         warn(f"/translate failed ({type(err).__name__}: {err}): checking figures against the in-process pieces")
         return local
-    fields = ("source_tokens", "target_tokens", "output_tokens")
-    if trace is None or any(trace[f] != local[f] for f in fields):
-        warn(f"the served {key} translation differs from {default_checkpoint().name}'s in this process "
-             f"({notice or 'other pieces'}): capture_ms is of another model or the figures show other pieces")
-    return {f: trace[f] for f in fields} if trace else local
+    if trace is None:
+        warn(f"/translate gave no trace ({notice}): checking figures against the in-process pieces")
+        return local
+    served = {f: trace[f] for f in PIECES} | {"layers": len(trace["cross_attn"])}
+    if served != local:
+        warn(f"the served {key} translation differs from {default_checkpoint().name}'s in this process: "
+             "capture_ms is of another model")
+    return served
 
 
 def main() -> None:
@@ -441,7 +448,7 @@ def main() -> None:
     ck = translator.checkpoint
     key, text = f"{ck.source_lang}-{ck.target_lang}", sentence(ck.source_lang)
     local = translator.translate(text)
-    pieces = {f: getattr(local, f) for f in ("source_tokens", "target_tokens", "output_tokens")}
+    expected = {f: getattr(local, f) for f in PIECES} | {"layers": local.cross_attn.shape[0]}
     print(f"sentence ({key}, {len(text.split())} words, {len(local.source_tokens)} → {len(local.output_tokens)} "
           f"pieces): {text}")
 
@@ -452,7 +459,7 @@ def main() -> None:
             capture = natural_capture_ms(translator, text)
             server = server_ms(key, text)
             print(f"in-process, 1 thread: capture {capture:.1f} ms, translate handler + figures {server:.1f} ms")
-            first, warm, views, joins = browse(args, url, key, text, pieces)
+            first, warm, views, joins = browse(args, url, key, text, expected)
             events = translation_events(joins, text)
             if events:
                 print(f"crowd: {args.crowd} visitors replay the events {[e['fn_index'] for e in events]} at once")
@@ -471,7 +478,7 @@ def main() -> None:
           f"first_click_all_s={first.get('all_s', float('nan')):.2f}")
 
 
-def browse(args, url: str, key: str, text: str, pieces: dict) -> tuple[dict, list[dict], list[float], list]:
+def browse(args, url: str, key: str, text: str, expected: dict) -> tuple[dict, list[dict], list[float], list]:
     """The first click, then --runs warm clicks with view changes, each on a fresh page: the first click's
     times, the warm clicks' times, every view change's seconds, and the queue events of the last warm page."""
     from playwright.sync_api import sync_playwright
@@ -482,16 +489,16 @@ def browse(args, url: str, key: str, text: str, pieces: dict) -> tuple[dict, lis
         for run in range(args.runs + 1):
             page = Page(browser, f"{url}?direction={key}", args.timeout)
             try:
-                times = translate(page, text, pieces, args.settle)
+                times = translate(page, text, expected, args.settle)
                 if run == 0:
                     first = times
-                    pieces = expected_trace(url, text, key, pieces)
+                    expected = expected_trace(url, text, key, expected)
                     print("first: " + ", ".join(f"{k} {v:.2f}" for k, v in times.items()) + " s")
                     continue
                 warm.append(times)
                 page.page.wait_for_timeout(1000)  # the events the click chains have all been sent
                 joins = list(page.joins)
-                changed, never = view_changes(page, pieces, args.view_timeout)
+                changed, never = view_changes(page, expected, args.view_timeout)
                 views += changed.values()
                 missed += never
                 print(f"warm {run}: " + ", ".join(f"{k} {v:.2f}" for k, v in {**times, **changed}.items()) + " s")

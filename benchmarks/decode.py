@@ -1,29 +1,37 @@
 """Decoding speed on this CPU: naive vs KV-cached greedy, attention capture, beam search.
 
-Uses checkpoints/multi30k-de-en (or a random-init model of its config if absent). Every
-variant generates exactly N tokens (EOS is masked out) so each does the same work. The
-last line is machine-readable:
+Uses --checkpoint (default checkpoints/general-de-en if present, else checkpoints/multi30k-de-en; a
+random-init model of the small preset if the folder has no weights) on a ~20-word sentence in its source
+language (benchmarks/common.py). Every variant generates exactly N tokens (EOS is masked out) so each does
+the same work, except natural_capture_ms: Translator.translate as the app runs it (greedy, natural EOS,
+full attention capture, 1 thread). --quick skips the length sweep and batches 50 sentences, not 200.
+The last line is machine-readable (wrapped here):
 naive_ms=… cached_ms=… capture_ms=… beam5_ms=… tok_per_s=… speedup=… capture_overhead=…
+natural_capture_ms=…
+
+    python benchmarks/decode.py --quick
+    python -m benchmarks.decode --checkpoint checkpoints/multi30k-en-de
 """
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-from transformer import Translator, data
-from transformer.checkpoint import Checkpoint
-from transformer.config import BOS_ID, EOS_ID, ModelConfig, PRESETS
-from transformer.model import Transformer
-from transformer.search import beam_search, greedy
-from transformer.tokenizer import Tokenizer
+if not __package__:  # run as a file (python benchmarks/decode.py): put the repo root on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ("Ein kleiner Junge mit einem roten Hut spielt am Strand mit seinem Hund , während "
-          "zwei Frauen auf einer Bank sitzen und zuschauen .")  # a typical ~20-word caption
+from benchmarks.common import default_checkpoint, languages, sentence  # noqa: E402
+from transformer import Translator, data  # noqa: E402
+from transformer.checkpoint import Checkpoint  # noqa: E402
+from transformer.config import BOS_ID, EOS_ID, ModelConfig, PRESETS  # noqa: E402
+from transformer.model import Transformer  # noqa: E402
+from transformer.search import beam_search, greedy  # noqa: E402
+from transformer.tokenizer import Tokenizer  # noqa: E402
 
 
 class NoEOS(Transformer):
@@ -36,12 +44,14 @@ class NoEOS(Transformer):
 
 
 def load(path: Path) -> tuple[Translator, bool]:
+    """The checkpoint on the CPU, or a random-init model of the small preset for its languages; and whether trained."""
     if (path / "model.safetensors").exists():
         return Translator.from_checkpoint(path, device="cpu"), True
-    sources, targets = data.read_pairs(data.resolve_data_dir(), "train", "de", "en")
+    src, tgt = languages(path)
+    sources, targets = data.read_pairs(data.resolve_data_dir(), "train", src, tgt)
     tok = Tokenizer.train(sources[:5000] + targets[:5000], vocab_size=8000)
     model = Transformer(ModelConfig(vocab_size=tok.vocab_size, max_len=256, **PRESETS["small"])).eval()
-    return Translator(Checkpoint(model, tok, "de", "en", "random-init"), torch.device("cpu")), False
+    return Translator(Checkpoint(model, tok, src, tgt, "random-init"), torch.device("cpu")), False
 
 
 def median_ms(fn, repeats: int) -> float:
@@ -52,6 +62,17 @@ def median_ms(fn, repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return 1000 * statistics.median(times)
+
+
+def natural_capture_ms(translator: Translator, text: str, repeats: int = 7) -> float:
+    """Median ms of Translator.translate(text) as the app runs it: greedy, natural EOS, full attention
+    capture, on 1 thread (the app's default), after a warm-up."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return median_ms(lambda: translator.translate(text), repeats)
+    finally:
+        torch.set_num_threads(threads)
 
 
 @torch.inference_mode()
@@ -68,50 +89,58 @@ def naive_greedy(model: Transformer, src: torch.Tensor, n: int) -> list[int]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", type=Path, default=ROOT / "checkpoints" / "multi30k-de-en")
+    p.add_argument("--checkpoint", type=Path, default=default_checkpoint(),
+                   help="checkpoint folder (default: %(default)s)")
     p.add_argument("--threads", type=int, default=1, help="1 is fastest for one sentence's tiny matrices")
-    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--repeats", type=int, default=7, help="timed runs per figure (natural_capture_ms: at least 7)")
+    p.add_argument("--quick", action="store_true", help="skip the 20/80/160-token sweep; batch 50 sentences")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     translator, trained = load(args.checkpoint)
+    ck = translator.checkpoint
+    text = sentence(ck.source_lang)
     model = translator.model
     no_eos = NoEOS(model.config).eval()
     no_eos.load_state_dict(model.state_dict())
-    capture = Translator(Checkpoint(no_eos, translator.tokenizer, "de", "en", "bench"), torch.device("cpu"))
-    src_ids, _ = translator.encode_source(SOURCE)
+    capture = Translator(Checkpoint(no_eos, translator.tokenizer, ck.source_lang, ck.target_lang, "bench"),
+                         torch.device("cpu"))
+    src_ids, _ = translator.encode_source(text)
     src = torch.tensor([src_ids])
-    print(f"model: {'trained ' + str(args.checkpoint) if trained else 'random-init (no checkpoint)'}, "
-          f"{model.num_parameters():,} parameters; source {len(SOURCE.split())} words = {len(src_ids)} tokens; "
-          f"threads {args.threads}")
+    print(f"model: {'trained ' + str(args.checkpoint) if trained else 'random-init (no checkpoint)'} "
+          f"({ck.source_lang}→{ck.target_lang}), {model.num_parameters():,} parameters; "
+          f"source {len(text.split())} words = {len(src_ids)} tokens; threads {args.threads}")
     assert naive_greedy(no_eos, src, 12) == greedy(no_eos, src, 12)[0]  # same tokens, different cost
 
     r = args.repeats
     n = 40
     naive = median_ms(lambda: naive_greedy(no_eos, src, n), r)
     cached = median_ms(lambda: greedy(no_eos, src, n), r)
-    captured = median_ms(lambda: list(capture.steps(SOURCE, top_k=5, max_new_tokens=n)), r)
+    captured = median_ms(lambda: list(capture.steps(text, top_k=5, max_new_tokens=n)), r)
     beam5 = median_ms(lambda: beam_search(no_eos, src, 5, n), r)
     print(f"{n} tokens: naive {naive:.1f} ms, cached {cached:.1f} ms, cached+capture {captured:.1f} ms, "
           f"beam 5 {beam5:.1f} ms")
-    for length in (20, 80, 160):
+    for length in () if args.quick else (20, 80, 160):
         a = median_ms(lambda: naive_greedy(no_eos, src, length), max(3, r // 2))
         b = median_ms(lambda: greedy(no_eos, src, length), max(3, r // 2))
         print(f"{length} tokens: naive {a:.1f} ms, cached {b:.1f} ms, speedup {a / b:.2f}")
 
-    natural = median_ms(lambda: translator.translate(SOURCE), r)
-    print(f"greedy with full capture, natural EOS ({len(translator.translate(SOURCE).output_tokens)} tokens): "
-          f"{natural:.1f} ms  [{translator.translate(SOURCE).text}]")
+    natural = natural_capture_ms(translator, text, max(7, r))
+    trace = translator.translate(text)
+    print(f"greedy with full capture, natural EOS ({len(trace.output_tokens)} tokens, 1 thread): "
+          f"{natural:.1f} ms  [{trace.text}]")
 
-    sources = data.read_lines(data.resolve_data_dir(), "val", "de")[:200]
+    n_batch = 50 if args.quick else 200
+    sources = data.read_lines(data.resolve_data_dir(), "val", ck.source_lang)[:n_batch]
     torch.set_num_threads(2)
     t0 = time.perf_counter()
     outputs = translator.translate_batch(sources)
     seconds = time.perf_counter() - t0
     n_tokens = sum(len(translator.tokenizer.encode(o)) + 1 for o in outputs)
     tok_per_s = n_tokens / seconds
-    print(f"batch: 200 val sentences, {n_tokens} target tokens in {seconds:.2f} s (2 threads)")
+    print(f"batch: {len(sources)} val sentences, {n_tokens} target tokens in {seconds:.2f} s (2 threads)")
     print(f"naive_ms={naive:.1f} cached_ms={cached:.1f} capture_ms={captured:.1f} beam5_ms={beam5:.1f} "
-          f"tok_per_s={tok_per_s:.1f} speedup={naive / cached:.2f} capture_overhead={captured / cached:.2f}")
+          f"tok_per_s={tok_per_s:.1f} speedup={naive / cached:.2f} capture_overhead={captured / cached:.2f} "
+          f"natural_capture_ms={natural:.1f}")
 
 
 if __name__ == "__main__":

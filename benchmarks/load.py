@@ -14,9 +14,6 @@ p50_ms, p95_ms (latency of the completed requests, queueing included).
 from __future__ import annotations
 
 import argparse
-import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,11 +21,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import numpy as np
 from gradio_client import Client
 
-ROOT = Path(__file__).resolve().parents[1]
+if not __package__:  # run as a file (python benchmarks/load.py): put the repo root on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import ROOT, start_app  # noqa: E402
+
 # Multi30k-style captions written for this benchmark, by source language.
 SENTENCES = {
     "de": ["Zwei Hunde spielen im Schnee.", "Ein Mann fährt mit dem Fahrrad eine Straße entlang.",
@@ -40,31 +40,6 @@ SENTENCES = {
            "A little girl is laughing.", "An old man is sitting on a bench in the park.",
            "Three men are working on a construction site.", "A group of people is waiting at a bus stop."],
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_app(checkpoints: Path, log, timeout: float = 180) -> tuple[subprocess.Popen, str]:
-    """`python app.py` on a free loopback port; returns the process and its URL once it answers."""
-    port = free_port()
-    env = {**os.environ, "ANATOMY_CHECKPOINT_DIR": str(checkpoints), "GRADIO_SERVER_NAME": "127.0.0.1",
-           "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(url + "config", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    proc.terminate()
-    raise RuntimeError(f"app.py did not start (exit code {proc.poll()}); see {log.name}")
 
 
 def same(answer, reference) -> bool:

@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer import data
-from transformer.config import PAD_ID, PRESETS, ModelConfig
-from transformer.model import Transformer
-from transformer.tokenizer import Tokenizer
+if not __package__:  # run as a file (python benchmarks/train_speed.py): put the repo root on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from transformer import data  # noqa: E402
+from transformer.config import PAD_ID, PRESETS, ModelConfig  # noqa: E402
+from transformer.model import Transformer  # noqa: E402
+from transformer.tokenizer import Tokenizer  # noqa: E402
 
 
 class TorchReference(nn.Module):

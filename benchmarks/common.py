@@ -1,0 +1,65 @@
+"""What the benchmarks share: the repository root, the benchmark sentence, the default checkpoint and
+`python app.py` started on a free loopback port."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+# A typical ~20-word Multi30k-style caption, by source language (the English one says the same, as long).
+SENTENCES = {
+    "de": "Ein kleiner Junge mit einem roten Hut spielt am Strand mit seinem Hund , während zwei Frauen auf einer "
+          "Bank sitzen und zuschauen .",
+    "en": "A small boy in a red hat plays on the beach with his dog , while two women sit on a bench and watch .",
+}
+
+
+def default_checkpoint() -> Path:
+    """The shipped de→en model: general-de-en once it exists, else multi30k-de-en."""
+    general = ROOT / "checkpoints" / "general-de-en"
+    return general if general.is_dir() else ROOT / "checkpoints" / "multi30k-de-en"
+
+
+def languages(checkpoint: Path) -> tuple[str, str]:
+    """(source, target) language of a checkpoint folder, from its config.json; de→en when it has none."""
+    try:
+        config = json.loads((checkpoint / "config.json").read_text())
+        return config["source_lang"], config["target_lang"]
+    except (OSError, ValueError, KeyError):
+        return "de", "en"
+
+
+def sentence(source_lang: str) -> str:
+    return SENTENCES.get(source_lang, SENTENCES["de"])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(checkpoints: Path, log, timeout: float = 180) -> tuple[subprocess.Popen, str]:
+    """`python app.py` on a free loopback port; returns the process and its URL once it answers."""
+    port = free_port()
+    env = {**os.environ, "ANATOMY_CHECKPOINT_DIR": str(checkpoints), "GRADIO_SERVER_NAME": "127.0.0.1",
+           "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(url + "config", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+    proc.terminate()
+    raise RuntimeError(f"app.py did not start (exit code {proc.poll()}); see {log.name}")

@@ -1,0 +1,525 @@
+"""What a visitor waits for: the served app driven by headless Chromium, from the click on Translate.
+
+Starts `python app.py` on a free loopback port (every folder in checkpoints/), opens a fresh 1600×1000 page
+per run and translates the benchmark sentence of benchmarks/common.py in the direction of the default
+checkpoint (benchmarks/decode.py's). The first click after the server starts is reported on its own
+(first_click_all_s); the other page figures are medians over --runs warm clicks. A figure counts as drawn
+when Plotly's `plotly_afterplot` fires on it with this translation's pieces as its labels (and the view's
+layer, head and step in its title), never for a placeholder. Figures, in seconds unless named _ms:
+
+  first_piece_s   click → the first translated piece in the Translation box
+  heatmap_s       click → the main attention heatmap drawn
+  all_s           click → every figure in view drawn: heatmap, the three decoding-step panels and the open
+                  tab's (All heads)
+  view_s          a layer, head or step change, by mouse and by keyboard (slider: focus + arrow key; head
+                  radio: focus + Space) → the affected figures redrawn; median over all that redrew
+  server_ms       in-process: the translate handler and the open tab's figures, consumed to the last figure
+                  serialized to JSON, 1 thread, median of 5 (see app_translation: adapt it when app.py moves)
+  capture_ms      decode.py's natural_capture_ms of the sentence (Translator.translate, 1 thread)
+  crowdN_last_s   N raw-HTTP clients replay at once the queue events a page sent for one click (the
+                  translation and the follow-up events it chains) → when the last one finished
+  first_click_all_s  all_s of the first click after the server started
+
+The last line is machine-readable (wrapped here), `nan` for what could not be measured:
+first_piece_s=… heatmap_s=… all_s=… view_s=… server_ms=… capture_ms=… crowd16_last_s=…
+first_click_all_s=…
+
+    python benchmarks/page.py
+    python -m benchmarks.page --runs 7 --crowd 32
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import html
+import json
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import httpx
+
+if not __package__:  # run as a file (python benchmarks/page.py): put the repo root on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import ROOT, default_checkpoint, sentence, start_app  # noqa: E402
+
+# Every element this script touches, by the elem_ids of app.py: update here when the layout changes.
+SELECTORS = {
+    "source": "#source-text textarea",
+    "translate": "#translate",
+    "translation": "#translation textarea",
+    "layer_range": "#layer input[type=range]",
+    "layer_value": "#layer input[type=number]",
+    "step_range": "#step input[type=range]",
+    "step_value": "#step input[type=number]",
+    "head_radio": "#head input[type=radio]",  # one per choice; value: MEAN_HEAD or the head's number
+    "head_checked": "#head input[type=radio]:checked",
+}
+# The Plotly divs (Gradio's gr.Plot puts a .js-plotly-plot inside its elem_id container).
+FIGURES = {
+    "heatmap": "#heatmap .js-plotly-plot",
+    "step_cross": "#step-cross .js-plotly-plot",
+    "step_self": "#step-self .js-plotly-plot",
+    "step_topk": "#step-topk .js-plotly-plot",
+    "grid": "#grid .js-plotly-plot",  # the open tab (All heads) on a fresh page
+}
+IN_VIEW = tuple(FIGURES)
+PIECES = ("source_tokens", "target_tokens", "output_tokens")  # the Trace fields the figures label
+AFFECTED = {  # the figures a view change redraws (app.py: layer.release, head.input, step.release)
+    "layer": ("heatmap", "step_cross", "step_self"),
+    "head": ("heatmap", "step_cross", "step_self"),
+    "step": ("heatmap", "step_cross", "step_self", "step_topk"),
+}
+MEAN_HEAD = "mean"  # the head radio's value for the mean of the heads
+# What a figure's title says about the view it shows (app.py's captions), as regular expressions.
+CAPTIONS = {"head": r"layer {layer}, head {head}\b", "mean": r"layer {layer}, mean of", "step": r"Step {step}\b"}
+BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"]
+
+# Installed in every page before the app's scripts: records the click on Translate, the last pointer or key
+# press, the first non-empty translation, and each afterplot of a figure still in the page (Gradio re-renders
+# into a new div and also redraws the detached old one: those do not count).
+INIT_JS = """
+(() => {
+  const SEL = __SELECTORS__, FIGS = __FIGURES__;
+  const B = window.__bench = {recs: [], click: null, input: null, firstPiece: null};
+  const strings = a => Array.isArray(a) && a.length && typeof a[0] === 'string' ? a.slice() : null;
+  function record(gd) {
+    const t = performance.now();
+    const key = gd.isConnected && Object.keys(FIGS).find(k => gd.matches(FIGS[k]));
+    if (!key) return;
+    const lay = gd.layout || {}, lists = [], trace = (gd.data || [])[0] || {};
+    for (const [name, axis] of Object.entries(lay))
+      if (/^[xy]axis\\d*$/.test(name) && axis && strings(axis.ticktext)) lists.push(axis.ticktext.slice());
+    for (const a of [trace.x, trace.y]) if (strings(a)) lists.push(a.slice());
+    const title = typeof lay.title === 'string' ? lay.title : (lay.title && lay.title.text) || '';
+    B.recs.push({t, key, title, lists, rows: (lay.shapes || []).map(s => s.y0 + 0.5)});
+  }
+  function hook() {
+    document.querySelectorAll('.js-plotly-plot').forEach(gd => {
+      if (!gd.__benchHooked && gd.on) { gd.__benchHooked = true; gd.on('plotly_afterplot', () => record(gd)); }
+    });
+  }
+  new MutationObserver(hook).observe(document, {childList: true, subtree: true, attributes: true,
+                                                attributeFilter: ['class']});
+  document.addEventListener('click', e => {
+    if (e.target.closest && e.target.closest(SEL.translate)) B.click = performance.now();
+  }, true);
+  for (const type of ['pointerdown', 'keydown'])
+    document.addEventListener(type, () => B.input = performance.now(), true);
+  (function poll() {
+    // a textarea's value is no DOM mutation: look every frame
+    const box = document.querySelector(SEL.translation);
+    if (B.click !== null && B.firstPiece === null && box && box.value.trim()) B.firstPiece = performance.now();
+    requestAnimationFrame(poll);
+  })();
+})();
+"""
+
+
+def warn(message: str) -> None:
+    print(f"page.py: {message}", file=sys.stderr)
+
+
+def median(values: list[float]) -> float:
+    """The median of the values measured (nan: failed, left out); nan when none was."""
+    values = [v for v in values if v == v]
+    return statistics.median(values) if values else float("nan")
+
+
+# --------------------------------------------------------------------------------------------
+# Does a drawn figure show this translation, in this view?
+# --------------------------------------------------------------------------------------------
+
+def piece(text: str) -> str:
+    """A piece as it appears inside a figure label (escaped; labels cut long pieces, so compare a prefix)."""
+    return html.escape(text[:12], quote=False)
+
+
+def covers(recorded: list[str], expected: list[str]) -> bool:
+    return len(recorded) == len(expected) and all(piece(e) in r for e, r in zip(expected, recorded))
+
+
+def wanted(trace: dict, figure: str, view: dict) -> dict:
+    """What `figure` must show for this translation and view: label lists (one recorded list per entry, same
+    length, piece by piece), the first label, title patterns and the highlighted heatmap row."""
+    src, read, out = trace["source_tokens"], trace["target_tokens"], trace["output_tokens"]
+    step, layer, head = view.get("step"), view.get("layer"), view.get("head")
+    titles = []
+    if layer is not None and figure in ("heatmap", "step_cross", "step_self"):
+        titles.append(CAPTIONS["mean" if head == MEAN_HEAD else "head"].format(layer=layer, head=head))
+    if step is not None and figure in ("step_cross", "step_self", "step_topk"):
+        titles.append(CAPTIONS["step"].format(step=step))
+    return {
+        "lists": {"heatmap": [src, out], "grid": [src, out], "step_cross": [src],
+                  "step_self": [read[:step or len(read)]]}.get(figure, []),
+        "first": out[(step or len(out)) - 1] if figure == "step_topk" else None,
+        "titles": titles,
+        "row": step - 1 if figure == "heatmap" and step is not None else None,
+    }
+
+
+def shows(rec: dict, want: dict) -> bool:
+    return (all(any(covers(r, e) for r in rec["lists"]) for e in want["lists"])
+            and (want["first"] is None or any(r and piece(want["first"]) in r[0] for r in rec["lists"]))
+            and all(re.search(t, rec["title"]) for t in want["titles"])
+            and (want["row"] is None or want["row"] in rec["rows"]))
+
+
+class Page:
+    """One fresh page of the app, with the recorder installed."""
+
+    def __init__(self, browser, url: str, timeout_s: float):
+        self.context = browser.new_context(viewport={"width": 1600, "height": 1000})
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(30_000)  # for an element; a translation gets timeout_s
+        self.timeout_s = timeout_s
+        self.page.add_init_script(INIT_JS.replace("__SELECTORS__", json.dumps(SELECTORS))
+                                  .replace("__FIGURES__", json.dumps(FIGURES)))
+        self.recs: list[dict] = []
+        self.joins: list[tuple[str, dict]] = []  # (url, body) of every queue event the page sends
+        self.page.on("request", self._request)
+        self.page.goto(url, wait_until="domcontentloaded")
+
+    def _request(self, request) -> None:
+        if request.method == "POST" and "/queue/join" in request.url:
+            self.joins.append((request.url, request.post_data_json))
+
+    def value(self, name: str) -> str:
+        return self.page.locator(SELECTORS[name]).first.input_value()
+
+    def bench(self, expression: str):
+        return self.page.evaluate(f"window.__bench.{expression}")
+
+    def drawn(self, trace: dict, figures, view: dict, since: float, timeout_s: float) -> dict[str, float]:
+        """Page time at which each figure was first drawn after `since` showing this translation and view;
+        the figures that were not by the timeout are missing."""
+        todo = {f: wanted(trace, f, view) for f in figures}
+        done: dict[str, float] = {}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.recs += self.bench(f"recs.slice({len(self.recs)})")
+            for rec in self.recs:
+                if rec["key"] in todo and rec["key"] not in done and rec["t"] > since and shows(rec, todo[rec["key"]]):
+                    done[rec["key"]] = rec["t"]
+            if len(done) == len(todo) or time.monotonic() > deadline:
+                return done
+            self.page.wait_for_timeout(50)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def translate(page: Page, text: str, trace: dict, settle_s: float) -> dict:
+    """Type, click Translate, wait for every figure in view; the times from the click, in seconds."""
+    page.page.wait_for_selector(f"{FIGURES['heatmap']} .main-svg")  # placeholders drawn: plotly is loaded
+    page.page.wait_for_timeout(settle_s * 1000)  # the load events are done
+    page.page.locator(SELECTORS["source"]).fill(text)
+    page.page.locator(SELECTORS["translate"]).click()
+    click = page.bench("click")
+    # the default view: the last layer, the mean of the heads, the last step
+    view = {"layer": trace["layers"], "head": MEAN_HEAD, "step": len(trace["output_tokens"])}
+    done = page.drawn(trace, IN_VIEW, view, click, page.timeout_s)
+    missing = sorted(set(IN_VIEW) - set(done))
+    if missing:
+        warn(f"not drawn with this translation within {page.timeout_s:.0f} s: {', '.join(missing)}")
+    first = page.bench("firstPiece")
+    return {"first_piece_s": (first - click) / 1000 if first is not None else float("nan"),
+            "heatmap_s": (done["heatmap"] - click) / 1000 if "heatmap" in done else float("nan"),
+            "all_s": (max(done.values()) - click) / 1000 if not missing else float("nan")}
+
+
+def current_view(page: Page) -> dict:
+    return {"layer": int(page.value("layer_value")), "head": page.value("head_checked"),
+            "step": int(page.value("step_value"))}
+
+
+def click_slider(page: Page, name: str, value: int) -> None:
+    """A mouse click on a slider's track where `value` sits (the browser maps the point to a value)."""
+    slider = page.page.locator(SELECTORS[name])
+    slider.scroll_into_view_if_needed()  # a mouse click lands only on what is in the viewport
+    box = slider.bounding_box()
+    lo, hi = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
+    thumb = 16  # px: the range thumb's width; its centre travels from thumb/2 to width - thumb/2
+    x = box["x"] + thumb / 2 + (value - lo) / max(hi - lo, 1) * (box["width"] - thumb)
+    page.page.mouse.click(x, box["y"] + box["height"] / 2)
+
+
+def view_changes(page: Page, trace: dict, timeout_s: float) -> tuple[dict[str, float], list[str]]:
+    """Head, layer and step changed by mouse, then by keyboard; seconds until the affected figures showed the
+    new view, by change, and the changes after which they never did."""
+    times, missed = {}, []
+    view = current_view(page)
+    L, T = view["layer"], view["step"]
+    head_values = [page.page.locator(SELECTORS["head_radio"]).nth(i).get_attribute("value")
+                   for i in range(page.page.locator(SELECTORS["head_radio"]).count())]
+    heads = [h for h in head_values if h != MEAN_HEAD] or head_values
+
+    def head_by(device: str) -> Callable[[], None]:
+        target = next(h for h in heads if h != current_view(page)["head"])
+        radio = page.page.locator(f"{SELECTORS['head_radio']}[value='{target}']")
+        if device == "mouse":
+            return lambda: radio.locator("xpath=..").click()  # the label, as a visitor clicks it
+        return lambda: (radio.focus(), page.page.keyboard.press("Space"))
+
+    def slider_by(name: str, device: str, target: int) -> Callable[[], None]:
+        if device == "mouse":
+            return lambda: click_slider(page, f"{name}_range", target)
+        key = "ArrowLeft" if target < current_view(page)[name] else "ArrowRight"
+        return lambda: (page.page.locator(SELECTORS[f"{name}_range"]).focus(), page.page.keyboard.press(key))
+
+    for device in ("mouse", "keyboard"):
+        layer_now, step_now = current_view(page)["layer"], current_view(page)["step"]
+        changes = [("head", head_by(device)),
+                   ("layer", slider_by("layer", device, 1 if layer_now != 1 else L)),
+                   ("step", slider_by("step", device, max(1, T // 2) if step_now == T else T))]
+        for what, act in changes:
+            before = current_view(page)
+            act()
+            since = page.bench("input")
+            page.page.wait_for_timeout(50)  # the control has taken the new value
+            view = current_view(page)
+            if view == before:
+                warn(f"{what} by {device}: the control did not change")
+                continue
+            done = page.drawn(trace, AFFECTED[what], view, since, timeout_s)
+            if len(done) == len(AFFECTED[what]):
+                times[f"{what}/{device}"] = (max(done.values()) - since) / 1000
+            else:
+                missed.append(f"{what} by {device}")
+    return times, missed
+
+
+# --------------------------------------------------------------------------------------------
+# In-process measurements
+# --------------------------------------------------------------------------------------------
+
+def app_translation(key: str) -> Callable[[str], int]:
+    """ADAPT HERE when app.py's handlers move: the one place that imports the app's handler code.
+
+    Returns a function that runs, as the page's Translate click does on the server, the streaming translate
+    handler to its last output, then the open tab's follow-up figures, and serializes every figure to JSON
+    (returns the bytes, so nothing is optimised away)."""
+    with contextlib.redirect_stdout(sys.stderr):  # what the app prints while it builds is not a figure
+        import app
+    from gradio.components.plot import PlotData
+
+    handlers = app.demo.anatomy
+
+    def run(text: str) -> int:
+        last = None
+        for last in handlers.on_translate(key, text, 1, 0, "cpu", 5, 1.0, 0, "cross", app.LAST_LAYER,
+                                          app.MEAN_HEAD, False):
+            pass
+        outputs = dict(zip(app.OUT, last))
+        tabs = handlers.on_tabs(outputs["trace"], key, "cross", False)
+        return sum(len(v.model_dump_json()) for v in (*last, *tabs) if isinstance(v, PlotData))
+
+    return run
+
+
+def server_ms(key: str, text: str, repeats: int = 5) -> float:
+    """Median ms of app_translation's work on 1 thread, after a warm-up; nan when the handlers moved."""
+    import torch
+
+    try:
+        run = app_translation(key)
+    except Exception as err:  # ImportError, AttributeError, …: the handlers moved, adapt app_translation
+        warn(f"server_ms: cannot import the app's handlers ({type(err).__name__}: {err}); adapt app_translation")
+        return float("nan")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        run(text)  # warm-up
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            run(text)
+            times.append(time.perf_counter() - t0)
+        return 1000 * statistics.median(times)
+    except Exception as err:  # a changed handler signature: report, keep the other figures
+        warn(f"server_ms: the handlers failed ({type(err).__name__}: {err}); adapt app_translation")
+        return float("nan")
+    finally:
+        torch.set_num_threads(threads)
+
+
+# --------------------------------------------------------------------------------------------
+# Many visitors at once, at the protocol level
+# --------------------------------------------------------------------------------------------
+
+def replay(join_url: str, events: list[dict], start: threading.Barrier, timeout_s: float) -> float:
+    """One visitor: the page's queue events in order, each sent when the one before has finished (as the
+    page chains them), in a session of its own; perf_counter() when the last finished."""
+    session = uuid.uuid4().hex[:11]
+    data_url = join_url.split("/queue/join")[0] + "/queue/data"
+    with httpx.Client(timeout=timeout_s, headers={"x-gradio-user": "app"}) as http:
+        start.wait()
+        for event in events:
+            answer = http.post(join_url, json={**event, "session_hash": session})
+            answer.raise_for_status()
+            event_id = answer.json()["event_id"]
+            with http.stream("GET", data_url, params={"session_hash": session},
+                             headers={"accept": "text/event-stream"}) as stream:
+                for line in stream.iter_lines():
+                    message = json.loads(line[5:]) if line.startswith("data:") else {}
+                    if message.get("event_id") == event_id and message.get("msg") == "process_completed":
+                        if not message.get("success"):
+                            raise RuntimeError(f"event {event.get('fn_index')} failed: {message.get('output')}")
+                        break
+                else:
+                    raise RuntimeError(f"event {event.get('fn_index')}: the stream closed before it finished")
+    return time.perf_counter()
+
+
+def crowd(join_url: str, events: list[dict], clients: int, timeout_s: float) -> float:
+    """Seconds from a common start until the last of `clients` visitors replaying `events` finished."""
+    start, results = threading.Barrier(clients + 1, timeout=timeout_s), []
+
+    def visitor():
+        try:
+            results.append(replay(join_url, events, start, timeout_s))
+        except Exception as err:  # counted below: one failure makes the figure nan
+            results.append(err)
+
+    threads = [threading.Thread(target=visitor) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    try:
+        start.wait()
+    except threading.BrokenBarrierError:  # a visitor failed before the start: its error is in results
+        pass
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    failed = [r for r in results if isinstance(r, Exception)]
+    if failed:
+        warn(f"crowd: {len(failed)} of {clients} visitors failed, e.g. {failed[0]}")
+        return float("nan")
+    return max(results) - t0
+
+
+# --------------------------------------------------------------------------------------------
+
+def expected_trace(url: str, text: str, key: str, local: dict) -> dict:
+    """The served translation's pieces and layer count (the /translate API); the in-process ones when the API
+    fails."""
+    from gradio_client import Client
+
+    try:
+        _, notice, trace = Client(url, verbose=False).predict(text=text, direction=key, api_name="/translate")
+    except Exception as err:
+        warn(f"/translate failed ({type(err).__name__}: {err}): checking figures against the in-process pieces")
+        return local
+    if trace is None:
+        warn(f"/translate gave no trace ({notice}): checking figures against the in-process pieces")
+        return local
+    served = {f: trace[f] for f in PIECES} | {"layers": len(trace["cross_attn"])}
+    if served != local:
+        warn(f"the served {key} translation differs from {default_checkpoint().name}'s in this process: "
+             "capture_ms is of another model")
+    return served
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.split("\n")[1:]))
+    p.add_argument("--runs", type=int, default=5, help="warm clicks, each on a fresh page (default 5)")
+    p.add_argument("--crowd", type=int, default=16, help="visitors at once for crowdN_last_s (default 16)")
+    p.add_argument("--view-timeout", type=float, default=5.0,
+                   help="seconds a view change may take before it counts as never redrawn (default 5)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a page or a translation")
+    p.add_argument("--settle", type=float, default=1.0, help="seconds after the page's placeholders before typing")
+    p.add_argument("--chromium", default="/usr/bin/chromium", help="the browser (Debian's chromium)")
+    args = p.parse_args()
+
+    from benchmarks.decode import load, natural_capture_ms
+
+    checkpoint = default_checkpoint()
+    translator, _ = load(checkpoint)
+    ck = translator.checkpoint
+    key, text = f"{ck.source_lang}-{ck.target_lang}", sentence(ck.source_lang)
+    local = translator.translate(text)
+    expected = {f: getattr(local, f) for f in PIECES} | {"layers": local.cross_attn.shape[0]}
+    print(f"sentence ({key}, {len(text.split())} words, {len(local.source_tokens)} → {len(local.output_tokens)} "
+          f"pieces): {text}")
+
+    with tempfile.NamedTemporaryFile("w", prefix="anatomy-page-", suffix=".log", delete=False) as log:
+        proc, url = start_app(ROOT / "checkpoints", log)
+        print(f"app: {url} (log {log.name})")
+        try:
+            capture = natural_capture_ms(translator, text)
+            server = server_ms(key, text)
+            print(f"in-process, 1 thread: capture {capture:.1f} ms, translate handler + figures {server:.1f} ms")
+            first, warm, views, joins = browse(args, url, key, text, expected)
+            events = translation_events(joins, text)
+            if events:
+                print(f"crowd: {args.crowd} visitors replay the events {[e['fn_index'] for e in events]} at once")
+                crowd_s = crowd(joins[0][0], events, args.crowd, args.timeout)
+            else:
+                warn("crowd: no recorded Translate events to replay")
+                crowd_s = float("nan")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+    figures = {name: median([w[name] for w in warm]) for name in ("first_piece_s", "heatmap_s", "all_s")}
+    print(f"first_piece_s={figures['first_piece_s']:.2f} heatmap_s={figures['heatmap_s']:.2f} "
+          f"all_s={figures['all_s']:.2f} view_s={median(views):.2f} server_ms={server:.1f} "
+          f"capture_ms={capture:.1f} crowd{args.crowd}_last_s={crowd_s:.2f} "
+          f"first_click_all_s={first.get('all_s', float('nan')):.2f}")
+
+
+def browse(args, url: str, key: str, text: str, expected: dict) -> tuple[dict, list[dict], list[float], list]:
+    """The first click, then --runs warm clicks with view changes, each on a fresh page: the first click's
+    times, the warm clicks' times, every view change's seconds, and the queue events of the last warm page."""
+    from playwright.sync_api import sync_playwright
+
+    first, warm, views, missed, joins = {}, [], [], [], []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=args.chromium, args=BROWSER_ARGS)
+        for run in range(args.runs + 1):
+            page = Page(browser, f"{url}?direction={key}", args.timeout)
+            try:
+                times = translate(page, text, expected, args.settle)
+                if run == 0:
+                    first = times
+                    expected = expected_trace(url, text, key, expected)
+                    print("first: " + ", ".join(f"{k} {v:.2f}" for k, v in times.items()) + " s")
+                    continue
+                warm.append(times)
+                page.page.wait_for_timeout(1000)  # the events the click chains have all been sent
+                joins = list(page.joins)
+                changed, never = view_changes(page, expected, args.view_timeout)
+                views += changed.values()
+                missed += never
+                print(f"warm {run}: " + ", ".join(f"{k} {v:.2f}" for k, v in {**times, **changed}.items()) + " s")
+            except Exception as err:  # a missing element (see SELECTORS) fails every page alike: stop here
+                warn(f"run {run}: {type(err).__name__}: {err}; no more pages")
+                break
+            finally:
+                page.close()
+        browser.close()
+    if missed:
+        print(f"view changes never redrawn within {args.view_timeout:.0f} s: {len(missed)} of "
+              f"{len(missed) + len(views)} ({', '.join(sorted(set(missed)))})")
+    return first, warm, views, joins
+
+
+def translation_events(joins: list[tuple[str, dict]], text: str) -> list[dict]:
+    """The queue events a page sent from its Translate click on (the click's carries the text)."""
+    bodies = [body for _, body in joins]
+    starts = [i for i, body in enumerate(bodies) if text in (body.get("data") or [])]
+    return bodies[starts[0]:] if starts else []
+
+
+if __name__ == "__main__":
+    main()

@@ -225,6 +225,16 @@ def test_stream_yields_each_step_then_the_trace_they_make(translator):
     assert not torch.is_inference_mode_enabled()  # the generator does not leak inference mode
 
 
+def test_a_stopped_stream_ends_with_the_trace_of_the_pieces_so_far(translator):
+    calls = []
+    *steps, trace = translator.stream("old man sits big house", stop=lambda: calls.append(1) or len(calls) >= 2)
+    full = translator.translate("old man sits big house")
+    assert len(steps) == 2 and trace.output_ids == full.output_ids[:2] and trace.settings["stopped"]
+    assert trace.text == steps[-1].text and trace.cut_by_limit
+    np.testing.assert_array_equal(trace.cross_attn, full.cross_attn[:, :, :2])
+    assert "stopped" not in full.settings
+
+
 def test_beam_stream_yields_only_the_trace(translator):
     items = list(translator.stream(SENTENCES[1], beam_size=3, top_k=2))
     assert len(items) == 1 and isinstance(items[0], Trace) and items[0].settings["mode"] == "beam"

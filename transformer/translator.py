@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -195,13 +195,14 @@ class Translator:
 
     @torch.inference_mode()
     def stream(self, text: str, beam_size: int = 1, max_new_tokens: int | None = None, length_penalty: float = 1.0,
-               top_k: int = 5) -> Iterator[Step | Trace]:
+               top_k: int = 5, stop: Callable[[], bool] | None = None) -> Iterator[Step | Trace]:
         """Translate `text`; the last item is the finished Trace.
 
         Greedy decoding (beam_size 1) first yields each Step as soon as it exists, and builds the Trace from
-        those steps. Beam search yields only the Trace, whose attention is one teacher-forced decoder pass
-        over the best hypothesis. Either way the encoder runs once. Inference mode holds only while the
-        generator computes: it may be resumed on another thread (Gradio does).
+        those steps. When `stop()` turns true between two steps, decoding ends there and the Trace holds the
+        pieces so far (`settings["stopped"]`). Beam search yields only the Trace, whose attention is one
+        teacher-forced decoder pass over the best hypothesis. Either way the encoder runs once. Inference mode
+        holds only while the generator computes: it may be resumed on another thread (Gradio does).
         """
         src, notices = self.encode_source(text)
         limit = output_limit(self.model, len(src), max_new_tokens)
@@ -220,6 +221,9 @@ class Translator:
         for step in self._greedy_steps(encoded, limit, top_k):
             steps.append(step)
             yield step
+            if stop is not None and step.token_id != EOS_ID and stop():
+                settings["stopped"] = True
+                break
         yield self._trace_from_steps(src, encoded, steps, settings, notices)
 
     def translate(self, text: str, beam_size: int = 1, max_new_tokens: int | None = None,

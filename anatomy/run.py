@@ -18,6 +18,7 @@ class Run:
     showing: str  # how it was made: "Greedy decoding", "Beam candidate #2 (score -0.4)", ...
     notices: tuple[str, ...] = ()  # plain text; the page escapes it
     elapsed: float | None = None  # seconds of model time
+    step: int | None = None  # the decoding step to open at (a link's); None: the last
     replay: bool = False  # a slow-motion replay is still to be shown
     stop_mark: int = 0  # StopSignal.asked when it was asked for: a later Stop ends its replay
 

@@ -64,10 +64,10 @@ def run_of(h: Handlers, text=SENTENCE, key="de-en", **settings) -> Run:
     return translate(h, text, key, **settings)[-1][h.page.run]
 
 
-def show(h: Handlers, run: Run, kind="cross", layer=64, head="mean", merge=False, step=None,
+def show(h: Handlers, run: Run, kind="cross", layer=64, head="mean", merge=False,
          signal: StopSignal | None = None) -> list[dict]:
     """Handlers.show's yields: the page drawn for a run."""
-    return list(h.show(run, signal or StopSignal(), kind, layer, head, merge, step))
+    return list(h.show(run, signal or StopSignal(), kind, layer, head, merge))
 
 
 def drawn(h: Handlers, **settings) -> tuple[Run, dict]:

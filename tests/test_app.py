@@ -224,7 +224,7 @@ def test_stop_during_slow_motion_keeps_the_steps_so_far(tiny):
     p = tiny.page
     signal = StopSignal()
     run = run_of(tiny, slow=0.1, max_new=5, signal=signal)
-    frames = tiny.show(run, signal, "cross", 1, "mean", False, None)
+    frames = tiny.show(run, signal, "cross", 1, "mean", False)
     next(frames), next(frames)
     tiny.stop(signal)
     last = list(frames)[-1]
@@ -318,7 +318,8 @@ def test_static_figures_are_cached_with_bounded_caches(tiny):
 
 def test_examples_reset_the_settings(tiny):
     p = tiny.page
-    out = tiny.example_settings()
+    out = tiny.example_settings("de-en")
+    assert (out[p.layer], out[p.head]) == (2, "mean")
     assert (out[p.beam], out[p.max_new], out[p.top_k], out[p.lp], out[p.slow], out[p.kind], out[p.merge]) == (
         1, 0, 5, 1.0, 0.0, "cross", False)
 

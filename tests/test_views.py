@@ -96,13 +96,13 @@ def test_link_restores_the_exact_view(tiny):
     assert len(query) < 200 and "javascript" not in query
     loaded = tiny.load_link(Req(query))
     link = loaded[p.link]
-    assert (loaded[p.direction], loaded[p.text], loaded[p.beam], loaded[p.max_new], loaded[p.lp], loaded[p.kind],
+    assert (loaded[p.direction], loaded[p.text]["value"], loaded[p.beam], loaded[p.max_new], loaded[p.lp], loaded[p.kind],
             loaded[p.layer], loaded[p.head], loaded[p.merge]) == ("en-de", "Two dogs.", 3, 6, 1.3, "decoder", 2, "2",
                                                                   True)
     assert p.presenter not in loaded
     again = tiny.translate_link(link, StopSignal(), "heads")[p.run]
     assert again.request.key == "en-de" and again.request.beam == 3
-    out = show(tiny, again, "decoder", 2, "2", True, 4)[-1]
+    out = show(tiny, again, "decoder", 2, "2", True)[-1]
     assert out[p.step]["value"] == 4  # the step from the link, not the last one
     assert "layer 2, head 2" in title(out[p.heat]) and "words" in title(out[p.heat])
     assert "Step 4" in title(out[p.step_cross])

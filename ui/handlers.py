@@ -14,7 +14,7 @@ import gradio as gr
 
 import viz
 from anatomy import engine, views
-from anatomy.inputs import (MAX_NEW_TOKENS, Link, Request, View, api_request, build_link, clean_text, page_request,
+from anatomy.inputs import (MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link, clean_text, page_request,
                             parse_link)
 from anatomy.registry import EXAMPLES, ModelRegistry
 from anatomy.run import Run, StopSignal, Twin
@@ -106,7 +106,7 @@ class Handlers:
         translator, notice = self.registry.translator(key, "auto")
         start = time.perf_counter()
         return self._made(request, engine.translate(translator, request), "Translation from the link",
-                          [notice] if notice else [], start, tab, stop_mark=signal.asked)
+                          [notice] if notice else [], start, tab, stop_mark=signal.asked, step=link.view.step)
 
     def force(self, run: Run | None, target, tab):
         """Inspect: the shown source teacher-forced through a typed translation, by the model that translated it."""
@@ -176,13 +176,13 @@ class Handlers:
                     p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)})
         return out
 
-    def show(self, run: Run | None, signal: StopSignal, kind, layer, head, merge, step):
-        """Draw a new Run; a slow-motion one step by step first. Stop ends the replay where it is: the page then
+    def show(self, run: Run | None, signal: StopSignal, kind, layer, head, merge):
+        """Draw a new Run at its step (the last, or a link's); a slow-motion one step by step first. Stop ends the replay where it is: the page then
         shows those steps (and the Run becomes them, so later views and links agree)."""
         if run is None:
             yield gr.skip()
             return
-        view = View.of(kind, layer, head, merge, None if run.replay else step)
+        view = View.of(kind, layer, head, merge, run.step)
         if not run.replay:
             yield self.present(run, view)
             return
@@ -308,15 +308,17 @@ class Handlers:
         """A new Direction: the source's placeholder, the model's dimensions, and the open tab if it shows the model."""
         p = self.page
         entry = self.registry.get(direction if direction in self.registry.entries else None)
-        lang = viz.escape(views.language(entry.source_lang))
-        example = EXAMPLES.get(entry.source_lang, [""])[0]
-        out = {p.text: gr.update(placeholder=f"Type a {lang} sentence, e.g. {example}"),
+        out = {p.text: gr.update(placeholder=self._placeholder(entry.key)),
                p.pe_dims: gr.update(choices=[str(d) for d in range(entry.config.d_model)],
                                     value=[str(d) for d in viz.default_dims(entry.config.d_model)])}
         if tab in ("positional", "architecture", "training"):
             out.update(self._tab(tab, run, twin, entry.key, View.of(kind, layer, head, merge, step),
                                  viz.default_dims(entry.config.d_model)))
         return out
+
+    def _placeholder(self, key) -> str:
+        entry = self.registry.get(key)
+        return f"Type a {views.language(entry.source_lang)} sentence, e.g. {EXAMPLES.get(entry.source_lang, [''])[0]}"
 
     def dims(self, direction, dims):
         entry = self.registry.get(direction if direction in self.registry.entries else None)
@@ -344,18 +346,19 @@ class Handlers:
                p.kind_help: views.kind_help(view.kind)}
         if link.key:
             out[p.direction] = link.key
-        if link.text:
-            out[p.text] = link.text
+        # the placeholder says the page's load events are done (the browser tests wait for it)
+        out[p.text] = gr.update(placeholder=self._placeholder(link.key), **({"value": link.text} if link.text else {}))
         if link.view.step is not None:
             out[p.step] = gr.update(maximum=max(link.view.step, 2), value=link.view.step)
         if link.presenter is not None:
             out[p.presenter] = link.presenter
         return out
 
-    def example_settings(self):
-        """An example runs with the default settings: put the controls back to them."""
+    def example_settings(self, direction):
+        """An example runs with the default settings and view: put the controls back to them."""
         p = self.page
-        return {p.beam: DEFAULTS["beam"], p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"], p.lp: DEFAULTS["lp"],
+        layers = self.registry.get(direction if direction in self.registry.entries else None).config.n_decoder_layers
+        return {p.layer: layers, p.head: MEAN_HEAD, p.beam: DEFAULTS["beam"], p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"], p.lp: DEFAULTS["lp"],
                 p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"],
                 p.kind_help: views.kind_help(DEFAULTS["view"])}
 

@@ -32,7 +32,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     def draw(event):
         """After a model event made a Run: draw it, then the open tab."""
-        return event.then(h.show, [p.run, p.signal, *p.view_controls], shown, **DRAW).then(
+        return event.then(h.show, [p.run, p.signal, p.kind, p.layer, p.head, p.merge], shown, **DRAW).then(
             h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
     streamed = [*made, p.translation, p.out_chips, p.src_chips]
@@ -41,9 +41,9 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     draw(p.force_btn.click(h.force, [p.run, p.forced, p.tab], made, **MODEL))
     draw(p.candidates.select(h.candidate, [p.run, p.tab], made, **MODEL))
     if p.examples is not None:
-        draw(p.examples.load_input_event.then(h.example_settings, None,
-                                              [p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind, p.merge, p.kind_help],
-                                              **DRAW).then(
+        draw(p.examples.load_input_event.then(h.example_settings, [p.direction],
+                                              [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
+                                               p.merge, p.kind_help], **DRAW).then(
             h.translate_page, [*p.settings, p.signal, p.tab], streamed, **MODEL))
 
     # View controls: .input (a visitor's own change: arrow keys and typed numbers too), not .change (which the

@@ -20,7 +20,6 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 from gradio.components.plot import PlotData  # noqa: E402
 
-import app  # noqa: E402
 import ui  # noqa: E402
 from anatomy import views  # noqa: E402
 from anatomy.registry import ModelRegistry, cuda_available, default_sources, device_choices  # noqa: E402

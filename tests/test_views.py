@@ -96,9 +96,9 @@ def test_link_restores_the_exact_view(tiny):
     assert len(query) < 200 and "javascript" not in query
     loaded = tiny.load_link(Req(query))
     link = loaded[p.link]
-    assert (loaded[p.direction], loaded[p.text]["value"], loaded[p.beam], loaded[p.max_new], loaded[p.lp], loaded[p.kind],
-            loaded[p.layer], loaded[p.head], loaded[p.merge]) == ("en-de", "Two dogs.", 3, 6, 1.3, "decoder", 2, "2",
-                                                                  True)
+    assert (loaded[p.direction], loaded[p.text]["value"], loaded[p.beam], loaded[p.max_new], loaded[p.lp]) == (
+        "en-de", "Two dogs.", 3, 6, 1.3)
+    assert (loaded[p.kind], loaded[p.layer], loaded[p.head], loaded[p.merge]) == ("decoder", 2, "2", True)
     assert p.presenter not in loaded
     again = tiny.translate_link(link, StopSignal(), "heads")[p.run]
     assert again.request.key == "en-de" and again.request.beam == 3
@@ -187,7 +187,8 @@ def test_architecture_view_follows_the_input(tiny):
     S, T = len(run.trace.source_tokens), len(run.trace.target_tokens)
     assert f"(B, h, T, S) = (1, {c.n_heads}, {T}, {S})" in text  # cross-attention weights of this input
     assert f"(B, T, V) = (1, {T}, {c.vocab_size})" in text
-    assert "d_model" in out[p.card] and f"✓ equals the model's {entry.checkpoint.model.num_parameters():,}" in out[p.card]
+    assert "d_model" in out[p.card]
+    assert f"✓ equals the model's {entry.checkpoint.model.num_parameters():,}" in out[p.card]
     before = tiny.tab_view(None, None, "architecture", "de-en", [], "cross", 1, "mean", False, None)
     assert "(B, T, V) = (1, 1, " in json.dumps(json.loads(before[p.arch].plot)["layout"]["annotations"])
 

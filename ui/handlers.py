@@ -14,8 +14,8 @@ import gradio as gr
 
 import viz
 from anatomy import engine, views
-from anatomy.inputs import (MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link, clean_text, page_request,
-                            parse_link)
+from anatomy.inputs import (MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link, clean_text,
+                            page_request, parse_link)
 from anatomy.registry import EXAMPLES, ModelRegistry
 from anatomy.run import Run, StopSignal, Twin
 from transformer import Trace
@@ -162,7 +162,8 @@ class Handlers:
                p.partial: views.partial_chips(trace.output_tokens, view.step),
                p.step_cross: plot(step_cross), p.step_self: plot(step_self), p.step_topk: plot(step_topk),
                p.layer: gr.update(maximum=max(L, 2), value=view.layer),
-               p.head: gr.update(choices=views.head_choices(H), value=view.head), p.heat: plot(views.heatmap(trace, view))}
+               p.head: gr.update(choices=views.head_choices(H), value=view.head),
+               p.heat: plot(views.heatmap(trace, view))}
         if upto is not None:
             out[p.run_info] = f"Replaying in slow motion: step {upto} of {views.steps(run.trace)}…"
             return out
@@ -177,8 +178,9 @@ class Handlers:
         return out
 
     def show(self, run: Run | None, signal: StopSignal, kind, layer, head, merge):
-        """Draw a new Run at its step (the last, or a link's); a slow-motion one step by step first. Stop ends the replay where it is: the page then
-        shows those steps (and the Run becomes them, so later views and links agree)."""
+        """Draw a new Run at its step (the last, or a link's); a slow-motion one step by step first. Stop ends the
+        replay where it is: the page then shows those steps (and the Run becomes them, so later views and links
+        agree)."""
         if run is None:
             yield gr.skip()
             return
@@ -358,7 +360,8 @@ class Handlers:
         """An example runs with the default settings and view: put the controls back to them."""
         p = self.page
         layers = self.registry.get(direction if direction in self.registry.entries else None).config.n_decoder_layers
-        return {p.layer: layers, p.head: MEAN_HEAD, p.beam: DEFAULTS["beam"], p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"], p.lp: DEFAULTS["lp"],
+        return {p.layer: layers, p.head: MEAN_HEAD, p.beam: DEFAULTS["beam"], p.max_new: DEFAULTS["max"],
+                p.top_k: DEFAULTS["k"], p.lp: DEFAULTS["lp"],
                 p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"],
                 p.kind_help: views.kind_help(DEFAULTS["view"])}
 

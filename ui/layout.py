@@ -137,7 +137,8 @@ def build_page(registry: ModelRegistry) -> Page:
                 max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,
                                     label="Max new tokens (0 = automatic: 1.5 × source + 10)")
             device = gr.Radio(device_choices(), value="auto", label="Device",
-                              info="cuda is offered only when this machine has a GPU", elem_classes=["anatomy-controls"])
+                              info="cuda is offered only when this machine has a GPU",
+                              elem_classes=["anatomy-controls"])
             with gr.Accordion("More settings", open=False, elem_classes=["anatomy-controls"]):
                 top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULTS["k"], step=1, label="Top-k pieces to record per step")
                 lp = gr.Slider(0.0, 3.0, value=DEFAULTS["lp"], step=0.1,
@@ -184,7 +185,8 @@ def build_page(registry: ModelRegistry) -> Page:
     with gr.Row():
         step = gr.Slider(1, 2, value=1, step=1, label="Step t", scale=1, min_width=240, elem_id="step")
         partial = gr.HighlightedText(label="Output up to step t", show_legend=False, show_inline_category=False,
-                                     combine_adjacent=False, color_map={views.CURRENT: "#fdba74", views.PIECE: "#e2e8f0"},
+                                     combine_adjacent=False,
+                                     color_map={views.CURRENT: "#fdba74", views.PIECE: "#e2e8f0"},
                                      scale=3, elem_id="partial")
     with gr.Row():
         step_cross = gr.Plot(empty, show_label=False, min_width=300, elem_id="step-cross")

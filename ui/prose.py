@@ -1,7 +1,8 @@
 """The page's prose: the introduction and the guide to reading the figures (markdown)."""
 
-INTRO = """Type a sentence and watch a from-scratch Transformer ([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762)),
-trained on Multi30k image captions, translate it piece by piece. Then look inside: every attention head of the
+INTRO = """Type a sentence and watch a from-scratch Transformer
+([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762)), trained on Multi30k image captions, translate it piece
+by piece. Then look inside: every attention head of the
 encoder and the decoder, each decoding step's choices, and the positional encoding.
 """
 
@@ -26,8 +27,8 @@ HOW_TO_READ = """### How to read the figures
 - **Architecture**: the paper's Figure 1 with the tensor shapes of your sentence, and where the parameters are.
 - **Presenter mode** enlarges everything and hides the settings; *Link to this view* gives a link that reopens
   exactly what is on screen.
-- **Decoding steps**: the slider picks step *t* (counted from 1): what had been produced up to then, where step *t* looked, and the
-  probabilities of its candidates for the next piece.
+- **Decoding steps**: the slider picks step *t* (counted from 1): what had been produced up to then, where step *t*
+  looked, and the probabilities of its candidates for the next piece.
 - **Beam search** keeps the *beam size* best partial translations at each step; click a candidate to see its
   attention. Under *Inspect a translation*, the model is teacher-forced through any translation you type.
 - **Positional encoding**: the Transformer has no recurrence; word order enters only through the sinusoids added to

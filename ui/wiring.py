@@ -36,7 +36,8 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
             h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
     streamed = [*made, p.translation, p.out_chips, p.src_chips]
-    draw(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, [*p.settings, p.signal, p.tab], streamed, **MODEL))
+    draw(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, [*p.settings, p.signal, p.tab], streamed,
+               **MODEL))
     p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
     draw(p.force_btn.click(h.force, [p.run, p.forced, p.tab], made, **MODEL))
     draw(p.candidates.select(h.candidate, [p.run, p.tab], made, **MODEL))

@@ -1,6 +1,6 @@
 """Take the README's screenshots of the app in headless Chromium: `python assets/screenshots.py`.
 
-Serves app.py in-process (the checkpoints under checkpoints/, or $ANATOMY_CHECKPOINT_DIR) with the
+Serves the app in-process (ui.create_app) (the checkpoints under checkpoints/, or $ANATOMY_CHECKPOINT_DIR) with the
 same theme and css as `python app.py`, drives the page like a visitor and writes PNGs into assets/
 (or the folder given as the first argument). Needs Debian `chromium` and the playwright package.
 """
@@ -52,14 +52,15 @@ def shoot_span(page, top_selector: str, bottom_selector: str, path: Path, above:
 
 
 def main(out: Path) -> None:
-    import app
+    import ui
     from playwright.sync_api import sync_playwright
 
-    app.set_threads()
+    demo = ui.create_app()
+    ui.start()
     out.mkdir(parents=True, exist_ok=True)
-    entry = app.demo.anatomy.registry.get(None)
+    entry = demo.anatomy.registry.get(None)
     L = entry.config.n_decoder_layers
-    _, url, _ = app.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **ui.launch_options())
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"), args=ARGS)
@@ -112,7 +113,7 @@ def main(out: Path) -> None:
             page.wait_for_selector("#head-stats [data-testid=cell-0-0]")
             shoot_span(page, "#summary", "#head-stats", out / "head-statistics.png", above=10, below=10)
 
-            page.locator("#kind").get_by_label("Cross-attention (decoder → encoder)").check()
+            page.locator("#kind").get_by_label("Cross-attention").check()
             page.locator("#head").get_by_label("1", exact=True).check()
             wait_title(page, "heatmap", f"layer {L}, head 1")
             page.get_by_role("tab", name="Trained vs untrained").click()
@@ -149,7 +150,7 @@ def main(out: Path) -> None:
             print("wrote", out / "phone.png")
             browser.close()
     finally:
-        app.demo.close()
+        demo.close()
 
 
 if __name__ == "__main__":

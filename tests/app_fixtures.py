@@ -1,5 +1,5 @@
 """Tiny checkpoints for the app's tests (random weights, a small SentencePiece vocabulary), and
-helpers to call the app's handlers.
+helpers to call the app's handlers (ui.handlers.Handlers).
 
 Tests of the app must not depend on the trained checkpoints (they change while training
 runs and may be missing), so they build their own in a temporary folder (the `folders` and
@@ -12,11 +12,12 @@ from pathlib import Path
 
 import torch
 
-import app
+from anatomy.run import Run, StopSignal
 from transformer import checkpoint
 from transformer.config import ModelConfig
 from transformer.model import Transformer
 from transformer.tokenizer import Tokenizer
+from ui.handlers import Handlers
 
 SENTENCES = [
     "Ein Mann fährt mit dem Fahrrad eine Straße entlang.", "Zwei Hunde spielen im Schnee.",
@@ -40,30 +41,40 @@ def make_tokenizer() -> Tokenizer:
 
 
 def make_checkpoint(folder: Path, source_lang: str = "de", target_lang: str = "en", seed: int = 0,
-                    tokenizer: Tokenizer | None = None, **config) -> Path:
+                    tokenizer: Tokenizer | None = None, domain: str | None = None, **config) -> Path:
     """A TINY checkpoint (`config` overrides its sizes) with random weights."""
     tokenizer = tokenizer or make_tokenizer()
     torch.manual_seed(seed)
     model = Transformer(ModelConfig(vocab_size=tokenizer.vocab_size, **{**TINY, **config}))
     log = "".join(json.dumps(r) + "\n" for r in METRICS)
-    return checkpoint.save(folder, model, tokenizer, source_lang=source_lang, target_lang=target_lang,
+    return checkpoint.save(folder, model, tokenizer, source_lang=source_lang, target_lang=target_lang, domain=domain,
                            training={"steps": 10, "train_time_s": 60.0, "device": "cpu"},
                            metrics={k: METRICS[-1][k] for k in ("epoch", "val_loss", "val_bleu", "val_chrf")},
                            metrics_log=log, dtype=torch.float32)
 
 
-def final(outputs) -> dict:
-    """The last yield of a streaming handler, by output name."""
-    outs = list(outputs)
-    assert outs, "the handler yielded nothing (Gradio would clear every output)"
-    return dict(zip(app.OUT, outs[-1]))
+def translate(h: Handlers, text=SENTENCE, key="de-en", beam=1, max_new=0, device="cpu", top_k=5, lp=1.0, slow=0.0,
+              tab="heads", signal: StopSignal | None = None) -> list[dict]:
+    """Handlers.translate_page's yields, with the controls of a fresh page (greedy, CPU)."""
+    return list(h.translate_page(key, text, beam, max_new, device, top_k, lp, slow, signal or StopSignal(), tab))
 
 
-def as_dict(values) -> dict:
-    return dict(zip(app.OUT, values))
+def run_of(h: Handlers, text=SENTENCE, key="de-en", **settings) -> Run:
+    """The Run a Translate click makes."""
+    return translate(h, text, key, **settings)[-1][h.page.run]
 
 
-def translate(tiny: app.App, text=SENTENCE, key="de-en", beam=1, max_new=0, device="cpu", top_k=5, lp=1.0, slow=0.0,
-              kind="cross", layer=1, head="mean", merge=False):
-    """App.on_translate with the defaults of a fresh page (greedy, CPU)."""
-    return tiny.on_translate(key, text, beam, max_new, device, top_k, lp, slow, kind, layer, head, merge)
+def show(h: Handlers, run: Run, kind="cross", layer=64, head="mean", merge=False,
+         signal: StopSignal | None = None) -> list[dict]:
+    """Handlers.show's yields: the page drawn for a run."""
+    return list(h.show(run, signal or StopSignal(), kind, layer, head, merge))
+
+
+def drawn(h: Handlers, **settings) -> tuple[Run, dict]:
+    """Translate, then the page as drawn: the Run and the last yield of show."""
+    run = run_of(h, **settings)
+    return run, show(h, run)[-1]
+
+
+def title(plot) -> str:
+    return json.loads(plot.plot)["layout"]["title"]["text"]

@@ -18,12 +18,13 @@ TIMEOUT = 60_000
 
 
 @pytest.fixture(scope="module")
-def url():
-    import app
+def url(shipped):
+    """The app on the shipped checkpoints (conftest.py's `shipped`), served on loopback."""
+    import ui
 
-    _, url, _ = app.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
+    _, url, _ = shipped.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **ui.launch_options())
     yield url
-    app.demo.close()
+    shipped.close()
 
 
 

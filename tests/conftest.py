@@ -72,11 +72,20 @@ def folders(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny(folders):
-    """The app (its App: handlers, registry, demo) on the tiny checkpoints."""
-    import app  # here, not at the top: building the shipped app is only for the tests that use it
+    """The app's Handlers (registry, page components) on the tiny checkpoints; `.demo` is the app."""
+    import app
 
     demo = app.create_app([str(folders / "tiny-de-en"), str(folders / "broken"), str(folders / "tiny-en-de")])
+    demo.anatomy.demo = demo
     return demo.anatomy
+
+
+@pytest.fixture(scope="session")
+def shipped():
+    """The app on the checkpoints under checkpoints/ (or the labelled untrained fallback), built once."""
+    import app
+
+    return app.create_app()
 
 
 @dataclass

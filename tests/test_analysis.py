@@ -238,7 +238,7 @@ def test_multiples_hover_values_and_escaping():
 
 def test_multiples_of_a_missing_or_unknown_kind():
     fig = viz.head_multiples([s for s in random_stats() if s.kind != "cross"], "cross")
-    assert "No encoder-decoder attention heads" in fig.layout.annotations[0].text
+    assert "No cross-attention heads" in fig.layout.annotations[0].text
     with pytest.raises(ValueError, match="unknown attention kind"):
         viz.head_multiples(random_stats(), "self")
 
@@ -250,7 +250,7 @@ def test_table_rows_order_rounding_and_blanks():
     assert len(rows) == len(stats) == 3 * 2 * 2 and all(len(r) == len(headers) for r in rows)
     assert [r[:3] for r in rows[:5]] == [["encoder self-attention", 1, 1], ["encoder self-attention", 1, 2],
                                          ["encoder self-attention", 2, 1], ["encoder self-attention", 2, 2],
-                                         ["decoder self-attention", 1, 1]]
+                                         ["decoder masked self-attention", 1, 1]]
     column = dict(zip(headers, zip(*rows)))
     assert column["monotonic"][:8] == (None,) * 8 and None not in column["monotonic"][8:]
     assert column["next position"][4:] == (None,) * 8 and None not in column["next position"][:4]

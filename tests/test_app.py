@@ -1,12 +1,15 @@
-"""The app's wiring: model discovery, the handlers behind each control, and the /translate API.
+"""The app: model discovery, keys and labels, the handlers behind each control, and the /translate API.
 
 Most tests run on tiny random-weight checkpoints built here (fast, independent of training);
 the gradio_client test of translation quality uses the shipped checkpoints.
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +20,14 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 from gradio.components.plot import PlotData  # noqa: E402
 
-import app  # noqa: E402
-from tests.app_fixtures import SENTENCE, as_dict, final, make_tokenizer, translate  # noqa: E402
-from transformer import Trace, Translator  # noqa: E402
+import ui  # noqa: E402
+from anatomy import views  # noqa: E402
+from anatomy.registry import ModelRegistry, cuda_available, default_sources, device_choices  # noqa: E402
+from anatomy.run import StopSignal  # noqa: E402
+from tests.app_fixtures import SENTENCE, make_checkpoint, make_tokenizer, run_of, show, title, translate  # noqa: E402
+from transformer import Trace  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def assert_complete(trace, L=2, H=2):
@@ -30,9 +38,33 @@ def assert_complete(trace, L=2, H=2):
     np.testing.assert_allclose(trace.cross_attn.sum(-1), 1.0, rtol=1e-4)
 
 
-# ---- discovery --------------------------------------------------------------------------------
+# ---- layering --------------------------------------------------------------------------------
 
-def test_discovery_names_directions_and_skips_broken_folders(tiny, folders):
+def test_the_model_side_never_imports_gradio():
+    """anatomy/ and viz/ are Gradio-free: checked on their source, and on what importing them loads."""
+    for folder in ("anatomy", "viz"):
+        for path in (ROOT / folder).glob("*.py"):
+            tree = ast.parse(path.read_text())
+            names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+            names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+            assert not [n for n in names if n.split(".")[0] in ("gradio", "ui", "app")], path
+    code = "import sys, anatomy.views, anatomy.engine, anatomy.registry; print('gradio' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+
+
+def test_importing_app_loads_no_model_starts_no_thread_and_sets_no_environment():
+    code = ("import os, sys, threading; env = dict(os.environ); import app; "
+            "print(threading.active_count(), dict(os.environ) == env, 'torch' in sys.modules, "
+            "'anatomy.registry' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}).stdout.split()
+    assert out == ["1", "True", "False", "False"]
+
+
+# ---- discovery, keys and labels ---------------------------------------------------------------
+
+def test_discovery_names_directions_and_skips_broken_folders(tiny):
     reg = tiny.registry
     assert list(reg.entries) == ["de-en", "en-de"]
     assert reg.choices() == [("German → English", "de-en"), ("English → German", "en-de")]
@@ -41,22 +73,48 @@ def test_discovery_names_directions_and_skips_broken_folders(tiny, folders):
     assert reg.get("de-en").metrics[-1]["val_bleu"] == 4.25
 
 
-def test_duplicate_directions_and_bad_hub_ids(folders):
-    reg = app.ModelRegistry.discover([str(folders / "tiny-de-en"), str(folders / "tiny-de-en"), "hf://not-a-repo"])
-    assert list(reg.entries) == ["de-en", "de-en-2"]
-    assert reg.entries["de-en-2"].label == "German → English (tiny-de-en)"
+def test_keys_and_labels_follow_discovery_order_and_domains(tmp_path):
+    tok = make_tokenizer()
+    make_checkpoint(tmp_path / "b-everyday-de-en", "de", "en", tokenizer=tok, domain="everyday")
+    make_checkpoint(tmp_path / "a-captions-de-en", "de", "en", tokenizer=tok, domain="image captions")
+    make_checkpoint(tmp_path / "c-de-en", "de", "en", tokenizer=tok)
+    make_checkpoint(tmp_path / "d-en-de", "en", "de", tokenizer=tok)
+    make_checkpoint(tmp_path / "e-en-de", "en", "de", tokenizer=tok)
+    os.environ["ANATOMY_CHECKPOINT_DIR"] = str(tmp_path)
+    try:
+        sources = default_sources()
+    finally:
+        del os.environ["ANATOMY_CHECKPOINT_DIR"]
+    reg = ModelRegistry.discover(sources)
+    assert reg.choices() == [("German → English · image captions", "de-en"),
+                             ("German → English · everyday", "b-everyday-de-en"),
+                             ("German → English", "c-de-en"),
+                             ("English → German (d-en-de)", "en-de"),
+                             ("English → German (e-en-de)", "e-en-de")]
+    assert reg.default_key == "de-en" and reg.get("de-en").source.endswith("a-captions-de-en")
+
+
+def test_duplicate_folders_and_bad_hub_ids(folders):
+    reg = ModelRegistry.discover([str(folders / "tiny-de-en"), str(folders / "tiny-de-en"), "hf://not-a-repo"])
+    assert list(reg.entries) == ["de-en", "tiny-de-en"]
+    assert reg.entries["tiny-de-en"].label == "German → English (tiny-de-en)"
     assert any("hf://not-a-repo" in n for n in reg.notices)
+
+
+def test_the_shipped_checkpoints_say_their_domain():
+    for name in ("multi30k-de-en", "multi30k-en-de"):
+        assert json.loads((ROOT / "checkpoints" / name / "config.json").read_text())["domain"] == "image captions"
 
 
 def test_checkpoint_dir_and_hub_env(folders, monkeypatch):
     monkeypatch.setenv("ANATOMY_CHECKPOINT_DIR", str(folders))
     monkeypatch.setenv("ANATOMY_HUB_MODELS", " hf://a/b , hf://c/d ")
-    assert app.default_sources() == [str(folders / n) for n in ("broken", "tiny-de-en", "tiny-en-de")] + [
+    assert default_sources() == [str(folders / n) for n in ("broken", "tiny-de-en", "tiny-en-de")] + [
         "hf://a/b", "hf://c/d"]
 
 
 def test_untrained_fallback_is_labelled_and_usable(folders):
-    reg = app.ModelRegistry.discover([str(folders / "broken")])
+    reg = ModelRegistry.discover([str(folders / "broken")])
     assert list(reg.entries) == ["de-en", "en-de"]
     assert all(e.untrained and "untrained" in e.label for e in reg.entries.values())
     assert any("untrained" in n for n in reg.notices) and any("broken" in n for n in reg.notices)
@@ -64,155 +122,214 @@ def test_untrained_fallback_is_labelled_and_usable(folders):
     assert entry.config.d_model == 256 and entry.config.vocab_size == make_tokenizer().vocab_size  # tokenizer reused
     trace = entry.cpu.translate("Zwei Hunde.", max_new_tokens=3)
     assert len(trace.output_tokens) <= 3
-    assert "untrained" in app.architecture_markdown(entry).lower() and "untrained" in app.training_markdown(entry)
-    bare = app.ModelRegistry.discover([])  # no folder at all: a tokenizer trained on the example sentences
+    assert "untrained" in views.architecture_markdown(entry).lower() and "untrained" in views.training_markdown(entry)
+    bare = ModelRegistry.discover([])  # no folder at all: a tokenizer trained on the example sentences
     assert all(e.untrained for e in bare.entries.values()) and "example sentences" in bare.notices[0]
 
 
 def test_device_choice_falls_back_to_cpu_with_a_notice(tiny):
     translator, notice = tiny.registry.translator("de-en", "cuda")
-    if app.cuda_available():
+    if cuda_available():
         assert translator.device.type == "cuda" and notice == ""
     else:
         assert translator.device.type == "cpu" and "CUDA is not available" in notice
-        assert "cuda" not in app.device_choices()
+        assert "cuda" not in device_choices()
     assert tiny.registry.translator("de-en", "cpu")[1] == ""
+    assert tiny.registry.translator("de-en", "cpu")[0] is tiny.registry.translator("de-en", "cpu")[0]
+
+
+def test_translators_are_made_once_under_concurrent_first_use(folders):
+    from concurrent.futures import ThreadPoolExecutor
+
+    entry = ModelRegistry.discover([str(folders / "tiny-de-en")]).get("de-en")
+    with ThreadPoolExecutor(8) as pool:
+        twins = list(pool.map(lambda _: entry.twin(), range(16)))
+    assert all(t is twins[0] for t in twins)
 
 
 # ---- translating in the UI --------------------------------------------------------------------
 
-def test_translate_streams_and_matches_plain_greedy(tiny):
-    outs = list(translate(tiny))
-    assert len(outs) >= 2  # at least the source pieces first, the complete views last
-    first, last = as_dict(outs[0]), as_dict(outs[-1])
-    assert first["src_chips"] and first["translation"] == ""
-    trace = last["trace"]
-    expected = tiny.registry.get("de-en").cpu.translate(SENTENCE)
-    assert trace.output_tokens == expected.output_tokens and last["translation"] == expected.text
-    assert_complete(trace)
-    np.testing.assert_allclose(trace.cross_attn[:, :, :len(expected.output_tokens)],
-                               np.asarray(expected.cross_attn), atol=1e-4)
-    for name in ("heat", "step_cross", "step_self", "step_topk"):
-        assert isinstance(last[name], PlotData) and len(last[name].plot) < 500_000
-        assert json.loads(last[name].plot)["config"]["toImageButtonOptions"]["scale"] >= 2
-    assert last["step"]["value"] == len(trace.output_tokens)
-    assert [c for c, _ in last["src_chips"]] == trace.source_tokens
-    assert "link to this view" in last["notice"]
-    assert Path(last["download"]).is_file()
+def test_translate_streams_then_show_draws_the_run(tiny, monkeypatch):
+    from ui import handlers
+
+    monkeypatch.setattr(handlers, "TEXT_INTERVAL", 0.0)
+    p = tiny.page
+    outs = translate(tiny, max_new=6)
+    assert outs[0][p.src_chips] and outs[0][p.translation] == ""
+    streamed = [o for o in outs[1:-1]]
+    assert [len(o[p.out_chips]) for o in streamed] == list(range(1, 7))  # one yield per generated piece
+    assert not any(isinstance(v, PlotData) for o in outs for v in o.values())  # no figure in the model's slot
+    run = outs[-1][p.run]
+    expected = tiny.registry.get("de-en").cpu.translate(SENTENCE, max_new_tokens=6)
+    assert run.trace.output_tokens == expected.output_tokens and run.trace.settings["direction"] == "de-en"
+    np.testing.assert_allclose(run.trace.cross_attn, np.asarray(expected.cross_attn), atol=1e-4)
+    assert_complete(run.trace)
+    last = show(tiny, run)[-1]
+    assert last[p.translation] == expected.text
+    for comp in (p.heat, p.step_cross, p.step_self, p.step_topk):
+        assert isinstance(last[comp], PlotData) and len(last[comp].plot) < 500_000
+        assert json.loads(last[comp].plot)["config"]["toImageButtonOptions"]["scale"] >= 2
+    assert last[p.step]["value"] == 6 and "length limit" in last[p.run_info]
+    assert "link to this view" in last[p.run_info] and Path(last[p.download]).is_file()
 
 
-def test_intermediate_yields_grow_the_output(tiny, monkeypatch):
-    monkeypatch.setattr(app, "TEXT_INTERVAL", 0.0)
-    monkeypatch.setattr(app, "FIRST_FIGURES", 0.0)
-    monkeypatch.setattr(app, "FIGURE_INTERVAL", 0.0)
-    outs = [as_dict(o) for o in translate(tiny, max_new=6)]
-    steps = [o for o in outs[1:-1]]
-    assert len(steps) == 6  # one per generated piece
-    assert [len(o["out_chips"]) for o in steps] == list(range(1, 7))
-    assert all(isinstance(o["step_cross"], PlotData) for o in steps)
-    assert "length limit" in outs[-1]["notice"]
-    assert len(outs[-1]["trace"].output_tokens) == 6
+def test_beam_candidates_use_the_runs_direction_not_the_controls(tiny):
+    """After a de→en beam run, Direction switched to en→de: a candidate is still forced through de→en, and the
+    page's link says de-en."""
+    p = tiny.page
+    run = run_of(tiny, beam=3, max_new=8)
+    assert len(run.trace.candidates) >= 2
+    evt = gr.SelectData(None, {"index": [1, 1], "value": run.trace.candidates[1].text})
+    picked = tiny.candidate(run, "heads", evt)[p.run]  # reads no control: the Direction dropdown cannot mislead it
+    de_en = tiny.registry.get("de-en").cpu
+    expected = de_en.force_ids(list(run.trace.source_ids),
+                               [de_en.tokenizer.sp.piece_to_id(t) for t in run.trace.candidates[1].tokens], 5, {}, [])
+    np.testing.assert_allclose(picked.trace.cross_attn, expected.cross_attn, atol=1e-5)
+    assert picked.request.key == "de-en" and picked.trace.candidates == run.trace.candidates
+    info = show(tiny, picked)[-1][p.run_info]
+    assert "Beam candidate #2" in info and "direction=de-en" in info
+    assert tiny.share(picked, "cross", 1, "mean", False, None).startswith("?direction=de-en&")
 
 
-def test_beam_search_lists_candidates_and_picking_one_shows_it(tiny):
-    last = final(translate(tiny, beam=3, max_new=8))
-    trace = last["trace"]
-    assert len(trace.candidates) >= 2 and last["candidates"]["visible"]
-    assert_complete(trace)
-    cand = trace.candidates[1]
-    evt = gr.SelectData(None, {"index": [1, 1], "value": cand.text})
-    picked = as_dict(tiny.on_candidate(trace, "de-en", SENTENCE, "cpu", 5, "cross", 1, "mean", False, 3, 8, evt))
-    assert picked["trace"].output_tokens[:-1] == cand.tokens
-    assert picked["trace"].candidates == trace.candidates
-    assert "candidate #2" in picked["notice"]
-    assert_complete(picked["trace"])
+def test_an_empty_beam_candidate_is_shown_as_empty(tiny):
+    run = run_of(tiny, beam=2, max_new=3)
+    cands = [dataclass_replace(c, text="", tokens=[]) for c in run.trace.candidates]
+    rows = views.candidate_rows(dataclass_replace(run.trace, candidates=cands))
+    assert rows[0][1] == views.EMPTY and rows[0][4] == 1
 
 
-def test_slow_motion_computes_in_the_slot_and_replays_outside(tiny):
-    outs = [as_dict(o) for o in translate(tiny, slow=0.01, max_new=4)]
-    assert len(outs) == 1 and outs[0]["pending"]["trace"] is not None
-    replay = [as_dict(o) for o in tiny.on_replay(outs[0]["pending"], "cross", 1, "mean", False)]
-    T = len(outs[0]["pending"]["trace"].output_tokens)
-    assert len(replay) == T + 1
-    assert replay[0]["step"]["value"] == 1 and replay[-1]["pending"] is None
-    nothing = list(tiny.on_replay(None, "cross", 1, "mean", False))
-    assert len(nothing) == 1 and all(v is not None for v in nothing[0])  # skips, not cleared outputs
+def dataclass_replace(obj, **changes):
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)
 
 
-def test_teacher_forcing_a_typed_translation(tiny):
-    out = as_dict(tiny.on_force("de-en", SENTENCE, "Two dogs <b>play</b>", "cpu", 5, "decoder", 2, "2", True, 1, 0))
-    trace = out["trace"]
+def test_slow_motion_shows_rows_only_up_to_the_current_step(tiny):
+    p = tiny.page
+    run = run_of(tiny, slow=0.1, max_new=4)
+    assert run.replay
+    frames = show(tiny, run)
+    T = len(run.trace.output_tokens)
+    assert len(frames) == T + 1
+    for t, frame in enumerate(frames[:-1], start=1):
+        heat = json.loads(frame[p.heat].plot)
+        assert len(heat["layout"]["yaxis"]["ticktext"]) == t  # no row before it is generated
+        assert frame[p.step]["value"] == t and len(frame[p.out_chips]) == t
+        assert f"Step {t} " in title(frame[p.step_cross])
+    assert frames[-1][p.run].replay is False and "source pieces" in frames[-1][p.run_info]
+
+
+def test_stop_during_slow_motion_keeps_the_steps_so_far(tiny):
+    p = tiny.page
+    signal = StopSignal()
+    run = run_of(tiny, slow=0.1, max_new=5, signal=signal)
+    frames = tiny.show(run, signal, "cross", 1, "mean", False)
+    next(frames), next(frames)
+    tiny.stop(signal)
+    last = list(frames)[-1]
+    kept = last[p.run]
+    assert len(kept.trace.output_tokens) == 2 and not kept.replay
+    assert "stopped at step 2 of 5" in last[p.run_info] and "Error" not in last[p.run_info]
+    assert len(json.loads(last[p.heat].plot)["layout"]["yaxis"]["ticktext"]) == 2
+    assert last[p.translation] == kept.trace.text and last[p.step]["value"] == 2
+    # later views draw what is on screen, not the whole trace
+    assert len(json.loads(tiny.view(kept, None, "heads", "cross", 1, "mean", False, None)[p.heat].plot)
+               ["layout"]["yaxis"]["ticktext"]) == 2
+
+
+def test_stop_during_streaming_keeps_the_pieces_so_far(tiny):
+    p = tiny.page
+    signal = StopSignal()
+    stream = tiny.translate_page("de-en", SENTENCE, 1, 8, "cpu", 5, 1.0, 0.0, signal, "heads")
+    next(stream), next(stream)  # the source pieces, then the first piece
+    tiny.stop(signal)
+    run = list(stream)[-1][p.run]
+    assert 1 <= len(run.trace.output_tokens) < 8 and "stopped" in run.showing
+    assert_complete(run.trace)
+    assert "stopped after" in show(tiny, run)[-1][p.run_info]
+
+
+def test_teacher_forcing_a_typed_translation_uses_the_shown_source(tiny):
+    p = tiny.page
+    run = run_of(tiny, max_new=3)
+    forced = tiny.force(run, "Two dogs <b>play</b>", "heads")[p.run]
     tok = tiny.registry.get("de-en").cpu.tokenizer
-    assert trace.output_tokens == tok.pieces(tok.encode("Two dogs <b>play</b>")) + ["</s>"]
-    assert_complete(trace)
+    assert forced.trace.output_tokens == tok.pieces(tok.encode("Two dogs <b>play</b>")) + ["</s>"]
+    assert forced.trace.source_tokens == run.trace.source_tokens
+    assert_complete(forced.trace)
     with pytest.raises(gr.Error):
-        tiny.on_force("de-en", SENTENCE, "  ", "cpu", 5, "cross", 1, "mean", False, 1, 0)
+        tiny.force(run, "  ", "heads")
+    with pytest.raises(gr.Error, match="Translate a sentence first"):
+        tiny.force(None, "Two dogs", "heads")
 
 
 def test_bad_ui_input_raises_a_visible_error(tiny):
     with pytest.raises(gr.Error, match="Source text"):
-        list(translate(tiny, text="   "))
+        translate(tiny, text="   ")
     with pytest.raises(gr.Error, match="Unknown direction"):
-        list(translate(tiny, key="xx-yy"))
+        translate(tiny, key="xx-yy")
 
 
 def test_view_controls(tiny):
-    trace = final(translate(tiny, max_new=5))["trace"]
-    for kind in app.KINDS:
-        heat, step_cross, step_self, _, _, grid, summary = tiny.on_kind(trace, None, kind, 2, "1", False, 2)
-        fig = json.loads(heat.plot)
+    p = tiny.page
+    run = run_of(tiny, max_new=5)
+    for kind in views.KINDS:
+        out = tiny.view(run, None, "heads", kind, 2, "1", False, 2)
+        fig = json.loads(out[p.heat].plot)
         assert fig["layout"]["yaxis"]["title"]["text"].startswith("query")
         assert fig["layout"]["xaxis"]["title"]["text"].startswith("key")
-        assert "layer 2, head 1" in fig["layout"]["title"]["text"]
-        assert sum(t["type"] == "heatmap" for t in json.loads(grid.plot)["data"]) >= 4
-    heat, step_cross, step_self, _, _ = tiny.on_heat(trace, None, "decoder", 1, "mean", True, 1)
-    assert "words" in json.loads(heat.plot)["layout"]["title"]["text"]
-    heat, step_cross, step_self, _, _, partial, step_topk = tiny.on_step(trace, None, "cross", 1, "mean", False, 2)
-    assert len(partial) == 2 and partial[-1][1] == app.CURRENT
-    assert "Step 2" in json.loads(step_topk.plot)["layout"]["title"]["text"]
-    assert tiny.on_pick_head("2:1")[0]["value"] == 2 and tiny.on_pick_head("2:1")[1]["value"] == "1"
-    assert all(v is not None for v in tiny.on_heat(None, None, "cross", 1, "mean", False, 1))
+        assert f"{views.name(kind)} · layer 2, head 1" == fig["layout"]["title"]["text"]
+        assert sum(t["type"] == "heatmap" for t in json.loads(out[p.grid].plot)["data"]) >= 4
+    out = tiny.view(run, None, "predictions", "decoder", 1, "mean", True, 1)
+    assert "words" in title(out[p.heat]) and p.grid not in out  # a closed tab is not drawn
+    out = tiny.view(run, None, "heads", "cross", 1, "mean", False, 2)
+    assert len(out[p.partial]) == 2 and out[p.partial][-1][1] == views.CURRENT
+    assert "Step 2" in title(out[p.step_topk])
+    assert tiny.pick_head("2:1") == (2, "1")
+    assert tiny.view(None, None, "heads", "cross", 1, "mean", False, 1) == gr.skip()
 
 
-def test_tabs_and_direction_views(tiny):
-    trace = final(translate(tiny, max_new=5))["trace"]
-    grid, summary, table, pe_rows, stats, arch = tiny.on_tabs(trace, "de-en", "encoder", False)
-    assert all(isinstance(f, PlotData) for f in (grid, summary, table, pe_rows))
-    pe_rows_fig = json.loads(pe_rows.plot)
-    assert len(pe_rows_fig["layout"]["yaxis"]["ticktext"]) == len(trace.source_tokens)
-    card, pe, sim, params, curves, text_update, dims, training, arch = tiny.on_direction("en-de", ["0", "1", "9"])
-    assert "English → German" in card and "d_model" in card
-    assert len(json.loads(pe.plot)["data"]) == 1 + 3
-    assert "English" in text_update["placeholder"]
-    assert len(dims["choices"]) == tiny.registry.get("en-de").config.d_model
-    assert len(tiny.on_dims("en-de", ["4"]).plot) > 0
+def test_tabs_are_drawn_when_opened(tiny):
+    p = tiny.page
+    run = run_of(tiny, max_new=5)
+    heads = tiny.tab_view(run, None, "heads", "de-en", [], "encoder", 1, "mean", False, None)
+    assert set(heads) == {p.grid, p.pick_head}
+    assert set(tiny.tab_view(run, None, "stats", "de-en", [], "cross", 1, "mean", False, None)) == {p.summary, p.stats}
+    assert set(tiny.tab_view(run, None, "predictions", "de-en", [], "cross", 1, "mean", False, None)) == {p.topk_table}
+    positional = tiny.tab_view(run, None, "positional", "de-en", ["0", "1", "9"], "cross", 1, "mean", False, None)
+    assert len(json.loads(positional[p.pe].plot)["data"]) == 1 + 3
+    assert len(json.loads(positional[p.pe_rows].plot)["layout"]["yaxis"]["ticktext"]) == len(run.trace.source_tokens)
+    other = tiny.tab_view(run, None, "positional", "en-de", [], "cross", 1, "mean", False, None)
+    assert p.pe_rows not in other  # the shown trace is of another model
+    changed = tiny.direction_changed("en-de", run, None, "architecture", [], "cross", 1, "mean", False, None)
+    assert "English → German" in changed[p.card] and "English" in changed[p.text]["placeholder"]
+    assert len(changed[p.pe_dims]["choices"]) == tiny.registry.get("en-de").config.d_model
+    assert p.card not in tiny.direction_changed("en-de", run, None, "heads", [], "cross", 1, "mean", False, None)
 
 
-def test_examples_use_default_settings(tiny):
-    out = tiny.on_example("Two dogs.", "en-de")
-    n = len(app.EXAMPLE_OUT)
-    assert len(out) == n + 7 and not set(app.SYNCED) & set(app.EXAMPLE_OUT)
-    values = dict(zip(app.EXAMPLE_OUT, out[:n]))
-    assert values["translation"] and isinstance(values["grid"], PlotData)
-    assert not any(isinstance(v, dict) and v.get("__type__") == "update" for v in out)  # cacheable: plain values
-    assert out[n:] == (1, 0, 5, 1.0, 0.0, "cross", False)
-    # after the cached outputs: this visitor's trace, and the controls fitted to it
-    trace, *controls = tiny.on_example_state("Two dogs.", "en-de")
-    assert trace.text == values["translation"] and len(controls) == 5
-    candidates, step, layer, head, pick_head = tiny.on_sync(trace)
-    assert step["value"] == len(trace.output_tokens) and layer["value"] == 2 and head["value"] == "mean"
-    assert not candidates["visible"] and len(pick_head["choices"]) == 4
+def test_static_figures_are_cached_with_bounded_caches(tiny):
+    config = tiny.registry.get("de-en").config
+    assert views.pe_similarity(config) is views.pe_similarity(config)
+    assert views.architecture(config, 5, 3, "x") is views.architecture(config, 5, 3, "x")
+    for cached in (views.pe_curves, views.pe_similarity, views.architecture, views.parameters, views.training_curves):
+        assert cached.cache_info().maxsize is not None
 
 
-def test_restore_from_link(tiny):
-    class Req:
-        query_params = {"direction": "en-de", "text": "Two dogs.", "beam": "3", "view": "decoder", "layer": "2",
-                        "head": "1"}
+def test_examples_reset_the_settings(tiny):
+    p = tiny.page
+    out = tiny.example_settings("de-en")
+    assert (out[p.layer], out[p.head]) == (2, "mean")
+    assert (out[p.beam], out[p.max_new], out[p.top_k], out[p.lp], out[p.slow], out[p.kind], out[p.merge]) == (
+        1, 0, 5, 1.0, 0.0, "cross", False)
 
-    key, text, beam, max_new, lp, view, layer, head, merge, presenter = tiny.on_load(Req())
-    assert (key, text, beam, view, layer, head) == ("en-de", "Two dogs.", 3, "decoder", 2, "1")
-    out = as_dict(tiny.on_load_translate("en-de", "Two dogs.", 1, 4, "cpu", 5, 1.0, "decoder", 2, "1", False, Req()))
-    assert out["trace"] is not None
+
+def test_the_default_output_limit_bounds_degenerate_input(tiny):
+    from anatomy import engine
+
+    assert engine.output_limit(100, None) == 160 and engine.output_limit(100, 7) == 7
+    run = run_of(tiny, text="Hund " * 100)
+    S = len(run.trace.source_tokens)
+    assert len(run.trace.output_tokens) <= engine.output_limit(S, None) < 2 * S + 10
 
 
 # ---- the API --------------------------------------------------------------------------------
@@ -234,17 +351,23 @@ def test_gradio_client_translate_endpoint(tiny):
     from gradio_client import Client
 
     demo = tiny.demo
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **ui.launch_options())
     try:
         client = Client(url, verbose=False)
         api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
-        assert list(api) == ["/translate"]  # the UI's own (streaming) events stay undocumented
+        assert list(api) == ["/translate"]  # the UI's own events stay undocumented
         params = [p["parameter_name"] for p in api["/translate"]["parameters"]]
         assert params == ["text", "direction", "beam_size", "max_new_tokens"]
         text, notice, trace = client.predict(text=SENTENCE, direction="de-en", max_new_tokens=5, api_name="/translate")
         assert isinstance(text, str) and "length limit" in notice and len(trace["output_tokens"]) == 5
         assert client.predict(text="", direction="en-de", api_name="/translate") == (
             "", "Nothing to translate: text is empty.", None)
+        for bad in ("abc", [5], {}, True, 1e300, -1, 0):
+            text, notice, trace = client.predict(text=SENTENCE, direction="de-en", beam_size=bad,
+                                                 api_name="/translate")
+            assert text == "" and "beam_size" in notice and trace is None, bad
+        assert client.predict(text=SENTENCE, direction="de-en", beam_size="2", max_new_tokens=3,
+                              api_name="/translate")[2]["settings"]["beam_size"] == 2
     finally:
         demo.close()
 
@@ -258,7 +381,7 @@ def test_concurrent_clients_get_exactly_their_own_results(tiny):
     jobs = [(f"Hund {'Schnee ' * i}spielen.", "de-en" if i % 2 else "en-de", 1 + i % 3) for i in range(8)]
     alone = [tiny.api_translate(text, direction, beam, 6) for text, direction, beam in jobs]
     demo = tiny.demo
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **ui.launch_options())
     try:
         def ask(job):
             text, direction, beam = job
@@ -279,15 +402,15 @@ SHIPPED = {"de-en": ("Zwei Hunde spielen im Schnee.", ("dogs", "snow")),
            "en-de": ("Two dogs are playing in the snow.", ("Hunde", "Schnee"))}
 
 
-def test_shipped_checkpoints_translate_correctly_through_the_client():
+def test_shipped_checkpoints_translate_correctly_through_the_client(shipped):
     """The real models, through gradio_client, as the README documents it."""
     from gradio_client import Client
 
-    registry = app.demo.anatomy.registry
+    registry = shipped.anatomy.registry
     missing = [d for d in SHIPPED if d not in registry.entries or registry.entries[d].untrained]
     if missing:
         pytest.skip(f"no trained checkpoint for {missing} under checkpoints/")
-    _, url, _ = app.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS)
+    _, url, _ = shipped.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **ui.launch_options())
     try:
         client = Client(url, verbose=False)
         for direction, (source, words) in SHIPPED.items():
@@ -299,11 +422,11 @@ def test_shipped_checkpoints_translate_correctly_through_the_client():
                                                       api_name="/translate")
             assert all(w.lower() in beam_text.lower() for w in words) and len(beam_trace["candidates"]) >= 2
     finally:
-        app.demo.close()
+        shipped.close()
 
 
-def test_module_constants():
-    assert app.LAUNCH_KWARGS["theme"] is app.THEME and app.LAUNCH_KWARGS["css"] is app.CSS
-    assert not [n for n in vars(app.THEME) if n.endswith("_dark")]  # the page keeps the light palette
-    assert isinstance(app.demo, gr.Blocks)
-    assert isinstance(app.demo.anatomy.registry.get(None).cpu, Translator)
+def test_launch_options_keep_the_light_palette_and_load_the_static_files():
+    options = ui.launch_options()
+    assert not [n for n in vars(options["theme"]) if n.endswith("_dark")]
+    assert "anatomy-presenter" in Path(options["css_paths"][0]).read_text()
+    assert "window.anatomy" in options["js"] and "exportFigure" in options["js"]

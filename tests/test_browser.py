@@ -28,10 +28,10 @@ def page(browser, url):
     page.close()
 
 
-def test_translate_and_explore(page):
-    import app
+def test_translate_and_explore(page, shipped):
+    from anatomy.registry import EXAMPLES
 
-    registry = app.demo.anatomy.registry
+    registry = shipped.anatomy.registry
     entry = registry.get(None)
     L, H = entry.config.n_decoder_layers, entry.config.n_heads
     # plotly is loaded with the page (placeholder figures), before the first click
@@ -109,7 +109,7 @@ def test_translate_and_explore(page):
 
     # a cached example (default settings): fills the inputs, shows its translation, and the view controls
     # keep working on it (its trace is rebuilt for this visitor)
-    example = app.EXAMPLES[entry.source_lang][1]
+    example = EXAMPLES[entry.source_lang][1]
     page.get_by_text(f"{entry.label}: {example[:24]}").click()  # long labels are shortened on screen
     page.wait_for_function(  # cached outputs, then the controls reset to the default view (last layer, mean)
         "([text, old, L]) => document.querySelector('#source-text textarea').value === text &&"

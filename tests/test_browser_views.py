@@ -35,14 +35,13 @@ def shown_view(page) -> dict:
         merge: document.querySelector('#merge input').checked})""")
 
 
-def direction_key():
-    import app
+@pytest.fixture()
+def key(shipped):
+    return shipped.anatomy.registry.default_key
 
-    return app.demo.anatomy.registry.default_key
 
-
-def test_a_link_restores_the_exact_view(page, url):
-    query = urllib.parse.urlencode({"direction": direction_key(), "text": SENTENCE, "view": "decoder", "layer": 2,
+def test_a_link_restores_the_exact_view(page, url, key):
+    query = urllib.parse.urlencode({"direction": key, "text": SENTENCE, "view": "decoder", "layer": 2,
                                     "head": 3, "step": 4, "merge": 0})
     page.goto(f"{url}?{query}", wait_until="domcontentloaded")
     wait_title(page, "heatmap", "Decoder masked self-attention · layer 2, head 3")
@@ -83,8 +82,8 @@ def png_size(path) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
-def test_presenter_mode_and_export(page, url):
-    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': direction_key()})}",
+def test_presenter_mode_and_export(page, url, key):
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}",
               wait_until="domcontentloaded")
     page.wait_for_selector("#heatmap .heatmaplayer image")
     font = "document.querySelector('#heatmap .js-plotly-plot')._fullLayout.font.size"
@@ -122,8 +121,8 @@ def test_presenter_mode_and_export(page, url):
     assert not page.errors, page.errors
 
 
-def test_head_statistics_open_a_head_and_untrained_twin(page, url):
-    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': direction_key()})}",
+def test_head_statistics_open_a_head_and_untrained_twin(page, url, key, shipped):
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}",
               wait_until="domcontentloaded")
     page.wait_for_selector("#heatmap .heatmaplayer image")
     page.get_by_role("tab", name="Head statistics").click()
@@ -143,9 +142,9 @@ def test_head_statistics_open_a_head_and_untrained_twin(page, url):
 
     page.get_by_role("tab", name="Architecture").click()
     wait_title(page, "architecture", "Shapes for this translation")
-    import app
+    from anatomy import engine
 
-    S = len(app.demo.anatomy.registry.get(None).cpu.encode_source(SENTENCE)[0])
+    S = len(engine.source_pieces(shipped.anatomy.registry.get(None).cpu, SENTENCE)) 
     assert f"S = {S} source pieces" in page.locator("#architecture").inner_text()
     assert "✓ equals the model's" in page.locator("#model-card").inner_text()
     page.get_by_role("tab", name="Training").click()
@@ -154,12 +153,10 @@ def test_head_statistics_open_a_head_and_untrained_twin(page, url):
     assert not page.errors, page.errors
 
 
-def test_quick_clicks_leave_figures_that_match_the_controls(page, url):
+def test_quick_clicks_leave_figures_that_match_the_controls(page, url, key, shipped):
     """Kind then head, clicked at once: the view events are answered in order, so the last one wins everywhere."""
-    import app
-
-    L = app.demo.anatomy.registry.get(None).config.n_decoder_layers
-    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': direction_key()})}",
+    L = shipped.anatomy.registry.get(None).config.n_decoder_layers
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}",
               wait_until="domcontentloaded")
     page.wait_for_selector("#heatmap .heatmaplayer image")
     page.get_by_role("tab", name="Trained vs untrained").click()
@@ -172,4 +169,57 @@ def test_quick_clicks_leave_figures_that_match_the_controls(page, url):
     page.wait_for_timeout(1500)  # anything still on its way has arrived
     for elem in ("heatmap", "compare-trained", "compare-untrained"):
         wait_title(page, elem, expected)
+    assert not page.errors, page.errors
+
+
+def test_stop_during_slow_motion_leaves_a_consistent_page(page, url, key):
+    """Stop mid-replay: text, slider, step panels and large view all show the steps so far, the run info says
+    stopped, and no output turns into an error."""
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')")
+    page.get_by_text("More settings").click()
+    slow = page.locator("input[aria-label='number input for Slow motion: seconds per piece (0 = off; for talks)']")
+    slow.fill("0.5")
+    slow.blur()
+    page.get_by_label("Source text").fill(SENTENCE)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    wait_title(page, "step-topk", "Step 2:")
+    page.get_by_role("button", name="Stop", exact=True).click()
+    page.wait_for_function("document.querySelector('#run-info').innerText.includes('stopped at step')")
+    info = page.locator("#run-info").inner_text()
+    kept = int(info.split("stopped at step ")[1].split(" ")[0])
+    page.wait_for_timeout(1200)  # a replay that went on would have drawn its next step by now
+    assert page.locator("#step input[type=number]").input_value() == str(kept)
+    wait_title(page, "step-topk", f"Step {kept}:")
+    rows = page.evaluate("Array.from(document.querySelectorAll('#heatmap .ytick text'))"
+                         ".filter(t => t.textContent.includes('▸')).length")
+    assert rows == kept  # decoder positions: one per step kept
+    assert page.locator(".error, [data-testid=error]").count() == 0 and "Error" not in page.inner_text("body")
+    assert not page.errors, page.errors
+
+
+def test_arrow_keys_and_typed_numbers_on_the_sliders_redraw(page, url, key):
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}", wait_until="domcontentloaded")
+    page.wait_for_selector("#heatmap .heatmaplayer image")
+    wait_title(page, "step-topk", "Step ")
+    last = int(page.locator("#step input[type=number]").input_value())
+    page.locator("#step input[type=range]").focus()
+    page.keyboard.press("ArrowLeft")
+    wait_title(page, "step-topk", f"Step {last - 1}:")
+    page.locator("#layer input[type=range]").focus()
+    page.keyboard.press("ArrowLeft")
+    layer = page.locator("#layer input[type=number]").input_value()
+    wait_title(page, "heatmap", f"layer {layer},")
+    assert not page.errors, page.errors
+
+
+def test_a_link_with_empty_values_opens_a_working_page(page, url):
+    page.goto(url + "?text=&layer=&head=&step=&beam=&direction=", wait_until="domcontentloaded")
+    page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')")
+    page.get_by_label("Source text").fill(SENTENCE)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    wait_title(page, "heatmap", "Cross-attention")
+    page.goto(url + "?text=Hund&step=inf&layer=inf&beam=1e309", wait_until="domcontentloaded")
+    wait_title(page, "heatmap", "Cross-attention")
+    assert "Error" not in page.inner_text("body")
     assert not page.errors, page.errors

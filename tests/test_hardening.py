@@ -18,9 +18,10 @@ import httpx
 import numpy as np
 import pytest
 
-import app
 import viz
-from tests.app_fixtures import SENTENCE, SLOW_REQUEST, as_dict, final, translate
+from anatomy.inputs import MAX_BEAM, MAX_CHARS, clean_text, parse_link
+from anatomy.run import StopSignal
+from tests.app_fixtures import SENTENCE, SLOW_REQUEST, drawn, run_of, show, translate
 
 UNKNOWN = "German and English"
 HOSTILE = '<a href="javascript:alert(1)">x</a>'
@@ -28,7 +29,7 @@ HOSTILE = '<a href="javascript:alert(1)">x</a>'
 
 @pytest.mark.parametrize("text, direction, beam, max_new, translated, notice", [
     pytest.param(" \n\t\u3000 ", "de-en", 1, 4, False, "Nothing to translate", id="whitespace"),
-    pytest.param("Hund " * 2000, "de-en", 1, 4, True, f"longer than {app.MAX_CHARS} characters", id="10k-chars"),
+    pytest.param("Hund " * 2000, "de-en", 1, 4, True, f"longer than {MAX_CHARS} characters", id="10k-chars"),
     pytest.param("Hunde 🐶🎉", "de-en", 1, 4, True, UNKNOWN, id="emoji"),
     pytest.param("\x1b[31mrot\x1b[0m", "de-en", 1, 4, True, "Control characters", id="ansi"),
     pytest.param("a\x00b\x07c\u200b", "de-en", 1, 4, True, "Control characters", id="control-chars"),
@@ -40,6 +41,7 @@ HOSTILE = '<a href="javascript:alert(1)">x</a>'
     pytest.param("Zwei\nHunde\r\nspielen", "de-en", 1, 4, True, "", id="several-lines"),
     pytest.param("Hund", "de-en", 10**9, 4, False, "beam_size must be from 1 to", id="huge-beam"),
     pytest.param("Hund", "de-en", "lots", 4, False, "beam_size must be an integer", id="text-beam"),
+    pytest.param("Hund", "de-en", 1, 0, False, "max_new_tokens must be from 1 to 200", id="zero-max"),
     pytest.param("Hund", "de-en", 1, 10**9, False, "max_new_tokens must be from 1 to", id="huge-max"),
     pytest.param("Hund", "de-en", 8, 200, True, "", id="longest-beam-and-length"),
     pytest.param("Hund", "de-en", 1, -5, False, "max_new_tokens must be from 1 to", id="negative-max"),
@@ -94,7 +96,7 @@ def test_figure_labels_escape_markup(token):
 # ---- the page: the same cleaning as the API, said in the run info ------------------------------------------
 
 CONTROL = "Control characters and terminal escape codes were removed"
-TOO_LONG = f"longer than {app.MAX_CHARS} characters"
+TOO_LONG = f"longer than {MAX_CHARS} characters"
 
 
 @pytest.mark.parametrize("text, key, beam, max_new, says", [
@@ -112,18 +114,17 @@ TOO_LONG = f"longer than {app.MAX_CHARS} characters"
     pytest.param("Hund", "de-en", 1, 10**9, ["length limit"], id="huge-max"),
     pytest.param("Hund", "de-en", 8, 200, ["Beam search (8 beams)"], id="longest-beam-and-length"),
     pytest.param("Hund", "de-en", "lots", -5, ["Greedy decoding"], id="nonsense-numbers"),
-    pytest.param("Hund", None, 1, 4, ["Greedy decoding"], id="no-direction"),
 ])
 def test_page_translates_odd_input_and_says_what_it_changed(tiny, text, key, beam, max_new, says):
-    out = final(translate(tiny, text, key, beam, max_new))
-    info, trace = out["notice"], out["trace"]
+    run, out = drawn(tiny, text=text, key=key or "de-en", beam=beam, max_new=max_new)
+    info, trace = out[tiny.page.run_info], run.trace
     assert all(s in info for s in says), info
     for notice in (CONTROL, TOO_LONG):  # said exactly when the text was changed so
         assert (notice in info) == (notice in says), info
-    assert out["translation"] == trace.text and "Traceback" not in info
+    assert out[tiny.page.translation] == trace.text and "Traceback" not in info
     config = tiny.registry.get(key).config
     assert len(trace.source_tokens) <= config.max_len and len(trace.output_tokens) <= config.max_len
-    assert trace.settings.get("beam_size", 1) <= app.MAX_BEAM
+    assert trace.settings.get("beam_size", 1) <= MAX_BEAM
     assert not any(ch in "".join(trace.source_tokens) for ch in "\x1b\x00\x07\n\r\t")
     assert "<img" not in info  # the text travels in the share link URL-encoded, never as markup
 
@@ -142,24 +143,23 @@ def test_page_refuses_what_it_cannot_translate_with_a_clear_message(tiny, text, 
 
 
 def test_several_lines_are_translated_as_one_text(tiny):
-    lines = final(translate(tiny, "Zwei Hunde\nspielen im\r\n\n  Schnee."))["trace"]
-    one = final(translate(tiny, SENTENCE))["trace"]
+    lines = run_of(tiny, "Zwei Hunde\nspielen im\r\n\n  Schnee.").trace
+    one = run_of(tiny, SENTENCE).trace
     assert lines.source_tokens == one.source_tokens and lines.output_tokens == one.output_tokens
 
 
-class Link:
-    query_params = {"text": "from a shared link"}
+def _page(tiny, run) -> str:
+    return show(tiny, run)[-1][tiny.page.run_info]
 
 
 ROUTES = {  # every way a visitor's text reaches the model -> the notices the visitor reads
-    "translate": lambda tiny, text: final(translate(tiny, text, max_new=3))["notice"],
-    "beam": lambda tiny, text: final(translate(tiny, text, beam=3, max_new=3))["notice"],
-    "slow motion": lambda tiny, text: final(tiny.on_replay(
-        final(translate(tiny, text, slow=0.001, max_new=3))["pending"], "cross", 1, "mean", False))["notice"],
-    "inspect": lambda tiny, text: as_dict(tiny.on_force("de-en", text, "Two dogs.", "cpu", 5, "cross", 1, "mean",
-                                                        False, 1, 3))["notice"],
-    "link": lambda tiny, text: as_dict(tiny.on_load_translate("de-en", text, 1, 3, "cpu", 5, 1.0, "cross", 1, "mean",
-                                                              False, Link()))["notice"],
+    "translate": lambda tiny, text: _page(tiny, run_of(tiny, text, max_new=3)),
+    "beam": lambda tiny, text: _page(tiny, run_of(tiny, text, beam=3, max_new=3)),
+    "slow motion": lambda tiny, text: _page(tiny, run_of(tiny, text, slow=0.1, max_new=3)),
+    "inspect": lambda tiny, text: _page(tiny, tiny.force(run_of(tiny, text, max_new=3), "Two dogs.",
+                                                         "heads")[tiny.page.run]),
+    "link": lambda tiny, text: _page(tiny, tiny.translate_link(parse_link({"text": text, "max": "3"}, ["de-en"]),
+                                                               StopSignal(), "heads")[tiny.page.run]),
     "api": lambda tiny, text: tiny.api_translate(text, "de-en", 1, 3)[1],
 }
 
@@ -167,20 +167,21 @@ ROUTES = {  # every way a visitor's text reaches the model -> the notices the vi
 @pytest.mark.parametrize("route", ROUTES)
 def test_every_route_cleans_text_with_the_same_notices(tiny, route):
     text = "\x1b[1mZwei\x1b[0m Hunde\x07 " + "im Schnee " * 60
-    clean, notices = app.clean_text(text)
-    assert len(clean) == app.MAX_CHARS and [CONTROL in notices[0], TOO_LONG in notices[1]] == [True, True]
+    clean, notices = clean_text(text)
+    assert len(clean) == MAX_CHARS and [CONTROL in notices[0], TOO_LONG in notices[1]] == [True, True]
     said = ROUTES[route](tiny, text)
     assert all(n in said for n in notices), said
 
 
 def test_inspect_cleans_the_typed_translation_too(tiny):
-    out = as_dict(tiny.on_force("de-en", SENTENCE, "\x1b[31mTwo\x1b[0m dogs " * 60, "cpu", 5, "cross", 1, "mean",
-                                False, 1, 0))
-    assert CONTROL + " from your translation" in out["notice"]
-    assert f"Your translation was {TOO_LONG}" in out["notice"]
-    assert "\x1b" not in "".join(out["trace"].output_tokens)
+    run = run_of(tiny, SENTENCE, max_new=3)
+    forced = tiny.force(run, "\x1b[31mTwo\x1b[0m dogs " * 60, "heads")[tiny.page.run]
+    info = _page(tiny, forced)
+    assert CONTROL + " from your translation" in info
+    assert f"Your translation was {TOO_LONG}" in info
+    assert "\x1b" not in "".join(forced.trace.output_tokens)
     with pytest.raises(gr.Error, match="Type \\(or edit\\) a translation"):
-        tiny.on_force("de-en", SENTENCE, "\x1b[0m\x00", "cpu", 5, "cross", 1, "mean", False, 1, 0)
+        tiny.force(run, "\x1b[0m\x00", "heads")
 
 
 # ---- many visitors at once: a bounded queue ---------------------------------------------------------------
@@ -232,9 +233,9 @@ SECRET = "Schneehunde lachen heimlich"  # letters the tiny vocabulary knows: its
 def test_handlers_log_and_print_nothing_of_the_text(tiny, caplog, capfd):
     caplog.set_level(logging.DEBUG)
     for text in (SECRET, f"\x1b[31m{SECRET}\x00 " * 30):
-        final(translate(tiny, text, max_new=3))
-        final(translate(tiny, text, beam=2, max_new=3))
-        tiny.on_force("de-en", text, text, "cpu", 5, "cross", 1, "mean", False, 1, 0)
+        _page(tiny, run_of(tiny, text, max_new=3))
+        run = run_of(tiny, text, beam=2, max_new=3)
+        _page(tiny, tiny.force(run, text, "heads")[tiny.page.run])
         assert tiny.api_translate(text, "de-en", 1, 3)[2] is not None
         assert "Unknown direction" in tiny.api_translate(text, "xx-yy")[1]
         with pytest.raises(gr.Error):
@@ -265,8 +266,8 @@ def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
 
     client = Client(served.url, verbose=False, download_files=False)
     assert client.predict(text=SECRET, direction="de-en", max_new_tokens=3, api_name="/translate")[2] is not None
-    page = client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, "cross", 1, "mean", False,
-                          api_name="/on_translate")
+    client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, api_name="/translate_page")
+    page = client.predict("cross", 1, "mean", False, api_name="/show")  # the same session: its Run
     assert any(isinstance(v, dict) and str(v.get("path", "")).endswith(".json") for v in page)  # the trace download
     link = httpx.get(served.url, params={"direction": "de-en", "text": SECRET}, timeout=30)
     assert link.status_code == 200

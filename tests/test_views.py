@@ -1,4 +1,5 @@
-"""The views beyond the attention explorer: head statistics, links to a view, trained vs untrained."""
+"""The views beyond the attention explorer: head statistics, links to a view, trained vs untrained; one name per
+attention kind; steps counted from 1; token text escaped everywhere it is shown."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,11 @@ import numpy as np
 import pytest
 
 import app
-from tests.app_fixtures import as_dict, final, translate
+import viz
+from anatomy import views
+from anatomy.inputs import MAX_CHARS, Request, View, build_link, parse_link
+from anatomy.run import StopSignal
+from tests.app_fixtures import drawn, run_of, show, title
 from transformer.analysis import trace_head_statistics
 
 
@@ -19,134 +24,195 @@ class Req:
         self.query_params = dict(urllib.parse.parse_qsl(query.lstrip("?")))
 
 
-def title(plot) -> str:
-    return json.loads(plot.plot)["layout"]["title"]["text"]
-
-
 def test_head_statistics_table_opens_the_picked_head(tiny):
-    trace = final(translate(tiny, max_new=6))["trace"]
+    p = tiny.page
+    run = run_of(tiny, max_new=6)
     c = tiny.registry.get("de-en").config
-    stats = dict(zip(app.TAB_OUT, tiny.on_tabs(trace, "de-en", "cross", False)))["stats"]
+    stats = tiny.tab_view(run, None, "stats", "de-en", [], "cross", 1, "mean", False, None)[p.stats]
     rows = stats["value"]
     assert len(rows) == (c.n_encoder_layers + 2 * c.n_decoder_layers) * c.n_heads
     assert stats["headers"][:3] == ["attention", "layer", "head"]
-    cross = [r for r in rows if r[0] == "encoder-decoder attention"]
+    cross = [r for r in rows if r[0] == "cross-attention"]
     assert len(cross) == c.n_decoder_layers * c.n_heads and all(-1 <= r[-1] <= 1 for r in cross)
     # a click on a row (the table may be sorted: the row's own values say which head it is)
-    row = next(r for r in rows if r[0] == "decoder self-attention" and r[1] == 2 and r[2] == 1)
-    kind, layer, head = tiny.on_stat_pick(gr.SelectData(None, {"index": [0, 3], "value": row[3], "row_value": row}))
-    assert (kind, layer["value"], head["value"]) == ("decoder", 2, "1")
-    assert all(v == gr.skip() for v in tiny.on_stat_pick(gr.SelectData(None, {"index": 0, "value": None})))
-    heat, *_, summary = tiny.on_kind(trace, None, kind, layer["value"], head["value"], False, None)
-    assert "layer 2, head 1" in title(heat) and "Decoder masked self-attention" in title(summary)
+    row = next(r for r in rows if r[0] == "decoder masked self-attention" and r[1] == 2 and r[2] == 1)
+    assert tiny.stat_pick(gr.SelectData(None, {"index": [0, 3], "value": row[3], "row_value": row})) == (
+        "decoder", 2, "1")
+    assert tiny.stat_pick(gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
+    summary = tiny.view(run, None, "stats", "decoder", 2, "1", False, None)[p.summary]
+    assert title(summary).startswith("Decoder masked self-attention")
+
+
+def test_one_name_per_attention_kind_everywhere(tiny):
+    """The radio, figure titles, step panels, table and help all use viz.KIND_LABELS' names."""
+    p = tiny.page
+    run = run_of(tiny, max_new=4)
+    assert [label for label, _ in views.kind_choices()] == [views.name(k) for k in views.KINDS]
+    assert set(views.KINDS) == set(viz.KIND_LABELS)
+    for kind, name in viz.KIND_LABELS.items():
+        out = tiny.view(run, None, "stats", kind, 1, "mean", False, None)
+        assert title(out[p.heat]).lower().startswith(name) and title(out[p.summary]).lower().startswith(name)
+        assert views.kind_help(kind).lower().startswith(f"**{name}.**")
+    step_titles = [title(out[p.step_cross]), title(out[p.step_self])]
+    assert viz.KIND_LABELS["cross"] in step_titles[0] and viz.KIND_LABELS["decoder"] in step_titles[1]
+    rows = views.head_table(run.trace)[1]
+    assert {r[0] for r in rows} == set(viz.KIND_LABELS.values())
+    names = {"encoder-decoder attention", "Cross-attention (decoder"}
+    assert not [n for n in names if n in views.kind_help("cross") + views.stats_help()]
+
+
+def test_steps_count_from_one_everywhere(tiny):
+    p = tiny.page
+    run = run_of(tiny, max_new=4)
+    table = json.loads(views.topk_table(run.trace).to_json())
+    assert table["layout"]["yaxis"]["ticktext"][0].startswith("1 ")
+    assert table["data"][0]["customdata"][0][0].startswith("step 1:")
+    grid = json.loads(views.grid(run.trace, View()).to_json())
+    assert grid["data"][0]["y"][0].startswith("1 ") and grid["data"][0]["x"][0].startswith("1 ")
+    first = tiny.view(run, None, "heads", "cross", 1, "mean", False, 1)
+    assert title(first[p.step_topk]).startswith("Step 1:") and len(first[p.partial]) == 1
+
+
+def test_merged_words_label_decoder_positions_alike_in_cross_and_decoder_attention(tiny):
+    run = run_of(tiny, max_new=8)
+    labels = [json.loads(views.heatmap(run.trace, View(kind=k, merge=True)).to_json())["layout"]["yaxis"]["ticktext"]
+              for k in ("cross", "decoder")]
+    assert labels[0] == labels[1]
+
+
+def test_unknown_pieces_and_tokens_are_escaped_in_markdown(tiny):
+    p = tiny.page
+    run, page = drawn(tiny, text="Hunde 🐶🎉", max_new=3)
+    assert "<unk>" in run.trace.source_tokens
+    info = page[p.run_info]
+    assert "(read as &lt;unk&gt;): it knows only German and English image captions." in info
+    assert "<unk>" not in info
 
 
 def test_link_restores_the_exact_view(tiny):
-    trace = final(translate(tiny, max_new=6))["trace"]
-    query = tiny.on_share("en-de", "Two dogs.", 3, 6, 1.3, "decoder", 2, "2", True, 4)
+    p = tiny.page
+    run = run_of(tiny, key="en-de", text="Two dogs.", beam=3, max_new=6, lp=1.3)
+    query = tiny.share(run, "decoder", 2, "2", True, 4)
     assert len(query) < 200 and "javascript" not in query
-    key, text, beam, max_new, lp, kind, layer, head, merge, presenter = tiny.on_load(Req(query))
-    assert (key, text, beam, max_new, lp, kind, layer, head, merge) == ("en-de", "Two dogs.", 3, 6, 1.3, "decoder",
-                                                                         2, "2", True)
-    assert presenter == gr.skip()
-    out = as_dict(tiny.on_load_translate(key, text, 1, max_new, "cpu", 5, lp, kind, layer, head, merge, Req(query)))
-    assert out["step"]["value"] == 4  # the step from the link, not the last one
-    assert "layer 2, head 2" in title(out["heat"]) and "words" in title(out["heat"])
-    assert "Step 4" in title(out["step_cross"])
-    # the run's own link carries the same view
-    assert "step=4" in out["notice"] and "view=decoder" in out["notice"]
+    loaded = tiny.load_link(Req(query))
+    link = loaded[p.link]
+    assert (loaded[p.direction], loaded[p.text]["value"], loaded[p.beam], loaded[p.max_new], loaded[p.lp]) == (
+        "en-de", "Two dogs.", 3, 6, 1.3)
+    assert (loaded[p.kind], loaded[p.layer], loaded[p.head], loaded[p.merge]) == ("decoder", 2, "2", True)
+    assert p.presenter not in loaded
+    again = tiny.translate_link(link, StopSignal(), "heads")[p.run]
+    assert again.request.key == "en-de" and again.request.beam == 3
+    out = show(tiny, again, "decoder", 2, "2", True)[-1]
+    assert out[p.step]["value"] == 4  # the step from the link, not the last one
+    assert "layer 2, head 2" in title(out[p.heat]) and "words" in title(out[p.heat])
+    assert "Step 4" in title(out[p.step_cross])
+    assert "step=4" in out[p.run_info] and "view=decoder" in out[p.run_info]
     with pytest.raises(gr.Error):
-        tiny.on_share("de-en", "  ", 1, 0, 1.0, "cross", 1, "mean", False, 1)
-    assert trace is not None
+        tiny.share(None, "cross", 1, "mean", False, 1)
 
 
-@pytest.mark.parametrize("query", [
+HOSTILE_LINKS = [
     "direction=javascript:alert(1)&layer=abc&head=-3&beam=1e9&max=-5&lp=nan&view=<script>&merge=maybe&step=x",
     "layer=999999999999999999999&head=65&beam=&text=",
     "%ZZ&&&=&direction",
-])
-def test_hostile_links_fall_back_to_defaults(tiny, query):
-    values = tiny.on_load(Req(query))
-    key, text, beam, max_new, lp, kind, layer, head, merge, presenter = values
-    assert key == gr.skip() and kind == gr.skip() and head == gr.skip() and text == gr.skip()
-    assert beam in (gr.skip(), app.MAX_BEAM, 1) and max_new in (gr.skip(), 0)
-    assert lp in (gr.skip(), 1.0) and layer in (gr.skip(), 1, 2) and merge in (gr.skip(), False)
-    # nothing to translate: the page keeps its defaults
-    assert all(v == gr.skip() for v in tiny.on_load_translate("de-en", "", 1, 0, "cpu", 5, 1.0, "cross", 1, "mean",
-                                                               False, Req(query)))
+    "text=Hund&step=inf&layer=inf&beam=1e309&max=-inf&lp=inf&head=inf",
+    "text=&layer=&head=&step=&beam=&max=&lp=&view=&merge=&presenter=&direction=",
+]
 
 
-def test_link_text_is_capped():
-    query = app.share_query("de-en", "Hund " * 400, 1, 0, 1.0, app.View())
+@pytest.mark.parametrize("query", HOSTILE_LINKS)
+def test_every_link_opens_a_working_page(tiny, query):
+    p = tiny.page
+    loaded = tiny.load_link(Req(query))
+    link = loaded[p.link]
+    assert p.direction not in loaded and loaded[p.kind] == "cross" and loaded[p.head] in ("mean", "1")
+    assert 1 <= loaded[p.beam] <= 8 and 0 <= loaded[p.max_new] <= 200 and 0 <= loaded[p.lp] <= 3
+    assert 1 <= loaded[p.layer] <= 2
+    made = tiny.translate_link(link, StopSignal(), "heads")
+    if not link.text:
+        assert made == gr.skip()  # nothing to translate: the page keeps its defaults
+    else:
+        out = show(tiny, made[p.run], loaded[p.kind], loaded[p.layer], loaded[p.head], loaded[p.merge])[-1]
+        assert isinstance(out[p.heat].plot, str) and out[p.translation] == made[p.run].trace.text
+
+
+def test_link_text_is_capped_and_cleaned():
+    query = build_link(Request("de-en", "Hund " * 100), View())
     text = dict(urllib.parse.parse_qsl(query[1:]))["text"]
-    assert len(text) == app.MAX_CHARS and len(query) < 3 * app.MAX_CHARS
+    assert len(text) <= MAX_CHARS
+    link = parse_link({"text": "\x1b[31mrot\x1b[0m " + "Hund " * 400}, ["de-en"])
+    assert len(link.text) == MAX_CHARS and "\x1b" not in link.text
 
 
 def test_trained_vs_untrained_side_by_side(tiny):
-    trace = final(translate(tiny, key="en-de", max_new=6))["trace"]
-    untrained, trained_fig, untrained_fig, text = tiny.on_compare(trace, "en-de", "cross", 2, "1", False, None)
+    p = tiny.page
+    run = run_of(tiny, key="en-de", max_new=6)
+    twin = tiny.make_twin(run, None)
     # same pieces on both sides, so the two maps line up cell by cell
-    assert untrained.source_tokens == trace.source_tokens and untrained.target_tokens == trace.target_tokens
-    assert untrained.cross_attn.shape == trace.cross_attn.shape
-    assert not np.allclose(untrained.cross_attn, trace.cross_attn)  # en-de is seed 1, the twin seed 0
-    assert title(trained_fig).startswith("Trained:") and title(untrained_fig).startswith("Untrained:")
-    assert "Untrained, left to itself" in text
+    assert twin.trace.source_tokens == run.trace.source_tokens and twin.trace.target_tokens == run.trace.target_tokens
+    assert not np.allclose(twin.trace.cross_attn, run.trace.cross_attn)  # en-de is seed 1, the twin seed 0
+    assert tiny.make_twin(run, twin) == gr.skip()  # once per trace
+    out = tiny.tab_view(run, twin, "compare", "en-de", [], "cross", 2, "1", False, None)
+    assert title(out[p.cmp_trained]).startswith("Trained:") and title(out[p.cmp_untrained]).startswith("Untrained:")
+    assert "Untrained, left to itself" in out[p.compare_text]
     # the view controls redraw both sides
-    *_, cmp_trained, cmp_untrained = tiny.on_heat(trace, untrained, "encoder", 1, "2", False, None)
-    assert "layer 1, head 2" in title(cmp_untrained) and title(cmp_trained).startswith("Trained:")
-    # the twin is built once and is the same on every call
+    out = tiny.view(run, twin, "compare", "encoder", 1, "2", False, None)
+    assert "layer 1, head 2" in title(out[p.cmp_untrained]) and title(out[p.cmp_trained]).startswith("Trained:")
+    # the twin is made in the model's event when its tab is open, and only then
+    assert p.twin in tiny.force(run, "Zwei Hunde", "compare") and p.twin not in tiny.force(run, "Zwei", "heads")
     assert tiny.registry.get("en-de").twin() is tiny.registry.get("en-de").twin()
-    again, *_ = tiny.on_compare(trace, "en-de", "cross", 2, "1", False, None)
-    np.testing.assert_array_equal(again.cross_attn, untrained.cross_attn)
 
 
 def test_training_makes_heads_focus():
     """On the shipped model, trained cross-attention heads are far more focused than their untrained twins'."""
     folder = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-de-en"
-    entry_app = app.create_app([str(folder)]).anatomy
-    trace = entry_app.compute(entry_app.request("de-en", "Ein brauner Hund rennt über eine grüne Wiese.", 1, 0,
-                                                "cpu", 5, 1.0, 0))[0]
-    untrained, _ = entry_app.untrained_trace(trace, "de-en")
+    h = app.create_app([str(folder)]).anatomy
+    run = run_of(h, text="Ein brauner Hund rennt über eine grüne Wiese.")
+    twin = h.make_twin(run, None)
 
     def focus(t, kind):
         return np.mean([s.focus for s in trace_head_statistics(t) if s.kind == kind])
 
     for kind in ("encoder", "cross"):
-        assert focus(trace, kind) > focus(untrained, kind) + 0.15, kind
+        assert focus(run.trace, kind) > focus(twin.trace, kind) + 0.15, kind
 
 
 def test_architecture_view_follows_the_input(tiny):
-    trace = final(translate(tiny, max_new=6))["trace"]
+    p = tiny.page
+    run = run_of(tiny, max_new=6)
     entry = tiny.registry.get("de-en")
     c = entry.config
-    arch = dict(zip(app.TAB_OUT, tiny.on_tabs(trace, "de-en", "cross", False)))["arch"]
-    text = json.dumps([a.get("text", "") for a in json.loads(arch.plot)["layout"]["annotations"]])
-    S, T = len(trace.source_tokens), len(trace.target_tokens)
+    out = tiny.tab_view(run, None, "architecture", "de-en", [], "cross", 1, "mean", False, None)
+    text = json.dumps([a.get("text", "") for a in json.loads(out[p.arch].plot)["layout"]["annotations"]])
+    S, T = len(run.trace.source_tokens), len(run.trace.target_tokens)
     assert f"(B, h, T, S) = (1, {c.n_heads}, {T}, {S})" in text  # cross-attention weights of this input
     assert f"(B, T, V) = (1, {T}, {c.vocab_size})" in text
-    card, *_, training, first = tiny.on_direction("de-en", [])
-    assert "d_model" in card and f"✓ equals the model's {entry.checkpoint.model.num_parameters():,}" in card
-    assert "(B, T, V) = (1, 1, " in json.dumps(json.loads(first.plot)["layout"]["annotations"])  # before translating
+    assert "d_model" in out[p.card]
+    assert f"✓ equals the model's {entry.checkpoint.model.num_parameters():,}" in out[p.card]
+    before = tiny.tab_view(None, None, "architecture", "de-en", [], "cross", 1, "mean", False, None)
+    assert "(B, T, V) = (1, 1, " in json.dumps(json.loads(before[p.arch].plot)["layout"]["annotations"])
 
 
 def test_training_view_shows_curves_and_the_model_card():
     folder = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
-    shipped = app.create_app([str(folder)]).anatomy
-    _, _, _, _, curves, _, _, training, _ = shipped.on_direction("en-de", [])
-    fig = json.loads(curves.plot)
+    h = app.create_app([str(folder)]).anatomy
+    out = h.tab_view(None, None, "training", "en-de", [], "cross", 1, "mean", False, None)
+    fig = json.loads(out[h.page.curves].plot)
     epochs = [json.loads(line)["epoch"] for line in (folder / "metrics.jsonl").read_text().splitlines()]
     bleu = next(t for t in fig["data"] if t["name"] == "val BLEU")
     assert len(bleu["x"]) == len(epochs) >= 10
     card = (folder / "README.md").read_text()
+    training = out[h.page.training_md]
     assert "Scores on Multi30k val" in training and "pipeline_tag" not in training  # front matter left out
     assert card.split("---\n", 2)[2].strip()[:200] in training
+    assert h.registry.choices() == [("English → German · image captions", "en-de")]
 
 
-def test_a_step_change_redraws_only_what_depends_on_the_step(tiny):
-    trace = final(translate(tiny, max_new=6))["trace"]
-    heat, step_cross, _, cmp_trained, cmp_untrained, partial, step_topk = tiny.on_step(
-        trace, None, "encoder", 1, "mean", False, 2)
-    assert heat == gr.skip() and cmp_trained == gr.skip() and cmp_untrained == gr.skip()
-    assert "Step 2" in title(step_cross) and "Step 2" in title(step_topk) and len(partial) == 2
-    heat, *_ = tiny.on_step(trace, None, "decoder", 1, "mean", False, 2)
-    assert "Decoder masked self-attention" in title(heat)
+def test_a_step_change_redraws_the_step_and_keeps_the_view(tiny):
+    p = tiny.page
+    run = run_of(tiny, max_new=6)
+    out = tiny.view(run, None, "heads", "encoder", 1, "mean", False, 2)
+    assert "Step 2" in title(out[p.step_cross]) and "Step 2" in title(out[p.step_topk]) and len(out[p.partial]) == 2
+    assert title(out[p.heat]).startswith("Encoder self-attention")
+    heat = json.loads(tiny.view(run, None, "heads", "decoder", 1, "mean", False, 2)[p.heat].plot)
+    assert heat["layout"]["shapes"][0]["y0"] == 0.5  # the frame on row 2

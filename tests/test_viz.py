@@ -36,7 +36,7 @@ def test_escape_and_labels():
     assert viz.label("x" * 40).endswith("…") and len(viz.label("x" * 40)) == 24
     assert viz.label("") == "∅"
     assert viz.query_label(("<s>", "▁A")) == "&lt;s&gt; ▸ ▁A"
-    assert viz.positioned(["▁a", "▁a"]) == ["0 ▁a", "1 ▁a"]
+    assert viz.positioned(["▁a", "▁a"]) == ["1 ▁a", "2 ▁a"]
 
 
 def test_heatmap_axes_scale_hover_and_escaping():

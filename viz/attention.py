@@ -107,9 +107,10 @@ def attention_grid(weights, query_tokens: Sequence, key_tokens: Sequence[str], *
         return empty_figure("Nothing to show: no tokens")
     if hidden is None and causal:
         hidden = causal_mask(Tq, Tk)
-    # Unique category labels ("3 ▁dog") keep repeated pieces apart; only the hover shows them.
-    q_pos = [f"{i} {q}" for i, q in enumerate(query_labels(query_tokens))]
-    k_pos = [f"{j} {k}" for j, k in enumerate(labels(key_tokens))]
+    # Unique category labels ("3 ▁dog", positions counted from 1) keep repeated pieces apart; only the hover
+    # shows them.
+    q_pos = [f"{i} {q}" for i, q in enumerate(query_labels(query_tokens), start=1)]
+    k_pos = [f"{j} {k}" for j, k in enumerate(labels(key_tokens), start=1)]
     percent = np.rint(np.clip(w, 0.0, 1.0) * 100).astype(np.uint8)
     overlay = None if hidden is None else np.asarray(hidden, dtype=np.uint8)
     fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.015, vertical_spacing=min(0.05, 0.3 / max(L, 1)),

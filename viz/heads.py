@@ -14,8 +14,9 @@ from plotly.subplots import make_subplots
 
 from .common import ATTENTION_SCALE, DIVERGING_SCALE, base_layout, empty_figure
 
-KIND_LABELS = {"encoder": "encoder self-attention", "decoder": "decoder self-attention",
-               "cross": "encoder-decoder attention"}
+# The one name of each attention kind, everywhere on the page (tables, titles, controls, help).
+KIND_LABELS = {"cross": "cross-attention", "encoder": "encoder self-attention",
+               "decoder": "decoder masked self-attention"}
 STAT_LABELS = {"entropy": "entropy (bits)", "focus": "focus", "same": "same position", "previous": "previous position",
                "next": "next position", "first": "first token", "eos": "EOS", "monotonic": "monotonic"}
 # Entropy has no panel: focus is the same quantity on a 0-1 scale that compares across sentence lengths.
@@ -78,8 +79,8 @@ def head_multiples(stats: Sequence, kind: str, *, title: str | None = None) -> g
 
 def head_table(stats: Sequence) -> tuple[list[str], list[list]]:
     """Headers and rows for a table of every head: attention kind, layer, head, then each statistic to 3
-    decimals (None where it does not apply), in encoder, decoder, encoder-decoder order, then layer, head."""
-    order = {kind: i for i, kind in enumerate(KIND_LABELS)}
+    decimals (None where it does not apply), in encoder, decoder, cross-attention order, then layer, head."""
+    order = {kind: i for i, kind in enumerate(("encoder", "decoder", "cross"))}
     headers = ["attention", "layer", "head", *STAT_LABELS.values()]
     rows = [[_kind_label(s.kind), s.layer, s.head,
              *(None if getattr(s, stat) is None else round(float(getattr(s, stat)), 3) for stat in STAT_LABELS)]

@@ -13,7 +13,7 @@ MISS_COLOR = "#dc2626"
 
 
 def topk_table(output_tokens: Sequence[str], top_k: Sequence[Sequence[dict]], *, title: str | None = None) -> go.Figure:
-    """Rows: decoder steps, labelled with the token that was emitted (or forced) there.
+    """Rows: decoder steps (counted from 1), labelled with the token that was emitted (or forced) there.
     Columns: the model's k most likely next pieces, coloured by probability, the emitted one in bold.
     A row label in red means the emitted token was not among the model's top k (a forced or
     beam-search token the model did not rank highly).
@@ -36,9 +36,9 @@ def topk_table(output_tokens: Sequence[str], top_k: Sequence[Sequence[dict]], *,
             chosen = cand["token"] == out
             hit |= chosen
             text[t][r] = f"<b>{lab}</b>" if chosen else lab
-            hover[t][r] = f"step {t}: {label(cand['token'])}<br>p = {float(cand['prob']):.3f}" + (
+            hover[t][r] = f"step {t + 1}: {label(cand['token'])}<br>p = {float(cand['prob']):.3f}" + (
                 "<br>(emitted)" if chosen else "")
-        name = f"{t} {label(out, 16)}"
+        name = f"{t + 1} {label(out, 16)}"
         row_labels.append(name if hit else f'<span style="color:{MISS_COLOR}">{name}</span>')
     fig = go.Figure(go.Heatmap(
         z=z, x=[f"#{r + 1}" for r in range(k)], y=np.arange(T), text=text, customdata=hover,

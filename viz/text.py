@@ -34,8 +34,8 @@ def labels(pieces: Iterable[str], max_chars: int = MAX_LABEL) -> list[str]:
 
 
 def positioned(pieces: Iterable[str], max_chars: int = MAX_LABEL) -> list[str]:
-    """Labels prefixed with their position, `3 ▁dog`: unique even when a piece repeats."""
-    return [f"{i} {label(p, max_chars)}" for i, p in enumerate(pieces)]
+    """Labels prefixed with their position counted from 1, `3 ▁dog`: unique even when a piece repeats."""
+    return [f"{i} {label(p, max_chars)}" for i, p in enumerate(pieces, start=1)]
 
 
 def query_label(token, max_chars: int = 14) -> str:

@@ -1,0 +1,278 @@
+"""The models the app offers: discovery, keys and labels, the untrained fallback and twins, translators per device.
+
+A model's key names it in links and the API: the first checkpoint of each language pair (checkpoint folders
+sorted by name, then the Hub models) gets the pair, "de-en"; every other one its folder name ("multi30k-de-en",
+or "name" for hf://owner/name). Its label is what the Direction menu shows: "German → English · everyday".
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from transformer import Translator
+from transformer.checkpoint import Checkpoint, CheckpointError, resolve
+from transformer.config import PRESETS, ModelConfig
+from transformer.model import Transformer
+from transformer.tokenizer import Tokenizer
+
+from . import engine
+
+ROOT = Path(__file__).resolve().parents[1]
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
+
+# Example captions, written for this app (not taken from the test sets); the untrained fallback's tokenizer is
+# trained on them when no checkpoint has a usable one.
+EXAMPLES = {
+    "de": ["Zwei Hunde spielen im Schnee.",
+           "Ein Mann fährt mit dem Fahrrad eine Straße entlang.",
+           "Eine Frau in einem roten Kleid singt auf einer Bühne.",
+           "Kinder spielen Fußball auf einer grünen Wiese."],
+    "en": ["Two dogs are playing in the snow.",
+           "A man is riding a bicycle down the street.",
+           "A woman in a red dress is singing on a stage.",
+           "Children are playing soccer on a green field."],
+    "fr": ["Deux chiens jouent dans la neige.", "Un homme fait du vélo dans la rue."],
+    "cs": ["Dva psi si hrají ve sněhu.", "Muž jede na kole po ulici."],
+}
+
+
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def device_choices() -> list[str]:
+    return ["auto", "cpu"] + (["cuda"] if cuda_available() else [])
+
+
+@dataclass(eq=False)  # compared and hashed by identity: the figure caches are keyed by entry
+class ModelEntry:
+    key: str  # the id in links and the API
+    label: str  # the Direction menu's text
+    source: str  # folder or hf:// id ("" for the untrained fallback)
+    checkpoint: Checkpoint
+    untrained: bool = False
+    metrics: list[dict] = field(default_factory=list)  # metrics.jsonl records
+    card: str = ""  # the checkpoint's model card (README.md), front matter removed
+    _translators: dict[str, Translator] = field(default_factory=dict, repr=False)  # by device type
+    _twin: Translator | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def source_lang(self) -> str:
+        return self.checkpoint.source_lang
+
+    @property
+    def target_lang(self) -> str:
+        return self.checkpoint.target_lang
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.checkpoint.config
+
+    @property
+    def cpu(self) -> Translator:
+        return self.translator("cpu")
+
+    def translator(self, device: str) -> Translator:
+        """This model on "cpu" or "cuda", copied to the device on first use."""
+        with self._lock:
+            if device not in self._translators:
+                ck = dataclasses.replace(self.checkpoint, model=_copy(self.checkpoint.model))
+                self._translators[device] = engine.on_device(ck, device)
+            return self._translators[device]
+
+    def twin(self) -> Translator:
+        """The same architecture and tokenizer with untrained (random-init) weights, built on first use."""
+        with self._lock:
+            if self._twin is None:
+                ck = dataclasses.replace(self.checkpoint, model=untrained_model(self.config), id="untrained twin")
+                self._twin = engine.on_device(ck, "cpu")
+            return self._twin
+
+
+def _copy(model: Transformer) -> Transformer:
+    clone = Transformer(model.config)
+    clone.load_state_dict(model.state_dict())
+    return clone.eval()
+
+
+def untrained_model(config: ModelConfig) -> Transformer:
+    """A random-init model of this shape, as training starts from: the same weights on every call (seed 0),
+    without touching the caller's random state."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return Transformer(dataclasses.replace(config, dropout=0.0)).eval()
+
+
+def direction_label(src: str, tgt: str) -> str:
+    return f"{LANGUAGE_NAMES.get(src, src)} → {LANGUAGE_NAMES.get(tgt, tgt)}"
+
+
+def shown_path(source: str) -> str:
+    """A path as notices show it: relative to the repository when inside it."""
+    try:
+        return str(Path(source).resolve().relative_to(ROOT))
+    except ValueError:
+        return source
+
+
+def source_name(source: str) -> str:
+    """A source's own name: the folder's, or `name` of hf://owner/name[@revision]."""
+    if source.startswith("hf://"):
+        return source[len("hf://"):].split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    return Path(source).name
+
+
+def checkpoint_dir() -> Path:
+    return Path(os.environ.get("ANATOMY_CHECKPOINT_DIR") or ROOT / "checkpoints")
+
+
+def default_sources() -> list[str]:
+    """Checkpoint folders sorted by name, then the Hub models of $ANATOMY_HUB_MODELS (comma-separated)."""
+    folder = checkpoint_dir()
+    local = [str(p) for p in sorted(folder.iterdir()) if p.is_dir() and not p.name.startswith(".")] \
+        if folder.is_dir() else []
+    hub = [s.strip() for s in os.environ.get("ANATOMY_HUB_MODELS", "").split(",") if s.strip()]
+    return local + hub
+
+
+def _read_metrics(folder: Path | None) -> list[dict]:
+    if folder is None or not (folder / "metrics.jsonl").is_file():
+        return []
+    records = []
+    for line in (folder / "metrics.jsonl").read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
+def _read_card(folder: Path | None) -> str:
+    """The model card of a checkpoint folder, without its Hub front matter (YAML between --- lines)."""
+    path = folder / "README.md" if folder is not None else None
+    if path is None or not path.is_file():
+        return ""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    match = re.match(r"---\n.*?\n---\n", text, flags=re.S)
+    return text[match.end():].strip() if match else text.strip()
+
+
+def random_checkpoints(sources: list[str]) -> tuple[list[Checkpoint], str]:
+    """The untrained fallback: a random-init model of the shipped shape (the `small` preset) for de→en and
+    en→de. Its tokenizer comes from any folder with a usable one, else it is trained on the example sentences."""
+    tokenizer, where = None, "the app's example sentences"
+    for source in sources:
+        path = Path(source) / "tokenizer.model"
+        if path.is_file():
+            try:
+                tokenizer, where = Tokenizer.load(path), shown_path(str(path))
+                break
+            except (RuntimeError, ValueError, OSError):
+                continue
+    if tokenizer is None:
+        tokenizer = Tokenizer.train([s for group in EXAMPLES.values() for s in group] * 4, vocab_size=120)
+    model = untrained_model(ModelConfig(**{**PRESETS["small"], "vocab_size": tokenizer.vocab_size, "max_len": 256}))
+    config = model.config
+    ckpts = [Checkpoint(model, tokenizer, s, t, "untrained", {"model": config.to_dict(), "source_lang": s,
+                                                               "target_lang": t, "untrained": True})
+             for s, t in (("de", "en"), ("en", "de"))]
+    return ckpts, where
+
+
+def name_models(loaded: list[tuple[str, Checkpoint]]) -> list[tuple[str, str]]:
+    """(key, label) of each loaded (source, checkpoint), in discovery order (see the module docstring)."""
+    pairs = [(ck.source_lang, ck.target_lang) for _, ck in loaded]
+    bases = [direction_label(*pair) + (f" · {ck.meta['domain']}" if isinstance(ck.meta.get("domain"), str)
+                                       and ck.meta["domain"].strip() else "")
+             for pair, (_, ck) in zip(pairs, loaded)]
+    named, keys = [], set()
+    for i, (source, _) in enumerate(loaded):
+        key = "-".join(pairs[i]) if pairs[i] not in pairs[:i] else source_name(source)
+        base, n = key, 2
+        while key in keys:  # two folders of the same name (or named like a pair): still one key each
+            key, n = f"{base}-{n}", n + 1
+        keys.add(key)
+        label = bases[i]
+        if bases.count(label) > 1 or source.startswith("hf://"):
+            label += f" ({source if source.startswith('hf://') else source_name(source)})"
+        named.append((key, label))
+    return named
+
+
+class ModelRegistry:
+    """The models the app offers, each loaded once on the CPU (and copied to CUDA when asked)."""
+
+    def __init__(self, entries: list[ModelEntry], notices: list[str]):
+        if not entries:
+            raise ValueError("a registry needs at least one model")
+        self.entries = {e.key: e for e in entries}
+        self.notices = notices
+
+    @classmethod
+    def discover(cls, sources: list[str] | None = None) -> "ModelRegistry":
+        sources = default_sources() if sources is None else list(sources)
+        loaded, extras, notices = [], [], []
+        for source in sources:
+            try:
+                translator = engine.load(source)
+            except CheckpointError as err:
+                notices.append(f"Skipped `{shown_path(source)}`: {err}")
+                continue
+            except Exception as err:  # a broken folder must never take the app down
+                notices.append(f"Skipped `{shown_path(source)}`: {type(err).__name__}: {err}")
+                continue
+            try:
+                folder = resolve(source)
+            except CheckpointError:
+                folder = None
+            loaded.append((source, translator.checkpoint))
+            extras.append((translator, _read_metrics(folder), _read_card(folder)))
+        entries = []
+        for (key, label), (source, ck), (translator, metrics, card) in zip(name_models(loaded), loaded, extras):
+            entries.append(ModelEntry(key, label, source, ck, metrics=metrics, card=card,
+                                      _translators={"cpu": translator}))
+        if not entries:
+            ckpts, where = random_checkpoints(sources)
+            for ck in ckpts:
+                entries.append(ModelEntry(f"{ck.source_lang}-{ck.target_lang}",
+                                          direction_label(ck.source_lang, ck.target_lang) + " · untrained", "", ck,
+                                          untrained=True, _translators={"cpu": engine.on_device(ck, "cpu")}))
+            notices.append("No trained checkpoint was found, so the app runs an **untrained model** (random weights, "
+                           f"the shipped layer sizes; tokenizer from {where}): its translations are gibberish, and the "
+                           "figures show the machinery, not learned behaviour.")
+        return cls(entries, notices)
+
+    @property
+    def default_key(self) -> str:
+        return next(iter(self.entries))
+
+    def choices(self) -> list[tuple[str, str]]:
+        return [(e.label, e.key) for e in self.entries.values()]
+
+    def get(self, key: str | None) -> ModelEntry:
+        """The entry for a key (the default one for None or ""); KeyError with the choices when unknown."""
+        if not key:
+            return self.entries[self.default_key]
+        if key not in self.entries:
+            raise KeyError(f"Unknown direction {key!r}; choose one of: {', '.join(self.entries)}.")
+        return self.entries[key]
+
+    def translator(self, key: str | None, device: str | None = "auto") -> tuple[Translator, str]:
+        """The model on the asked device, and a notice when that device is not available."""
+        entry = self.get(key)
+        notice = ""
+        wanted = (device or "auto").lower() if isinstance(device, str) else "auto"
+        if wanted not in ("auto", "cpu", "cuda"):
+            wanted, notice = "auto", f"Unknown device {device!r}: using auto."
+        use = "cuda" if wanted in ("auto", "cuda") and cuda_available() else "cpu"
+        if wanted == "cuda" and use == "cpu":
+            notice = "CUDA is not available on this machine: running on the CPU."
+        return entry.translator(use), notice

@@ -1,0 +1,41 @@
+"""What the page shows, as one object: the Run (a finished or stopped translation and how it was asked for)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from transformer import Trace
+
+from .inputs import Request
+
+
+@dataclass(frozen=True)
+class Run:
+    """One translation on the page. Every handler reads direction, text and settings from here, never from
+    controls that may have changed since it was made."""
+
+    request: Request
+    trace: Trace
+    showing: str  # how it was made: "Greedy decoding", "Beam candidate #2 (score -0.4)", ...
+    notices: tuple[str, ...] = ()  # plain text; the page escapes it
+    elapsed: float | None = None  # seconds of model time
+    step: int | None = None  # the decoding step to open at (a link's); None: the last
+    replay: bool = False  # a slow-motion replay is still to be shown
+    stop_mark: int = 0  # StopSignal.asked when it was asked for: a later Stop ends its replay
+
+
+@dataclass
+class StopSignal:
+    """Per visitor: Stop bumps `asked`; a running stream or replay sees the change between two pieces and ends
+    there, keeping what it has. (Gradio's `cancels` would kill the event mid-way instead, leaving half-updated
+    outputs and error badges.)"""
+
+    asked: int = 0
+
+
+@dataclass(frozen=True)
+class Twin:
+    """The untrained twin's view of one trace (for the Trained vs untrained tab)."""
+
+    of: Trace  # the trained trace it was computed for
+    trace: Trace
+    own: str  # what the twin writes on its own

@@ -1,0 +1,74 @@
+"""The Gradio app: layout (the page), handlers (what events do), wiring (which event runs which handler).
+
+create_app() builds it (loading the models); launch_options() are the theme, CSS and JavaScript that
+`demo.launch(...)` takes; start() does what launching needs besides (the trace pruner, torch's threads).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import gradio as gr
+import torch
+
+from anatomy.registry import ModelRegistry
+
+from . import traces
+from .handlers import Handlers
+from .layout import build_page
+from .wiring import wire
+
+STATIC = Path(__file__).resolve().parent / "static"
+# Requests that may wait for a free slot; the next visitor is told at once that the app is busy (Gradio's
+# "This application is currently busy. Please try again."; gradio_client raises QueueError "Queue is full").
+DEFAULT_QUEUE_SIZE = 64
+
+
+def queue_size() -> int:
+    try:
+        return max(1, int(os.environ.get("ANATOMY_QUEUE_SIZE") or DEFAULT_QUEUE_SIZE))
+    except ValueError:
+        return DEFAULT_QUEUE_SIZE
+
+
+def create_app(sources: list[str] | None = None) -> gr.Blocks:
+    """The app on these checkpoint folders / hf:// ids (default: registry.default_sources()). The demo's
+    `anatomy` attribute is its Handlers (the registry and the page's components), for tests and scripts."""
+    registry = ModelRegistry.discover(sources)
+    with gr.Blocks(title="Transformer Anatomy") as demo:
+        page = build_page(registry)
+        handlers = Handlers(registry, page)
+        wire(page, handlers, demo)
+    demo.queue(default_concurrency_limit=2, max_size=queue_size())
+    demo.anatomy = handlers
+    return demo
+
+
+def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
+    """The page always uses the light palette: the figures are drawn for it (white paper, dark text)."""
+    for name in [n for n in vars(theme) if n.endswith("_dark")]:
+        delattr(theme, name)
+    return theme
+
+
+def launch_options() -> dict:
+    """What demo.launch(...) takes besides the server settings: theme, CSS, JavaScript, footer."""
+    return dict(theme=_light_only(gr.themes.Soft(primary_hue="blue", secondary_hue="orange", neutral_hue="slate")),
+                css_paths=[STATIC / "app.css"], js=(STATIC / "app.js").read_text(encoding="utf-8"),
+                footer_links=["api", "settings"])
+
+
+def set_threads() -> None:
+    """Decoding one sentence with a small model is a chain of tiny matmuls: one intra-op thread is as fast
+    as several on an idle CPU and far faster on a busy one (no spinning threads fighting for cores).
+    $ANATOMY_THREADS overrides it."""
+    try:
+        torch.set_num_threads(max(1, int(os.environ.get("ANATOMY_THREADS") or 1)))
+    except ValueError:
+        torch.set_num_threads(1)
+
+
+def start() -> None:
+    """Besides launching: the trace-file pruner and torch's thread count."""
+    traces.start_pruning()
+    set_threads()

@@ -1,0 +1,390 @@
+"""What each event does. Handlers return dicts keyed by component (a component left out is left as it is).
+
+Three kinds of event (see wiring.py): the model's (one at a time across visitors: translate, inspect, a beam
+candidate, a link, the untrained twin, the API), drawing a Run (show, outside the model's slot), and view changes
+(per visitor, latest wins). Direction, text and settings of what is on screen come from the Run, never from the
+controls, which may have changed since.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import gradio as gr
+
+import viz
+from anatomy import engine, views
+from anatomy.inputs import (MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link, clean_text,
+                            page_request, parse_link)
+from anatomy.registry import EXAMPLES, ModelRegistry
+from anatomy.run import Run, StopSignal, Twin
+from transformer import Trace
+
+from . import traces
+from .figures import plot
+from .layout import DEFAULTS, Page
+
+# While streaming, the text and chips are sent at most every TEXT_INTERVAL seconds (several pieces at once only
+# when decoding outpaces that); figures are drawn once the trace is complete, outside the model's slot.
+TEXT_INTERVAL = 0.05
+COMPARE = "compare"
+VIEW_TABS = ("heads", "stats", COMPARE)  # tabs whose figures follow the view controls
+
+
+class Handlers:
+    def __init__(self, registry: ModelRegistry, page: Page):
+        self.registry = registry
+        self.page = page
+
+    # ---- the model's events: each makes a Run ----
+
+    def _request(self, key, text, beam, max_new, device, top_k, lp, slow) -> Request:
+        request, notices = page_request(key, text, beam, max_new, device, top_k, lp, slow)
+        if not request.text:
+            raise gr.Error(" ".join(notices + ["Type a sentence in Source text first."]))
+        if key not in self.registry.entries:
+            raise gr.Error(f"Unknown direction {key!r}; choose one of: {', '.join(self.registry.entries)}.")
+        return request
+
+    def _made(self, request: Request, trace: Trace, showing: str, extra: list[str], start: float, tab: str,
+              **run) -> dict:
+        """The outputs of a model event: the new Run, and the untrained twin's when its tab is open."""
+        entry = self.registry.get(request.key)
+        new = Run(request, trace, showing, tuple(views.run_notices(entry, trace, [*request.notices, *extra])),
+                  time.perf_counter() - start, **run)
+        out = {self.page.run: new}
+        if tab == COMPARE:
+            out[self.page.twin] = self._twin(new)
+        return out
+
+    def _twin(self, run: Run) -> Twin:
+        twin_trace, own = engine.untrained(self.registry.get(run.request.key).twin(), run.trace, MAX_NEW_TOKENS)
+        return Twin(run.trace, twin_trace, own)
+
+    def translate_page(self, key, text, beam, max_new, device, top_k, lp, slow, signal: StopSignal, tab):
+        """Translate: greedy decoding streams its text piece by piece; beam search and slow motion compute the
+        whole trace first (slow motion is replayed by `show`)."""
+        p = self.page
+        request = self._request(key, text, beam, max_new, device, top_k, lp, slow)
+        mark = signal.asked
+        translator, device_notice = self.registry.translator(request.key, request.device)
+        extra = [device_notice] if device_notice else []
+        start = time.perf_counter()
+        if request.beam > 1 or request.slow > 0:
+            yield {p.run_info: f"Beam search with {request.beam} beams…" if request.beam > 1 else "Translating…",
+                   p.translation: "", p.out_chips: []}
+            trace = engine.translate(translator, request)
+            showing = f"Beam search ({request.beam} beams), best candidate" if request.beam > 1 else "Greedy decoding"
+            if request.slow > 0:
+                showing = "Slow-motion replay" + (f" of beam search ({request.beam} beams)" if request.beam > 1 else "")
+            yield self._made(request, trace, showing, extra, start, tab, replay=request.slow > 0, stop_mark=mark)
+            return
+        yield {p.src_chips: views.source_chips(engine.source_pieces(translator, request.text)), p.out_chips: [],
+               p.translation: "", p.run_info: "Translating…"}
+        produced, top_k_rows, last = [], [], 0.0
+        for item in engine.stream(translator, request, lambda: signal.asked != mark):
+            if isinstance(item, Trace):
+                stopped = item.settings.get("mode") == "greedy, stopped"
+                showing = f"Greedy decoding, stopped after {len(item.output_tokens)} pieces" if stopped \
+                    else "Greedy decoding"
+                yield self._made(request, item, showing, extra, start, tab, stop_mark=mark)
+                return
+            produced.append(item.token)
+            top_k_rows.append(item.top_k)
+            now = time.perf_counter()
+            if now - last >= TEXT_INTERVAL:
+                last = now
+                yield {p.translation: views.join(produced), p.out_chips: views.output_chips(produced, top_k_rows)}
+
+    def translate_link(self, link: Link | None, signal: StopSignal, tab):
+        """The translation a link asks for (parsed by load_link), whatever the controls say by now."""
+        if link is None or not link.text:
+            return gr.skip()
+        key = link.key or self.registry.default_key
+        request = Request(key, link.text, link.beam, link.max_new, "auto", DEFAULTS["k"], link.length_penalty,
+                          notices=link.notices)
+        translator, notice = self.registry.translator(key, "auto")
+        start = time.perf_counter()
+        return self._made(request, engine.translate(translator, request), "Translation from the link",
+                          [notice] if notice else [], start, tab, stop_mark=signal.asked, step=link.view.step)
+
+    def force(self, run: Run | None, target, tab):
+        """Inspect: the shown source teacher-forced through a typed translation, by the model that translated it."""
+        if run is None:
+            raise gr.Error("Translate a sentence first: Inspect reads its source through your translation.")
+        target, notices = clean_text(target, "your translation")
+        if not target:
+            raise gr.Error("Type (or edit) a translation to inspect first.")
+        request = dataclasses.replace(run.request, slow=0.0)
+        translator, notice = self.registry.translator(request.key, request.device)
+        start = time.perf_counter()
+        trace = engine.force(translator, request, target)
+        return self._made(request, trace, "Your translation, teacher-forced (red rows in Predictions: pieces "
+                          "outside the model's top k)", notices + ([notice] if notice else []), start, tab)
+
+    def candidate(self, run: Run | None, tab, evt: gr.SelectData):
+        """A beam candidate, teacher-forced through the model (and on the source) of the shown beam search."""
+        if run is None or not run.trace.candidates:
+            return gr.skip()
+        index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+        row = min(max(int(index or 0), 0), len(run.trace.candidates) - 1)
+        translator, notice = self.registry.translator(run.request.key, run.request.device)
+        start = time.perf_counter()
+        trace = engine.candidate(translator, run.trace, row)
+        request = dataclasses.replace(run.request, slow=0.0)
+        return self._made(request, trace, f"Beam candidate #{row + 1} (score {run.trace.candidates[row].score:.3f})",
+                          [notice] if notice else [], start, tab)
+
+    def make_twin(self, run: Run | None, twin: Twin | None):
+        """The untrained twin of the shown trace, when the Trained vs untrained tab opens (once per trace)."""
+        if run is None or (twin is not None and twin.of is run.trace):
+            return gr.skip()
+        return self._twin(run)
+
+    @staticmethod
+    def stop(signal: StopSignal) -> None:
+        """Stop: the running stream or replay ends at its next piece and shows what it has, labelled stopped."""
+        signal.asked += 1
+
+    # ---- drawing a Run (no model) ----
+
+    def present(self, run: Run, view: View, upto: int | None = None) -> dict:
+        """Everything the page shows of a run: text, chips, step panels, large view; with `upto`, only its first
+        `upto` steps (a slow-motion frame)."""
+        p = self.page
+        trace = run.trace if upto is None else views.prefix(run.trace, upto)
+        L, H, T = views.shape(trace)
+        view = view.fit(L, H, T if upto is None else max(upto, 1))
+        step_cross, step_self, step_topk = views.step_figures(trace, view)
+        out = {p.translation: trace.text, p.out_chips: views.output_chips(trace.output_tokens, trace.top_k),
+               p.src_chips: views.source_chips(trace.source_tokens),
+               p.step: gr.update(maximum=max(views.steps(run.trace), 2), value=view.step),
+               p.partial: views.partial_chips(trace.output_tokens, view.step),
+               p.step_cross: plot(step_cross), p.step_self: plot(step_self), p.step_topk: plot(step_topk),
+               p.layer: gr.update(maximum=max(L, 2), value=view.layer),
+               p.head: gr.update(choices=views.head_choices(H), value=view.head),
+               p.heat: plot(views.heatmap(trace, view))}
+        if upto is not None:
+            out[p.run_info] = f"Replaying in slow motion: step {upto} of {views.steps(run.trace)}…"
+            return out
+        timing = f" in {run.elapsed:.2f} s" if run.elapsed is not None else ""
+        info = [f"⚠️ {viz.escape(n)}" for n in run.notices]
+        info.append(f"{viz.escape(run.showing)}: {len(trace.source_tokens)} source pieces → {T} output pieces"
+                    f"{timing} on `{trace.settings.get('device', 'cpu')}` · "
+                    f"[link to this view]({build_link(run.request, view)})")
+        out.update({p.run_info: "\n\n".join(info), p.forced: trace.text, p.download: traces.trace_file(trace),
+                    p.candidates: gr.update(value=views.candidate_rows(trace), visible=bool(trace.candidates)),
+                    p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)})
+        return out
+
+    def show(self, run: Run | None, signal: StopSignal, kind, layer, head, merge):
+        """Draw a new Run at its step (the last, or a link's); a slow-motion one step by step first. Stop ends the
+        replay where it is: the page then shows those steps (and the Run becomes them, so later views and links
+        agree)."""
+        if run is None:
+            yield gr.skip()
+            return
+        view = View.of(kind, layer, head, merge, run.step)
+        if not run.replay:
+            yield self.present(run, view)
+            return
+        T = views.steps(run.trace)
+        for t in range(1, T + 1):
+            if signal.asked != run.stop_mark:
+                kept = views.prefix(run.trace, t - 1)
+                stopped = dataclasses.replace(run, trace=kept, replay=False,
+                                              showing=f"{run.showing}, stopped at step {t - 1} of {T}")
+                yield {**self.present(stopped, view), self.page.run: stopped}
+                return
+            yield self.present(run, dataclasses.replace(view, step=t), upto=t)
+            time.sleep(run.request.slow)
+        done = dataclasses.replace(run, replay=False)
+        yield {**self.present(done, view), self.page.run: done}
+
+    # ---- view changes (no model; per visitor, latest wins) ----
+
+    def view(self, run: Run | None, twin: Twin | None, tab, kind, layer, head, merge, step):
+        """Kind, layer, head, merge or step changed: the large view, the step panels, and the open tab's figures
+        that follow the view."""
+        if run is None or run.replay:
+            return gr.skip()
+        p = self.page
+        L, H, T = views.shape(run.trace)
+        view = View.of(kind, layer, head, merge, step).fit(L, H, T)
+        step_cross, step_self, step_topk = views.step_figures(run.trace, view)
+        out = {p.heat: plot(views.heatmap(run.trace, view)), p.step_cross: plot(step_cross),
+               p.step_self: plot(step_self), p.step_topk: plot(step_topk),
+               p.partial: views.partial_chips(run.trace.output_tokens, view.step)}
+        if tab in VIEW_TABS:
+            out.update(self._tab(tab, run, twin, run.request.key, view, []))
+        return out
+
+    @staticmethod
+    def kind_help(kind) -> str:
+        return views.kind_help(kind)
+
+    @staticmethod
+    def stat_pick(evt: gr.SelectData):
+        """A row of the head-statistics table: open that head (kind, layer, head) in the large view."""
+        row = list(evt.row_value or [])
+        kinds = {label: kind for kind, label in viz.KIND_LABELS.items()}
+        if len(row) < 3 or row[0] not in kinds:
+            return gr.skip()
+        view = View.of(kinds[row[0]], row[1], row[2], False)
+        return view.kind, view.layer, view.head
+
+    @staticmethod
+    def pick_head(value):
+        """The all-heads list: "layer:head" to the layer slider and the head radio."""
+        if not value or ":" not in str(value):
+            return gr.skip()
+        layer, head = str(value).split(":", 1)
+        view = View.of("cross", layer, head, False)
+        return view.layer, view.head
+
+    # ---- tabs (computed when opened) ----
+
+    @staticmethod
+    def open_tab(evt: gr.EventData) -> str:
+        return getattr(evt.target, "id", None) or "heads"
+
+    def tab_view(self, run: Run | None, twin: Twin | None, tab, direction, dims, kind, layer, head, merge, step):
+        """The open tab's contents: figures of the shown trace, or of the chosen model."""
+        key = direction if direction in self.registry.entries else self.registry.default_key
+        view = View.of(kind, layer, head, merge, step)
+        if run is not None:
+            view = view.fit(*views.shape(run.trace))
+        return self._tab(tab, run, twin, key, view, dims) or gr.skip()
+
+    def _tab(self, tab: str, run: Run | None, twin: Twin | None, key: str, view: View, dims) -> dict:
+        p = self.page
+        entry = self.registry.get(key)
+        trace = run.trace if run is not None and not run.replay else None
+        same = trace is not None and run.request.key == key  # the shown trace is of the chosen model
+        if tab == "heads" and trace is not None:
+            L, H, _ = views.shape(trace)
+            return {p.grid: plot(views.grid(trace, view)),
+                    p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)}
+        if tab == "stats" and trace is not None:
+            headers, rows = views.head_table(trace)
+            return {p.summary: plot(views.summary(trace, view.kind)), p.stats: gr.update(value=rows, headers=headers)}
+        if tab == "predictions" and trace is not None:
+            return {p.topk_table: plot(views.topk_table(trace))}
+        if tab == COMPARE and trace is not None:
+            if twin is None or twin.of is not trace:
+                return {p.compare_text: "Open this tab again to compare this translation with the untrained model."}
+            return {p.cmp_trained: plot(views.heatmap(trace, view, "Trained")),
+                    p.cmp_untrained: plot(views.heatmap(twin.trace, view, "Untrained")),
+                    p.compare_text: self._compare_text(run, twin)}
+        if tab == "positional":
+            chosen = tuple(sorted({int(d) for d in dims or [] if str(d).isdigit()}))
+            out = {p.pe: plot(views.pe_curves(entry.config, chosen)), p.pe_sim: plot(views.pe_similarity(entry.config))}
+            if same:
+                out[p.pe_rows] = plot(views.pe_rows(entry.config, trace.source_tokens))
+            return out
+        if tab == "architecture":
+            if same:
+                arch = views.architecture(entry.config, len(trace.source_tokens), len(trace.target_tokens),
+                                          "Shapes for this translation (the whole output read at once, as in "
+                                          "training and in the final pass)")
+            else:
+                example = EXAMPLES.get(entry.source_lang, [""])[0]
+                arch = views.architecture(entry.config, len(engine.source_pieces(entry.cpu, example)), 1,
+                                          f"Shapes for “{example}” at the first decoding step (T = 1); translate "
+                                          "to see yours")
+            return {p.arch: plot(arch), p.card: views.architecture_markdown(entry),
+                    p.params: plot(views.parameters(entry))}
+        if tab == "training":
+            return {p.curves: plot(views.training_curves(entry)), p.training_md: views.training_markdown(entry)}
+        return {}
+
+    def _compare_text(self, run: Run, twin: Twin) -> str:
+        note = ("⚠️ This direction itself runs an untrained model, so both sides are random. "
+                if self.registry.get(run.request.key).untrained else "")
+        return (f"{note}**Trained:** {viz.escape(run.trace.text) or views.EMPTY}  \n**Untrained, left to itself:** "
+                f"{viz.escape(twin.own)}  \nSame architecture and tokenizer, weights as initialised before training "
+                "(seed 0). Right: the trained translation teacher-forced through the untrained weights, so the cells "
+                "line up. Untrained heads spread their attention almost evenly; training makes them pick.")
+
+    def direction_changed(self, direction, run, twin, tab, dims, kind, layer, head, merge, step):
+        """A new Direction: the source's placeholder, the model's dimensions, and the open tab if it shows the model."""
+        p = self.page
+        entry = self.registry.get(direction if direction in self.registry.entries else None)
+        out = {p.text: gr.update(placeholder=self._placeholder(entry.key)),
+               p.pe_dims: gr.update(choices=[str(d) for d in range(entry.config.d_model)],
+                                    value=[str(d) for d in viz.default_dims(entry.config.d_model)])}
+        if tab in ("positional", "architecture", "training"):
+            out.update(self._tab(tab, run, twin, entry.key, View.of(kind, layer, head, merge, step),
+                                 viz.default_dims(entry.config.d_model)))
+        return out
+
+    def _placeholder(self, key) -> str:
+        entry = self.registry.get(key)
+        return f"Type a {views.language(entry.source_lang)} sentence, e.g. {EXAMPLES.get(entry.source_lang, [''])[0]}"
+
+    def dims(self, direction, dims):
+        entry = self.registry.get(direction if direction in self.registry.entries else None)
+        chosen = tuple(sorted({int(d) for d in dims or [] if str(d).isdigit()}))
+        return plot(views.pe_curves(entry.config, chosen))
+
+    # ---- links ----
+
+    def share(self, run: Run | None, kind, layer, head, merge, step) -> str:
+        """The query string of a link to what is on screen; the page prefixes its own address."""
+        if run is None:
+            raise gr.Error("Translate a sentence first: the link carries its text.")
+        view = View.of(kind, layer, head, merge, step).fit(*views.shape(run.trace))
+        return build_link(run.request, view)
+
+    def load_link(self, request: gr.Request):
+        """The page's address: the controls a link sets (anything malformed keeps its default), and the Link
+        for translate_link."""
+        p = self.page
+        link = parse_link(dict(request.query_params) if request is not None else {}, self.registry.entries)
+        c = self.registry.get(link.key).config
+        view = link.view.fit(max(c.n_encoder_layers, c.n_decoder_layers), c.n_heads, 10_000)
+        out = {p.link: link, p.beam: link.beam, p.max_new: link.max_new or 0, p.lp: link.length_penalty,
+               p.kind: view.kind, p.layer: view.layer, p.head: view.head, p.merge: view.merge,
+               p.kind_help: views.kind_help(view.kind)}
+        if link.key:
+            out[p.direction] = link.key
+        # the placeholder says the page's load events are done (the browser tests wait for it)
+        out[p.text] = gr.update(placeholder=self._placeholder(link.key), **({"value": link.text} if link.text else {}))
+        if link.view.step is not None:
+            out[p.step] = gr.update(maximum=max(link.view.step, 2), value=link.view.step)
+        if link.presenter is not None:
+            out[p.presenter] = link.presenter
+        return out
+
+    def example_settings(self, direction):
+        """An example runs with the default settings and view: put the controls back to them."""
+        p = self.page
+        layers = self.registry.get(direction if direction in self.registry.entries else None).config.n_decoder_layers
+        return {p.layer: layers, p.head: MEAN_HEAD, p.beam: DEFAULTS["beam"], p.max_new: DEFAULTS["max"],
+                p.top_k: DEFAULTS["k"], p.lp: DEFAULTS["lp"],
+                p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"],
+                p.kind_help: views.kind_help(DEFAULTS["view"])}
+
+    # ---- the API: Client(url).predict(text=..., direction="de-en", api_name="/translate") ----
+
+    def api_translate(self, text: str, direction: str = "de-en", beam_size: int | None = None,
+                      max_new_tokens: int | None = None) -> tuple[str, str, dict | None]:
+        """Translate `text` in `direction` (a model key: "de-en", "en-de", ...).
+
+        Returns (translation, notice, trace). The notice is empty when all went well; otherwise it says what
+        happened (bad input, unknown direction, truncation, untrained model), and the translation is empty or
+        partial. beam_size: 1-8 (null: 1); max_new_tokens: 1-200 (null: automatic). The trace is the Trace as JSON
+        (see Trace.to_dict; attention as nested lists [layer][head][query][key]; Trace.from_dict reads it back),
+        or None when nothing was translated.
+        """
+        try:
+            request, problem = api_request(text, direction, beam_size, max_new_tokens, self.registry.entries)
+            if request is None:
+                return "", problem, None
+            translator, notice = self.registry.translator(request.key, request.device)
+            trace = engine.translate(translator, request)
+            notices = views.run_notices(self.registry.get(request.key), trace,
+                                        [*request.notices, *([notice] if notice else [])])
+            return trace.text, " ".join(notices), trace.to_dict()
+        except Exception as err:  # the API never raises: it says what went wrong
+            return "", f"Translation failed: {type(err).__name__}: {err}", None

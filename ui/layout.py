@@ -1,0 +1,284 @@
+"""The page: every component in a `with gr.Blocks()` layout, returned as one typed Page. No events here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+import viz
+from anatomy import views
+from anatomy.inputs import MAX_BEAM, MAX_CHARS, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, MEAN_HEAD
+from anatomy.registry import EXAMPLES, ModelRegistry, device_choices
+from anatomy.run import StopSignal
+
+from .figures import plot
+from .prose import HOW_TO_READ, INTRO
+
+DEFAULTS = {"beam": 1, "max": 0, "k": 5, "lp": 1.0, "slow": 0.0, "view": "cross", "merge": False}  # layer: the last
+TAB_IDS = ("heads", "stats", "predictions", "compare", "positional", "architecture", "training", "help")
+
+
+@dataclass
+class Page:
+    """Every component the handlers read or write, by one name each."""
+
+    # state
+    run: gr.State  # anatomy.run.Run | None: what the page shows
+    twin: gr.State  # anatomy.run.Twin | None
+    signal: gr.State  # anatomy.run.StopSignal, per visitor
+    tab: gr.State  # the id of the open tab (TAB_IDS)
+    link: gr.State  # anatomy.inputs.Link read from the page's address
+    # header
+    presenter: gr.Checkbox
+    png_btn: gr.Button
+    svg_btn: gr.Button
+    # settings
+    direction: gr.Dropdown
+    text: gr.Textbox
+    beam: gr.Slider
+    max_new: gr.Slider
+    device: gr.Radio
+    top_k: gr.Slider
+    lp: gr.Slider
+    slow: gr.Slider
+    translate_btn: gr.Button
+    stop_btn: gr.Button
+    # result
+    translation: gr.Textbox
+    run_info: gr.Markdown
+    src_chips: gr.HighlightedText
+    out_chips: gr.HighlightedText
+    candidates: gr.Dataframe
+    forced: gr.Textbox
+    force_btn: gr.Button
+    download: gr.DownloadButton
+    share_btn: gr.Button
+    share_url: gr.Textbox
+    share_query: gr.Textbox
+    examples: gr.Examples | None
+    # decoding steps
+    step: gr.Slider
+    partial: gr.HighlightedText
+    step_cross: gr.Plot
+    step_self: gr.Plot
+    step_topk: gr.Plot
+    # attention explorer
+    kind: gr.Radio
+    layer: gr.Slider
+    head: gr.Radio
+    merge: gr.Checkbox
+    heat: gr.Plot
+    kind_help: gr.Markdown
+    # tabs
+    tabs: list[gr.Tab]
+    pick_head: gr.Dropdown
+    grid: gr.Plot
+    summary: gr.Plot
+    stats: gr.Dataframe
+    topk_table: gr.Plot
+    compare_text: gr.Markdown
+    cmp_trained: gr.Plot
+    cmp_untrained: gr.Plot
+    pe_dims: gr.Dropdown
+    pe: gr.Plot
+    pe_sim: gr.Plot
+    pe_rows: gr.Plot
+    arch: gr.Plot
+    card: gr.Markdown
+    params: gr.Plot
+    curves: gr.Plot
+    training_md: gr.Markdown
+    # the API's own components (never shown)
+    api_text: gr.Textbox
+    api_direction: gr.Textbox
+    api_beam: gr.JSON
+    api_max: gr.JSON
+    api_translation: gr.Textbox
+    api_notice: gr.Textbox
+    api_trace: gr.JSON
+    api_btn: gr.Button
+
+    @property
+    def view_controls(self) -> list:
+        return [self.kind, self.layer, self.head, self.merge, self.step]
+
+    @property
+    def settings(self) -> list:
+        """The controls a translation is asked with, in handlers.Handlers.translate_page's order."""
+        return [self.direction, self.text, self.beam, self.max_new, self.device, self.top_k, self.lp, self.slow]
+
+
+def build_page(registry: ModelRegistry) -> Page:
+    """The components, inside the caller's `with gr.Blocks()`."""
+    entry0 = registry.get(None)
+    c0 = entry0.config
+    empty = plot(viz.empty_figure("Translate a sentence to see this", 300))
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=4):
+            gr.Markdown("# Transformer Anatomy")
+            gr.Markdown(INTRO, elem_classes=["anatomy-controls"])
+        with gr.Column(scale=1, min_width=330):
+            presenter = gr.Checkbox(False, label="Presenter mode", elem_id="presenter",
+                                    info="Large type, no settings, white page: for talks")
+            with gr.Row():
+                png_btn = gr.Button("Attention PNG (3×)", size="sm", elem_id="export-png")
+                svg_btn = gr.Button("Attention SVG", size="sm", elem_id="export-svg")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=2, min_width=320):
+            direction = gr.Dropdown(registry.choices(), value=registry.default_key, label="Direction",
+                                    elem_id="direction")
+            if registry.notices:
+                gr.Markdown("\n\n".join(f"⚠️ {n}" for n in registry.notices), elem_id="model-notices",
+                            elem_classes=["anatomy-notice"])
+            text = gr.Textbox(label="Source text", lines=2, max_length=MAX_CHARS, elem_id="source-text",
+                              placeholder=f"e.g. {EXAMPLES.get(entry0.source_lang, [''])[0]}")
+            with gr.Row(elem_classes=["anatomy-controls"]):
+                beam = gr.Slider(1, MAX_BEAM, value=DEFAULTS["beam"], step=1, label="Beam size (1 = greedy)")
+                max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,
+                                    label="Max new tokens (0 = automatic: 1.5 × source + 10)")
+            device = gr.Radio(device_choices(), value="auto", label="Device",
+                              info="cuda is offered only when this machine has a GPU",
+                              elem_classes=["anatomy-controls"])
+            with gr.Accordion("More settings", open=False, elem_classes=["anatomy-controls"]):
+                top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULTS["k"], step=1, label="Top-k pieces to record per step")
+                lp = gr.Slider(0.0, 3.0, value=DEFAULTS["lp"], step=0.1,
+                               label="Length penalty α (beam score = log p / length^α)")
+                slow = gr.Slider(0.0, MAX_SLOW, value=DEFAULTS["slow"], step=0.1,
+                                 label="Slow motion: seconds per piece (0 = off; for talks)")
+            with gr.Row():
+                translate_btn = gr.Button("Translate", variant="primary", elem_id="translate")
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", elem_classes=["anatomy-controls"])
+        with gr.Column(scale=3, min_width=320):
+            translation = gr.Textbox(label="Translation", lines=2, interactive=False, buttons=["copy"],
+                                     elem_id="translation")
+            run_info = gr.Markdown(elem_id="run-info", elem_classes=["anatomy-controls"])
+            src_chips = gr.HighlightedText(label="Source pieces (what the encoder reads)", show_legend=False,
+                                           show_inline_category=False, combine_adjacent=False,
+                                           color_map={views.PIECE: "#e2e8f0"}, elem_id="source-pieces")
+            out_chips = gr.HighlightedText(label="Output pieces, by the model's probability", show_legend=True,
+                                           show_inline_category=False, combine_adjacent=False,
+                                           color_map=views.CONFIDENCE, elem_id="output-pieces")
+            candidates = gr.Dataframe(headers=["#", "candidate", "score", "log p", "pieces"],
+                                      datatype=["number", "str", "number", "number", "number"],
+                                      label="Beam candidates (click one to see its attention)", interactive=False,
+                                      visible=False, wrap=True, elem_id="candidates")
+            with gr.Accordion("Inspect a translation (teacher forcing)", open=False, elem_classes=["anatomy-controls"]):
+                forced = gr.Textbox(label="Any translation of the source above: edit it, then Inspect", lines=2,
+                                    elem_id="forced")
+                force_btn = gr.Button("Inspect", size="sm", elem_id="inspect")
+            with gr.Row(elem_classes=["anatomy-controls"]):
+                download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
+                share_btn = gr.Button("Link to this view", size="sm", elem_id="share")
+            share_url = gr.Textbox(label="Link to this view (text, settings, attention, layer, head, step)",
+                                   interactive=False, buttons=["copy"], elem_id="share-url",
+                                   elem_classes=["anatomy-controls"], placeholder="click Link to this view")
+            share_query = gr.Textbox(visible=False)
+
+    examples = [[s, e.key] for e in registry.entries.values() for s in EXAMPLES.get(e.source_lang, [])[:4]]
+    with gr.Row(elem_classes=["anatomy-controls"]):
+        gallery = gr.Examples(examples, inputs=[text, direction], label="Examples (default settings)",
+                              examples_per_page=len(examples), cache_examples=False,
+                              example_labels=[f"{registry.get(k).label}: {s}" for s, k in examples]) \
+            if examples else None
+
+    gr.Markdown("## Decoding steps")
+    with gr.Row():
+        step = gr.Slider(1, 2, value=1, step=1, label="Step t", scale=1, min_width=240, elem_id="step")
+        partial = gr.HighlightedText(label="Output up to step t", show_legend=False, show_inline_category=False,
+                                     combine_adjacent=False,
+                                     color_map={views.CURRENT: "#fdba74", views.PIECE: "#e2e8f0"},
+                                     scale=3, elem_id="partial")
+    with gr.Row():
+        step_cross = gr.Plot(empty, show_label=False, min_width=300, elem_id="step-cross")
+        step_self = gr.Plot(empty, show_label=False, min_width=300, elem_id="step-self")
+        step_topk = gr.Plot(empty, show_label=False, min_width=300, elem_id="step-topk")
+
+    gr.Markdown("## Attention explorer")
+    with gr.Row():
+        kind = gr.Radio(views.kind_choices(), value=DEFAULTS["view"], label="Attention", scale=3, min_width=300,
+                        elem_id="kind")
+        layer = gr.Slider(1, max(c0.n_encoder_layers, c0.n_decoder_layers, 2), value=c0.n_decoder_layers, step=1,
+                          label="Layer", scale=1, min_width=160, elem_id="layer")
+        head = gr.Radio(views.head_choices(c0.n_heads), value=MEAN_HEAD, label="Head", scale=2, min_width=220,
+                        elem_id="head")
+        merge = gr.Checkbox(value=DEFAULTS["merge"], label="Merge pieces into words", scale=1, min_width=160,
+                            elem_id="merge")
+    with gr.Row(equal_height=False):
+        heat = gr.Plot(empty, show_label=False, scale=4, min_width=360, elem_id="heatmap")
+        kind_help = gr.Markdown(views.kind_help(DEFAULTS["view"]), elem_id="kind-help", min_width=240,
+                                elem_classes=["anatomy-controls"])
+
+    tabs = []
+    with gr.Tabs():
+        with gr.Tab("All heads", id="heads") as t:
+            tabs.append(t)
+            pick_head = gr.Dropdown(views.grid_pick_choices(c0.n_decoder_layers, c0.n_heads), value=None,
+                                    label="Open a head in the large view", elem_id="pick-head")
+            grid = gr.Plot(empty, show_label=False, elem_id="grid")
+        with gr.Tab("Head statistics", id="stats") as t:
+            tabs.append(t)
+            summary = gr.Plot(empty, show_label=False, elem_id="summary")
+            stats = gr.Dataframe(headers=["attention", "layer", "head", *viz.STAT_LABELS.values()],
+                                 datatype=["str", "number", "number"] + ["number"] * len(viz.STAT_LABELS),
+                                 label="Every head of every attention (sort by a column; click a row to open that "
+                                       "head above)", interactive=False, max_height=460, elem_id="head-stats")
+            gr.Markdown(views.stats_help(), elem_id="stats-help")
+        with gr.Tab("Predictions", id="predictions") as t:
+            tabs.append(t)
+            topk_table = gr.Plot(empty, show_label=False, elem_id="topk-table")
+        with gr.Tab("Trained vs untrained", id="compare") as t:
+            tabs.append(t)
+            compare_text = gr.Markdown("Translate a sentence to compare the trained model with its untrained twin.",
+                                       elem_id="compare-text")
+            with gr.Row():
+                cmp_trained = gr.Plot(empty, show_label=False, min_width=320, elem_id="compare-trained")
+                cmp_untrained = gr.Plot(empty, show_label=False, min_width=320, elem_id="compare-untrained")
+        with gr.Tab("Positional encoding", id="positional") as t:
+            tabs.append(t)
+            pe_dims = gr.Dropdown([str(d) for d in range(c0.d_model)],
+                                  value=[str(d) for d in viz.default_dims(c0.d_model)], multiselect=True,
+                                  label="Dimensions to plot as curves", elem_id="pe-dims")
+            pe = gr.Plot(empty, show_label=False, elem_id="pe")
+            with gr.Row():
+                pe_sim = gr.Plot(empty, show_label=False, min_width=320, elem_id="pe-similarity")
+                pe_rows = gr.Plot(empty, show_label=False, min_width=320, elem_id="pe-rows")
+        with gr.Tab("Architecture", id="architecture") as t:
+            tabs.append(t)
+            arch = gr.Plot(empty, show_label=False, elem_id="architecture")
+            with gr.Row(equal_height=False):
+                card = gr.Markdown(elem_id="model-card", min_width=400)
+                params = gr.Plot(empty, show_label=False, min_width=320, elem_id="parameters")
+        with gr.Tab("Training", id="training") as t:
+            tabs.append(t)
+            curves = gr.Plot(empty, show_label=False, elem_id="training")
+            training_md = gr.Markdown(elem_id="training-card")
+        with gr.Tab("How to read this", id="help") as t:
+            tabs.append(t)
+            gr.Markdown(HOW_TO_READ)
+
+    # The API: a non-streaming endpoint with three outputs, on components the page never shows. The numbers are
+    # JSON components so that any JSON value reaches the handler, which answers a bad one with a notice.
+    with gr.Group(visible=False):
+        api_text = gr.Textbox(label="text")
+        api_direction = gr.Textbox(value=registry.default_key, label="direction")
+        api_beam = gr.JSON(value=None, label="beam_size")
+        api_max = gr.JSON(value=None, label="max_new_tokens")
+        api_translation = gr.Textbox(label="translation")
+        api_notice = gr.Textbox(label="notice")
+        api_trace = gr.JSON(label="trace")
+        api_btn = gr.Button("api")
+
+    return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(TAB_IDS[0]),
+                link=gr.State(None), presenter=presenter, png_btn=png_btn, svg_btn=svg_btn, direction=direction,
+                text=text, beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
+                translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, run_info=run_info,
+                src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
+                download=download, share_btn=share_btn, share_url=share_url, share_query=share_query,
+                examples=gallery, step=step, partial=partial, step_cross=step_cross, step_self=step_self,
+                step_topk=step_topk, kind=kind, layer=layer, head=head, merge=merge, heat=heat, kind_help=kind_help,
+                tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats, topk_table=topk_table,
+                compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,
+                pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, arch=arch, card=card, params=params, curves=curves,
+                training_md=training_md, api_text=api_text, api_direction=api_direction, api_beam=api_beam,
+                api_max=api_max, api_translation=api_translation, api_notice=api_notice, api_trace=api_trace,
+                api_btn=api_btn)

@@ -1,0 +1,37 @@
+"""The page's prose: the introduction and the guide to reading the figures (markdown)."""
+
+INTRO = """Type a sentence and watch a from-scratch Transformer
+([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762)), trained on Multi30k image captions, translate it piece
+by piece. Then look inside: every attention head of the
+encoder and the decoder, each decoding step's choices, and the positional encoding.
+"""
+
+HOW_TO_READ = """### How to read the figures
+- **Pieces.** The model reads and writes SentencePiece *pieces*: `▁` starts a word, `</s>` ends the sentence and the
+  decoder starts from `<s>`. *Merge pieces into words* sums the attention *to* a word's pieces and averages the
+  attention *from* them, so rows still sum to 1.
+- **Queries are rows, keys are columns.** Row *i* shows how query *i* spread its attention (the row sums to 1) over
+  the keys. All heatmaps share one colour scale, 0 to 1.
+- **Encoder self-attention**: every source piece looks at every source piece, in every layer.
+- **Decoder masked self-attention**: decoder position *t* may look only at positions ≤ *t*; the grey cells are hidden
+  by the mask (they are not zeros). This is what lets the decoder write left to right.
+- **Cross-attention**: decoder position *t* looking at the encoder's output for each source piece. A decoder
+  position is labelled `read ▸ produced`: it *reads* the previous output piece (`<s>` first) and *produces* the next
+  one. In a trained model this is roughly an alignment between the two sentences.
+- **Heads**: each layer has *h* heads attending independently (§3.2.2); *mean of heads* averages them. *All heads*
+  shows every layer × head side by side; *Head statistics* measures what each one does (how focused it is, whether
+  it looks at the previous piece or parks on `</s>`, how well cross-attention follows the word order), and a click
+  on a row opens that head.
+- **Trained vs untrained**: the same sentence through the same architecture before training (random weights): its
+  heads spread their attention almost evenly. Everything the trained heads do was learned.
+- **Architecture**: the paper's Figure 1 with the tensor shapes of your sentence, and where the parameters are.
+- **Presenter mode** enlarges everything and hides the settings; *Link to this view* gives a link that reopens
+  exactly what is on screen.
+- **Decoding steps**: the slider picks step *t* (counted from 1): what had been produced up to then, where step *t*
+  looked, and the probabilities of its candidates for the next piece.
+- **Beam search** keeps the *beam size* best partial translations at each step; click a candidate to see its
+  attention. Under *Inspect a translation*, the model is teacher-forced through any translation you type.
+- **Positional encoding**: the Transformer has no recurrence; word order enters only through the sinusoids added to
+  the embeddings (§3.5). Each pair of dimensions is a wave of its own wavelength (2π to 10000·2π); the dot product
+  of two positions' encodings depends mostly on their distance.
+"""

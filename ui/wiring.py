@@ -1,0 +1,82 @@
+"""Which event runs which handler, on which inputs and outputs, in which concurrency group."""
+from __future__ import annotations
+
+import gradio as gr
+
+from .handlers import Handlers
+from .layout import Page
+
+# Model computation: one at a time across every visitor (a small CPU runs one model pass well, two badly).
+MODEL = dict(concurrency_id="model", concurrency_limit=1, api_visibility="undocumented")
+# Drawing figures: no model, no shared limit.
+DRAW = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")
+# View changes: per visitor, the latest wins (a change that comes while one is drawn waits, and only the last
+# waiting one runs), so figures never disagree with the controls and a visitor never waits on anyone else's.
+VIEW = dict(DRAW, trigger_mode="always_last")
+
+
+def js(call: str) -> str:
+    """A browser-side handler calling into ui/static/app.js."""
+    return f"(...args) => window.anatomy.{call}"
+
+
+def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
+    p = page
+    view_inputs = [p.run, p.twin, p.tab, *p.view_controls]
+    tab_inputs = [p.run, p.twin, p.tab, p.direction, p.pe_dims, *p.view_controls]
+    shown = [p.translation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download, p.step,
+             p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run]
+    tab_outputs = [p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.cmp_trained, p.cmp_untrained,
+                   p.compare_text, p.pe, p.pe_sim, p.pe_rows, p.arch, p.card, p.params, p.curves, p.training_md]
+    made = [p.run, p.twin, p.run_info]
+
+    def draw(event):
+        """After a model event made a Run: draw it, then the open tab."""
+        return event.then(h.show, [p.run, p.signal, p.kind, p.layer, p.head, p.merge], shown, **DRAW).then(
+            h.tab_view, tab_inputs, tab_outputs, **DRAW)
+
+    streamed = [*made, p.translation, p.out_chips, p.src_chips]
+    draw(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, [*p.settings, p.signal, p.tab], streamed,
+               **MODEL))
+    p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
+    draw(p.force_btn.click(h.force, [p.run, p.forced, p.tab], made, **MODEL))
+    draw(p.candidates.select(h.candidate, [p.run, p.tab], made, **MODEL))
+    if p.examples is not None:
+        draw(p.examples.load_input_event.then(h.example_settings, [p.direction],
+                                              [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
+                                               p.merge, p.kind_help], **DRAW).then(
+            h.translate_page, [*p.settings, p.signal, p.tab], streamed, **MODEL))
+
+    # View controls: .input (a visitor's own change: arrow keys and typed numbers too), not .change (which the
+    # handlers' own updates of these controls would trigger).
+    gr.on([p.kind.input, p.layer.input, p.head.input, p.merge.input, p.step.input], h.view, view_inputs,
+          [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs], **VIEW)
+    p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
+    p.stats.select(h.stat_pick, None, [p.kind, p.layer, p.head], **DRAW).then(
+        h.view, view_inputs, [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs], **VIEW)
+    p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).then(
+        h.view, view_inputs, [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs], **VIEW)
+
+    # Tabs: computed when opened; the untrained twin only for its own tab (a model pass).
+    compare = next(t for t in p.tabs if t.id == "compare")
+    others = [t.select for t in p.tabs if t is not compare]
+    gr.on(others, h.open_tab, None, [p.tab], **DRAW).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
+    compare.select(h.open_tab, None, [p.tab], **DRAW).then(h.make_twin, [p.run, p.twin], [p.twin], **MODEL).then(
+        h.tab_view, tab_inputs, tab_outputs, **DRAW)
+
+    p.direction.change(h.direction_changed, [p.direction, p.run, p.twin, p.tab, p.pe_dims, *p.view_controls],
+                       [p.text, p.pe_dims, *tab_outputs], **DRAW)
+    p.pe_dims.input(h.dims, [p.direction, p.pe_dims], [p.pe], **VIEW)
+
+    draw(demo.load(h.load_link, None, [p.link, p.direction, p.text, p.beam, p.max_new, p.lp, p.kind, p.layer, p.head,
+                                       p.merge, p.step, p.presenter, p.kind_help], **DRAW).then(
+        h.translate_link, [p.link, p.signal, p.tab], made, **MODEL))
+    p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
+    p.png_btn.click(None, None, None, js=js("exportFigure('heatmap', 'png')"))
+    p.svg_btn.click(None, None, None, js=js("exportFigure('heatmap', 'svg')"))
+    p.share_btn.click(h.share, [p.run, *p.view_controls], [p.share_query], **DRAW).then(
+        None, [p.share_query], [p.share_url], js=js("link(args[0])"))
+
+    p.api_btn.click(h.api_translate, [p.api_text, p.api_direction, p.api_beam, p.api_max],
+                    [p.api_translation, p.api_notice, p.api_trace], api_name="translate", api_visibility="public",
+                    show_progress="hidden", concurrency_id="model", concurrency_limit=1)

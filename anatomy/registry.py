@@ -27,20 +27,32 @@ from . import engine
 ROOT = Path(__file__).resolve().parents[1]
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
 
-# Example captions, written for this app (not taken from the test sets); the untrained fallback's tokenizer is
-# trained on them when no checkpoint has a usable one.
+# Examples written for this app (not taken from any test set), by source language and the checkpoint's domain.
+# The two "animal" sentences are the paper's most famous attention picture: in German the pronoun must follow
+# its antecedent's gender (das Tier -> es, die Straße -> sie). The untrained fallback's tokenizer is trained on
+# all of them when no checkpoint has a usable one.
 EXAMPLES = {
-    "de": ["Zwei Hunde spielen im Schnee.",
-           "Ein Mann fährt mit dem Fahrrad eine Straße entlang.",
-           "Eine Frau in einem roten Kleid singt auf einer Bühne.",
-           "Kinder spielen Fußball auf einer grünen Wiese."],
-    "en": ["Two dogs are playing in the snow.",
-           "A man is riding a bicycle down the street.",
-           "A woman in a red dress is singing on a stage.",
-           "Children are playing soccer on a green field."],
-    "fr": ["Deux chiens jouent dans la neige.", "Un homme fait du vélo dans la rue."],
-    "cs": ["Dva psi si hrají ve sněhu.", "Muž jede na kole po ulici."],
+    "de": {"everyday": ["Wie geht es dir?", "Das Wetter ist heute schön.",
+                        "Die Aufmerksamkeit ist alles, was man braucht.",
+                        "Ich habe gestern ein gutes Buch gelesen."],
+           "image captions": ["Zwei Hunde spielen im Schnee.", "Ein Mann fährt mit dem Fahrrad eine Straße entlang.",
+                              "Eine Frau in einem roten Kleid singt auf einer Bühne.",
+                              "Kinder spielen Fußball auf einer grünen Wiese."]},
+    "en": {"everyday": ["The animal didn't cross the street because it was too tired.",
+                        "The animal didn't cross the street because it was too wide.",
+                        "How are you?", "I love machine learning."],
+           "image captions": ["Two dogs are playing in the snow.", "A man is riding a bicycle down the street.",
+                              "A woman in a red dress is singing on a stage.",
+                              "Children are playing soccer on a green field."]},
+    "fr": {"image captions": ["Deux chiens jouent dans la neige.", "Un homme fait du vélo dans la rue."]},
+    "cs": {"image captions": ["Dva psi si hrají ve sněhu.", "Muž jede na kole po ulici."]},
 }
+
+
+def examples_for(lang: str, domain: str | None) -> list[str]:
+    """The examples that suit a model: its domain's, else its language's first set (none for other languages)."""
+    sets = EXAMPLES.get(lang, {})
+    return sets.get(domain or "", next(iter(sets.values()), []))
 
 
 def cuda_available() -> bool:
@@ -75,6 +87,10 @@ class ModelEntry:
     @property
     def config(self) -> ModelConfig:
         return self.checkpoint.config
+
+    @property
+    def examples(self) -> list[str]:
+        return examples_for(self.source_lang, self.checkpoint.meta.get("domain"))
 
     @property
     def cpu(self) -> Translator:
@@ -178,7 +194,8 @@ def random_checkpoints(sources: list[str]) -> tuple[list[Checkpoint], str]:
             except (RuntimeError, ValueError, OSError):
                 continue
     if tokenizer is None:
-        tokenizer = Tokenizer.train([s for group in EXAMPLES.values() for s in group] * 4, vocab_size=120)
+        tokenizer = Tokenizer.train([s for sets in EXAMPLES.values() for group in sets.values() for s in group]
+                                    * 4, vocab_size=120)
     model = untrained_model(ModelConfig(**{**PRESETS["small"], "vocab_size": tokenizer.vocab_size, "max_len": 256}))
     config = model.config
     ckpts = [Checkpoint(model, tokenizer, s, t, "untrained", {"model": config.to_dict(), "source_lang": s,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 import plotly.graph_objects as go
@@ -48,31 +47,15 @@ class Arrays:
     key_groups: list[list[int]]
 
 
-def _decoder_queries(trace: Trace) -> tuple[list, list[list[int]]]:
-    """Decoder positions as `read ▸ produced` pairs, grouped into words by the word they produce: the same rule
-    for cross-attention and decoder self-attention."""
-    return list(zip(trace.target_tokens, trace.output_tokens)), viz.word_groups(trace.output_tokens)
-
-
-def _cross(trace: Trace) -> Arrays:
-    q, qg = _decoder_queries(trace)
-    return Arrays(trace.cross_attn, q, list(trace.source_tokens), False, qg, viz.word_groups(trace.source_tokens))
-
-
-def _encoder(trace: Trace) -> Arrays:
-    g = viz.word_groups(trace.source_tokens)
-    return Arrays(trace.encoder_self_attn, list(trace.source_tokens), list(trace.source_tokens), False, g, g)
-
-
-def _decoder(trace: Trace) -> Arrays:
-    q, qg = _decoder_queries(trace)
-    return Arrays(trace.decoder_self_attn, q, list(trace.target_tokens), True, qg,
-                  viz.word_groups(trace.target_tokens))
+def arrays(trace: Trace, kind: str) -> Arrays:
+    """One attention kind of a trace, with the word groups that merging reads (Trace.attention maps the kind)."""
+    maps = trace.attention(kind)
+    return Arrays(maps.weights, maps.queries, maps.keys, maps.causal, viz.word_groups(maps.query_pieces),
+                  viz.word_groups(maps.keys))
 
 
 @dataclass(frozen=True)
 class Kind:
-    arrays: Callable[[Trace], Arrays]
     query_title: str
     key_title: str
     help: str
@@ -80,15 +63,15 @@ class Kind:
 
 
 KINDS: dict[str, Kind] = {
-    "cross": Kind(_cross, DECODER_QUERY, "key: source piece", stepped=True, help=(
+    "cross": Kind(DECODER_QUERY, "key: source piece", stepped=True, help=(
         "**Cross-attention.** Each row is one decoder position: it *reads* the previous output piece and "
         "*produces* the next one (`read ▸ produced`). The row shows which source pieces it drew on; in a trained "
         "model the upper layers look like an **alignment** between the sentences.")),
-    "encoder": Kind(_encoder, "query: source piece", "key: source piece", stepped=False, help=(
+    "encoder": Kind("query: source piece", "key: source piece", stepped=False, help=(
         "**Encoder self-attention.** Each source piece (row) mixes in information from every source piece "
         "(columns), in both directions. Heads specialise: some look at the next or previous piece, some at the "
         "end of the sentence.")),
-    "decoder": Kind(_decoder, DECODER_QUERY, "key: decoder input piece (read)", stepped=True, help=(
+    "decoder": Kind(DECODER_QUERY, "key: decoder input piece (read)", stepped=True, help=(
         "**Decoder masked self-attention.** Position *t* may only look at positions ≤ *t*: the **grey** cells are "
         "hidden by the mask (they are not zero attention). This is what makes left-to-right generation possible.")),
 }
@@ -169,7 +152,7 @@ def _shown(a: Arrays, weights: np.ndarray, merge: bool):
 def heatmap(trace: Trace, view: View, prefix_title: str = "") -> go.Figure:
     """The large view: one layer's head (or mean) of one kind; the chosen step framed."""
     kind = KINDS[view.kind]
-    a = kind.arrays(trace)
+    a = arrays(trace, view.kind)
     matrix, caption = pick(a.weights, view.layer, view.head)
     matrix, q, k, hidden = _shown(a, matrix, view.merge)
     highlight = None
@@ -182,7 +165,7 @@ def heatmap(trace: Trace, view: View, prefix_title: str = "") -> go.Figure:
 
 
 def grid(trace: Trace, view: View) -> go.Figure:
-    a = KINDS[view.kind].arrays(trace)
+    a = arrays(trace, view.kind)
     w, q, k, hidden = _shown(a, a.weights, view.merge)
     return viz.attention_grid(w, q, k, hidden=hidden, title=f"{name(view.kind)}: every layer × head")
 
@@ -273,9 +256,9 @@ def run_notices(entry: ModelEntry, trace: Trace | None, extra: list[str]) -> lis
         out += list(trace.notices)
         unknown = trace.source_tokens.count("<unk>")
         if unknown:
-            out.append(f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): it knows only "
-                       "German and English image captions.")
-        if trace.cut_by_limit:
+            out.append(f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): its vocabulary "
+                       "holds only what its German and English training text contains.")
+        if trace.cut_by_limit and not trace.settings.get("stopped"):
             out.append("Decoding stopped at the length limit (max new tokens) before the end of the sentence.")
     return out
 

@@ -115,7 +115,7 @@ def main() -> None:
     n = 40
     naive = median_ms(lambda: naive_greedy(no_eos, src, n), r)
     cached = median_ms(lambda: greedy(no_eos, src, n), r)
-    captured = median_ms(lambda: list(capture.steps(text, top_k=5, max_new_tokens=n)), r)
+    captured = median_ms(lambda: list(capture.stream(text, top_k=5, max_new_tokens=n)), r)
     beam5 = median_ms(lambda: beam_search(no_eos, src, 5, n), r)
     print(f"{n} tokens: naive {naive:.1f} ms, cached {cached:.1f} ms, cached+capture {captured:.1f} ms, "
           f"beam 5 {beam5:.1f} ms")

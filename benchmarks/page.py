@@ -302,25 +302,27 @@ def view_changes(page: Page, trace: dict, timeout_s: float) -> tuple[dict[str, f
 # --------------------------------------------------------------------------------------------
 
 def app_translation(key: str) -> Callable[[str], int]:
-    """ADAPT HERE when app.py's handlers move: the one place that imports the app's handler code.
+    """The one place that imports the app's handler code (ui/handlers.py): adapt it when the handlers move.
 
-    Returns a function that runs, as the page's Translate click does on the server, the streaming translate
-    handler to its last output, then the open tab's follow-up figures, and serializes every figure to JSON
-    (returns the bytes, so nothing is optimised away)."""
+    Returns a function that runs, as the page's Translate click does on the server, the translate handler to its
+    last output, the drawing of that Run (`show`), then the open tab's figures (`tab_view`, All heads on a fresh
+    page), and serializes every figure to JSON (returns the bytes, so nothing is optimised away)."""
     with contextlib.redirect_stdout(sys.stderr):  # what the app prints while it builds is not a figure
-        import app
+        import ui
+        from anatomy.run import StopSignal
+        demo = ui.create_app()
     from gradio.components.plot import PlotData
 
-    handlers = app.demo.anatomy
+    h = demo.anatomy
+    layer = h.registry.get(key).config.n_decoder_layers
 
     def run(text: str) -> int:
-        last = None
-        for last in handlers.on_translate(key, text, 1, 0, "cpu", 5, 1.0, 0, "cross", app.LAST_LAYER,
-                                          app.MEAN_HEAD, False):
-            pass
-        outputs = dict(zip(app.OUT, last))
-        tabs = handlers.on_tabs(outputs["trace"], key, "cross", False)
-        return sum(len(v.model_dump_json()) for v in (*last, *tabs) if isinstance(v, PlotData))
+        signal = StopSignal()
+        *_, made = h.translate_page(key, text, 1, 0, "cpu", 5, 1.0, 0.0, signal, "heads")
+        page_run = made[h.page.run]
+        outputs = [v for shown in h.show(page_run, signal, "cross", layer, MEAN_HEAD, False) for v in shown.values()]
+        outputs += list(h.tab_view(page_run, None, "heads", key, [], "cross", layer, MEAN_HEAD, False, None).values())
+        return sum(len(v.model_dump_json()) for v in outputs if isinstance(v, PlotData))
 
     return run
 

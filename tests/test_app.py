@@ -182,8 +182,7 @@ def test_beam_candidates_use_the_runs_direction_not_the_controls(tiny):
     evt = gr.SelectData(None, {"index": [1, 1], "value": run.trace.candidates[1].text})
     picked = tiny.candidate(run, "heads", evt)[p.run]  # reads no control: the Direction dropdown cannot mislead it
     de_en = tiny.registry.get("de-en").cpu
-    expected = de_en.force_ids(list(run.trace.source_ids),
-                               [de_en.tokenizer.sp.piece_to_id(t) for t in run.trace.candidates[1].tokens], 5, {}, [])
+    expected = de_en.force_output(list(run.trace.source_ids), run.trace.candidates[1].ids)
     np.testing.assert_allclose(picked.trace.cross_attn, expected.cross_attn, atol=1e-5)
     assert picked.request.key == "de-en" and picked.trace.candidates == run.trace.candidates
     info = show(tiny, picked)[-1][p.run_info]
@@ -324,12 +323,12 @@ def test_examples_reset_the_settings(tiny):
 
 
 def test_the_default_output_limit_bounds_degenerate_input(tiny):
-    from anatomy import engine
+    from transformer.search import output_limit
 
-    assert engine.output_limit(100, None) == 160 and engine.output_limit(100, 7) == 7
     run = run_of(tiny, text="Hund " * 100)
     S = len(run.trace.source_tokens)
-    assert len(run.trace.output_tokens) <= engine.output_limit(S, None) < 2 * S + 10
+    model = tiny.registry.get("de-en").cpu.model
+    assert len(run.trace.output_tokens) <= output_limit(model, S, None) < 2 * S + 10
 
 
 # ---- the API --------------------------------------------------------------------------------

@@ -29,8 +29,6 @@ def page(browser, url):
 
 
 def test_translate_and_explore(page, shipped):
-    from anatomy.registry import EXAMPLES
-
     registry = shipped.anatomy.registry
     entry = registry.get(None)
     L, H = entry.config.n_decoder_layers, entry.config.n_heads
@@ -109,7 +107,7 @@ def test_translate_and_explore(page, shipped):
 
     # a cached example (default settings): fills the inputs, shows its translation, and the view controls
     # keep working on it (its trace is rebuilt for this visitor)
-    example = EXAMPLES[entry.source_lang][1]
+    example = entry.examples[1]
     page.get_by_text(f"{entry.label}: {example[:24]}").click()  # long labels are shortened on screen
     page.wait_for_function(  # cached outputs, then the controls reset to the default view (last layer, mean)
         "([text, old, L]) => document.querySelector('#source-text textarea').value === text &&"

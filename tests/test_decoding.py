@@ -166,7 +166,8 @@ def test_length_limit_stops_unfinished_hypotheses():
     assert all(len(ids) <= 6 for ids in greedy(model, src, max_new_tokens=6))
     for hyps in beam_search(model, src, 3, max_new_tokens=6):
         assert hyps and all(len(h.ids) <= 6 for h in hyps)
-    assert output_limit(model, 5, None) == 20
+    assert output_limit(model, 5, None) == 18
+    assert output_limit(model, 100, 7) == 7
     assert output_limit(model, 30, None) == 39  # <s> + 39 new tokens fill max_len
     assert output_limit(model, 5, 10_000) == 39
 

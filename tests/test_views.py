@@ -85,7 +85,7 @@ def test_unknown_pieces_and_tokens_are_escaped_in_markdown(tiny):
     run, page = drawn(tiny, text="Hunde 🐶🎉", max_new=3)
     assert "<unk>" in run.trace.source_tokens
     info = page[p.run_info]
-    assert "(read as &lt;unk&gt;): it knows only German and English image captions." in info
+    assert "(read as &lt;unk&gt;): its vocabulary holds only what its German and English training text contains." in info
     assert "<unk>" not in info
 
 

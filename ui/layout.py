@@ -8,7 +8,7 @@ import gradio as gr
 import viz
 from anatomy import views
 from anatomy.inputs import MAX_BEAM, MAX_CHARS, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, MEAN_HEAD
-from anatomy.registry import EXAMPLES, ModelRegistry, device_choices
+from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
 
 from .figures import plot
@@ -131,7 +131,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 gr.Markdown("\n\n".join(f"⚠️ {n}" for n in registry.notices), elem_id="model-notices",
                             elem_classes=["anatomy-notice"])
             text = gr.Textbox(label="Source text", lines=2, max_length=MAX_CHARS, elem_id="source-text",
-                              placeholder=f"e.g. {EXAMPLES.get(entry0.source_lang, [''])[0]}")
+                              placeholder=f"e.g. {(entry0.examples or [''])[0]}")
             with gr.Row(elem_classes=["anatomy-controls"]):
                 beam = gr.Slider(1, MAX_BEAM, value=DEFAULTS["beam"], step=1, label="Beam size (1 = greedy)")
                 max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,
@@ -174,7 +174,7 @@ def build_page(registry: ModelRegistry) -> Page:
                                    elem_classes=["anatomy-controls"], placeholder="click Link to this view")
             share_query = gr.Textbox(visible=False)
 
-    examples = [[s, e.key] for e in registry.entries.values() for s in EXAMPLES.get(e.source_lang, [])[:4]]
+    examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
     with gr.Row(elem_classes=["anatomy-controls"]):
         gallery = gr.Examples(examples, inputs=[text, direction], label="Examples (default settings)",
                               examples_per_page=len(examples), cache_examples=False,

@@ -346,6 +346,7 @@ def test_api_never_raises(tiny):
     assert Trace.from_dict(trace).text == text
 
 
+@pytest.mark.slow
 def test_gradio_client_translate_endpoint(tiny):
     from gradio_client import Client
 
@@ -371,6 +372,7 @@ def test_gradio_client_translate_endpoint(tiny):
         demo.close()
 
 
+@pytest.mark.slow
 def test_concurrent_clients_get_exactly_their_own_results(tiny):
     """8 visitors at once on loopback: each gets what it would get alone, with no cross-talk."""
     from concurrent.futures import ThreadPoolExecutor
@@ -401,6 +403,7 @@ SHIPPED = {"de-en": ("Zwei Hunde spielen im Schnee.", ("dogs", "snow")),
            "en-de": ("Two dogs are playing in the snow.", ("Hunde", "Schnee"))}
 
 
+@pytest.mark.slow
 def test_shipped_checkpoints_translate_correctly_through_the_client(shipped):
     """The real models, through gradio_client, as the README documents it."""
     from gradio_client import Client

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real checkpoints or subprocesses
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("decode", "train_speed", "load", "page")
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.browser import TIMEOUT, heatmap_count, needs_chromium, plot_text, wait_title
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow]
 SENTENCES = {"de": "Zwei Hunde spielen im Schnee.", "en": "Two dogs are playing in the snow."}
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.browser import TIMEOUT, needs_chromium, wait_title
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow]
 SENTENCE = "Zwei Hunde spielen im Schnee."
 
 

@@ -278,7 +278,7 @@ def test_trace_attention_gives_each_kind_its_axes(translator):
     positions = list(zip(trace.target_tokens, trace.output_tokens))
     assert positions[0] == ("<s>", trace.output_tokens[0]) and positions[-1][1] == "</s>"
     expected = {"encoder": ((L, h, S, S), trace.source_tokens, trace.source_tokens, False, trace.source_tokens),
-                "decoder": ((L, h, T, T), positions, trace.target_tokens, True, trace.target_tokens),
+                "decoder": ((L, h, T, T), positions, trace.target_tokens, True, trace.output_tokens),
                 "cross": ((L, h, T, S), positions, trace.source_tokens, False, trace.output_tokens)}
     assert list(ATTENTION_KINDS) == list(expected)
     for kind, (shape, queries, keys, causal, query_pieces) in expected.items():

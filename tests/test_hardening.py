@@ -186,6 +186,7 @@ def test_inspect_cleans_the_typed_translation_too(tiny):
 
 # ---- many visitors at once: a bounded queue ---------------------------------------------------------------
 
+@pytest.mark.slow
 def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(served):
     """ANATOMY_QUEUE_SIZE=1: one request runs, one waits, the rest are refused at once; the two that got in get
     exactly the answer a lone request gets."""
@@ -213,6 +214,7 @@ def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(serv
 
 
 
+@pytest.mark.slow
 def test_load_benchmark_runs_16_clients_that_all_get_the_answer_they_get_alone(folders):
     """benchmarks/load.py, small: its own server on the tiny checkpoints, 16 clients, 32 requests."""
     root = Path(__file__).resolve().parents[1]
@@ -259,6 +261,7 @@ def _holding_the_text(folder) -> list:
     return found
 
 
+@pytest.mark.slow
 def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
     """`python app.py` with ANATOMY_TRACE_RETENTION=2: the API, the page's Translate and a shared link leave
     nothing in the server's output, and the one file that holds it (the trace download) is gone after 2 s."""
@@ -281,3 +284,32 @@ def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
     assert "Running on local URL" in output  # the output is read
     for word in SECRET.split() + [urllib.parse.quote(SECRET), urllib.parse.quote_plus(SECRET)]:
         assert word not in output
+
+
+JSON_VALUES = [None, True, False, 0, 1, -1, 3, 8, 9, 200, 201, 1.5, 1e300, -1e300, "", " ", "5", "abc", "de-en",
+               "Zwei Hunde.", [], [5], ["de-en"], {}, {"beam": 2}]
+GOOD = {"text": "Zwei Hunde spielen im Schnee.", "direction": "de-en", "beam_size": 1, "max_new_tokens": None}
+
+
+@pytest.mark.parametrize("argument", sorted(GOOD))
+def test_every_json_value_of_every_api_argument_gets_a_result_or_a_notice(tiny, argument):
+    """Each argument in turn takes every JSON type and edge value, the others stay good: the answer is a
+    translation or a notice saying what was wrong, never an exception and never the catch-all failure."""
+    for value in JSON_VALUES:
+        text, notice, trace = tiny.api_translate(**{**GOOD, argument: value})
+        assert isinstance(text, str) and isinstance(notice, str), (argument, value)
+        assert "Translation failed" not in notice, (argument, value, notice)
+        if trace is None:
+            assert text == "" and notice, (argument, value)
+        else:
+            assert text == trace["text"], (argument, value)
+    assert tiny.api_translate(**GOOD)[2] is not None
+
+
+@pytest.mark.parametrize("beam, max_new, problem", [("five", None, "beam_size"), (0, None, "beam_size"),
+                                                    (9, None, "beam_size"), (2, 0, "max_new_tokens"),
+                                                    (2, 201, "max_new_tokens"), (2, "abc", "max_new_tokens"),
+                                                    (2, [5], "max_new_tokens"), (True, None, "beam_size")])
+def test_out_of_range_or_mistyped_numbers_are_refused_by_name(tiny, beam, max_new, problem):
+    text, notice, trace = tiny.api_translate(GOOD["text"], "de-en", beam, max_new)
+    assert (text, trace) == ("", None) and problem in notice

@@ -7,6 +7,8 @@ import pytest
 
 from transformer import Translator
 
+pytestmark = pytest.mark.slow  # real checkpoints or subprocesses
+
 CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
 # Multi30k val sentences, and words (any one of each tuple) their translation must contain.
 CASES = {

@@ -66,6 +66,7 @@ def _args(corpus: Path, root: Path, name: str) -> list[str]:
     return args
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_same_weights(tmp_path):
     corpus = write_corpus(tmp_path / "corpus", n_train=1500, n_val=20, seed=5)
     threads = torch.get_num_threads()
@@ -100,6 +101,7 @@ def test_killed_run_resumes_to_the_same_weights(tmp_path):
     assert epochs == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_sigterm_saves_the_position_before_leaving(tmp_path):
     corpus = write_corpus(tmp_path / "corpus", n_train=3000, n_val=20, seed=6)
     args = _args(corpus, tmp_path, "term")

@@ -115,16 +115,18 @@ def attention_grid(weights, query_tokens: Sequence, key_tokens: Sequence[str], *
     overlay = None if hidden is None else np.asarray(hidden, dtype=np.uint8)
     fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.015, vertical_spacing=min(0.05, 0.3 / max(L, 1)),
                         subplot_titles=[f"layer {l + 1} · head {h + 1}" for l in range(L) for h in range(H)])
+    traces, rows, cols = [], [], []
     for l in range(L):
         for h in range(H):
-            fig.add_trace(go.Heatmap(z=percent[l, h], x=k_pos, y=q_pos, coloraxis="coloraxis",
+            traces.append(go.Heatmap(z=percent[l, h], x=k_pos, y=q_pos, coloraxis="coloraxis",
                                      hovertemplate=f"layer {l + 1} head {h + 1}<br>%{{y}} \u2192 %{{x}}: "
-                                                   "%{z}%<extra></extra>"),
-                          row=l + 1, col=h + 1)
+                                                   "%{z}%<extra></extra>"))
             if overlay is not None:
-                fig.add_trace(go.Heatmap(z=overlay, x=k_pos, y=q_pos, zmin=0, zmax=1, showscale=False,
-                                         hoverinfo="skip", colorscale=[[0, "rgba(0,0,0,0)"], [1, MASKED_COLOR]]),
-                              row=l + 1, col=h + 1)
+                traces.append(go.Heatmap(z=overlay, x=k_pos, y=q_pos, zmin=0, zmax=1, showscale=False,
+                                         hoverinfo="skip", colorscale=[[0, "rgba(0,0,0,0)"], [1, MASKED_COLOR]]))
+            rows += [l + 1] * (len(traces) - len(rows))
+            cols += [h + 1] * (len(traces) - len(cols))
+    fig.add_traces(traces, rows=rows, cols=cols)  # one call: each add_trace re-validates the whole figure
     fig.update_xaxes(showticklabels=False, ticks="", type="category", showline=False)
     fig.update_yaxes(showticklabels=False, ticks="", autorange="reversed", type="category", showline=False)
     fig.update_layout(coloraxis=dict(colorscale=ATTENTION_SCALE, cmin=0, cmax=100,

@@ -46,29 +46,29 @@ def clean_text(text, what: str = "the text") -> tuple[str, list[str]]:
     return clean, notices
 
 
-def to_int(value, lo: int, hi: int, default: int) -> int:
-    """Any value as an integer in [lo, hi]: numbers and numeric strings are rounded down and clamped; anything
-    else (None, "", "abc", inf, nan, lists, booleans) is `default`."""
+def _finite(value) -> float | None:
+    """A number or numeric string as a finite float; None for anything else (None, "", "abc", inf, nan, lists,
+    booleans)."""
     if isinstance(value, bool):
-        return default
+        return None
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
-        return default
-    if not math.isfinite(number):
-        return default
-    return max(lo, min(hi, int(number)))
+        return None
+    return number if math.isfinite(number) else None
+
+
+def to_int(value, lo: int, hi: int, default: int) -> int:
+    """Any value as an integer in [lo, hi]: numbers and numeric strings are rounded down and clamped; anything
+    else is `default`."""
+    number = _finite(value)
+    return default if number is None else max(lo, min(hi, int(number)))
 
 
 def to_float(value, lo: float, hi: float, default: float, digits: int = 1) -> float:
     """Any value as a finite float in [lo, hi], rounded to the sliders' grid; `default` when unreadable."""
-    if isinstance(value, bool):
-        return default
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return default
-    return round(min(max(number, lo), hi), digits) if math.isfinite(number) else default
+    number = _finite(value)
+    return default if number is None else round(min(max(number, lo), hi), digits)
 
 
 def to_flag(value) -> bool:

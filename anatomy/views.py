@@ -338,11 +338,16 @@ def training_markdown(entry: ModelEntry) -> str:
                  f"chrF {metrics['val_chrf']:.1f}" if "val_chrf" in metrics else "",
                  f"loss {metrics['val_loss']:.3f}" if "val_loss" in metrics else "",
                  f"after epoch {metrics['epoch']}" if "epoch" in metrics else ""]
-        lines.append("**Multi30k validation** (greedy): " + ", ".join(p for p in parts if p) + ".")
+        per_corpus = [f"{k.removeprefix('val_bleu_')} {v:.1f}" for k, v in metrics.items() if k.startswith("val_bleu_")]
+        where = f"mean over {', '.join(per_corpus)}" if per_corpus else "Multi30k"
+        lines.append(f"**Validation** (greedy; {where}): " + ", ".join(p for p in parts if p) + ".")
     if training:
+        corpora = training.get("corpora") or []
+        data = ", ".join(f"{c['name']} ×{c['weight']:g}" for c in corpora if isinstance(c, dict) and "name" in c) \
+            or str(training.get("data", ""))
         bits = [f"{training['steps']:,} steps" if isinstance(training.get("steps"), int) else "",
                 f"{training['train_time_s'] / 60:.0f} min" if isinstance(training.get("train_time_s"), (int, float))
-                else "", f"on {training['device']}" if training.get("device") else "", str(training.get("data", ""))]
+                else "", f"on {training['device']}" if training.get("device") else "", data]
         if any(bits):
             lines.append("**Training**: " + ", ".join(b for b in bits if b) + ".")
     lines += ["", "---", "", entry.card or f"No model card (README.md) in `{shown_path(entry.source)}`."]

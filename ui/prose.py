@@ -1,8 +1,8 @@
 """The page's prose: the introduction and the guide to reading the figures (markdown)."""
 
 INTRO = """Type a sentence and watch a from-scratch Transformer
-([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762)), trained on Multi30k image captions, translate it piece
-by piece. Then look inside: every attention head of the
+([Vaswani et al., 2017](https://arxiv.org/abs/1706.03762)), trained here on German–English text, translate it
+piece by piece (each model's data is under *Training*). Then look inside: every attention head of the
 encoder and the decoder, each decoding step's choices, and the positional encoding.
 """
 

@@ -27,17 +27,20 @@
               height: f.height, l: m.l, r: m.r, t: m.t, b: m.b,
               notes: (f.annotations || []).map(a => a.font.size),
               text: gd.data.map(t => (t.textfont && t.textfont.size) || null),  // e.g. numbers in table cells
-              yticks: f.yaxis && gd.layout.yaxis && gd.layout.yaxis.ticktext};
+              yticks: f.yaxis && gd.layout.yaxis && gd.layout.yaxis.ticktext,
+              xangle: gd.layout.xaxis && gd.layout.xaxis.tickangle};
     },
     // The layout changes for a mode: presenter (k = scale) and/or narrow, from the figure's own base values.
     sized(gd, b, k, height, narrow) {
       const u = {'font.size': b.font * k, 'title.font.size': b.title * k, height,
                  'margin.l': b.l * k, 'margin.r': b.r * k, 'margin.t': b.t * k, 'margin.b': b.b * k};
       b.notes.forEach((size, i) => { u['annotations[' + i + '].font.size'] = size * k; });
+      // large type: upright labels stand one per column, where slanted ones run into their neighbours
+      if (b.xangle !== undefined) u['xaxis.tickangle'] = k > 1 ? -90 : b.xangle;
       if (narrow) {
-        Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 100), 'margin.r': Math.min(b.r, 10),
+        Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 80), 'margin.r': Math.min(b.r, 10),
                           'margin.b': Math.min(b.b, 90)});
-        if (b.yticks) u['yaxis.ticktext'] = b.yticks.map(t => t.length > 16 ? t.slice(0, 15) + '…' : t);
+        if (b.yticks) u['yaxis.ticktext'] = b.yticks.map(t => t.length > 13 ? t.slice(0, 12) + '…' : t);
       } else if (b.yticks) {
         u['yaxis.ticktext'] = b.yticks;
       }
@@ -49,13 +52,17 @@
         gd.anatomyLayout = gd.layout; gd.anatomyBase = A.base(gd); gd.anatomyMode = null;
       }
       const narrow = gd.parentElement.clientWidth < NARROW, room = Math.max(360, window.innerHeight - 24);
-      const mode = [A.on, narrow, A.on && room].join();
+      const large = !!gd.closest('#heatmap'), top = gd.getBoundingClientRect().top + window.scrollY;
+      // the large view beside the settings ends above the fold (the window's first screen)
+      const fold = large && top < 0.6 * window.innerHeight ? Math.max(360, window.innerHeight - top - 16) : Infinity;
+      const mode = [A.on, narrow, A.on ? room : fold].join();
       if (gd.anatomyMode === mode) return;
       gd.anatomyMode = mode;
       const b = gd.anatomyBase, k = A.on && !narrow ? A.scale : 1;
       // presenter: the large view fills the window's height, others at most that; width: null drops the width
       // fixed at first draw, so the figure fills its container again
-      const height = !A.on ? b.height : gd.closest('#heatmap') ? room : Math.min(Math.round(b.height * k), room);
+      const height = !A.on ? Math.min(b.height, Math.round(fold))
+        : large ? room : Math.min(Math.round(b.height * k), room);
       const u = Object.assign({autosize: true, width: null}, A.sized(gd, b, k, height, narrow));
       Plotly.relayout(gd, u).then(() => {
         const sizes = b.text.map(s => s && s * k);

@@ -28,19 +28,22 @@
               notes: (f.annotations || []).map(a => a.font.size),
               text: gd.data.map(t => (t.textfont && t.textfont.size) || null),  // e.g. numbers in table cells
               yticks: f.yaxis && gd.layout.yaxis && gd.layout.yaxis.ticktext,
-              xangle: gd.layout.xaxis && gd.layout.xaxis.tickangle};
+              xangle: gd.layout.xaxis && gd.layout.xaxis.tickangle,
+              ytitle: f.yaxis && f.yaxis.title && f.yaxis.title.text};
     },
     // The layout changes for a mode: presenter (k = scale) and/or narrow, from the figure's own base values.
     sized(gd, b, k, height, narrow) {
       const u = {'font.size': b.font * k, 'title.font.size': b.title * k, height,
                  'margin.l': b.l * k, 'margin.r': b.r * k, 'margin.t': b.t * k, 'margin.b': b.b * k};
       b.notes.forEach((size, i) => { u['annotations[' + i + '].font.size'] = size * k; });
-      // large type: upright labels stand one per column, where slanted ones run into their neighbours
-      if (b.xangle !== undefined) u['xaxis.tickangle'] = k > 1 ? -90 : b.xangle;
+      // large type or narrow: upright labels stand one per column, where slanted ones run into their neighbours
+      if (b.xangle !== undefined) u['xaxis.tickangle'] = k > 1 || narrow ? -90 : b.xangle;
+      // narrow: no room beside the labels for the y title (labels are cut whole: no half HTML entity)
+      if (b.ytitle !== undefined) u['yaxis.title.text'] = narrow ? '' : b.ytitle;
       if (narrow) {
         Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 80), 'margin.r': Math.min(b.r, 10),
                           'margin.b': Math.min(b.b, 90)});
-        if (b.yticks) u['yaxis.ticktext'] = b.yticks.map(t => t.length > 13 ? t.slice(0, 12) + '…' : t);
+        if (b.yticks) u['yaxis.ticktext'] = b.yticks.map(t => t.length > 13 ? t.slice(0, 12).replace(/&[a-z]*$/, '') + '…' : t);
       } else if (b.yticks) {
         u['yaxis.ticktext'] = b.yticks;
       }

@@ -71,6 +71,18 @@ def test_presenter_heatmap_fits_the_screen(browser, url, key, width, height):
     for elem in ("step-cross", "step-self", "step-topk"):
         title = page.evaluate(BOXES, f"#{elem} .gtitle")[0]
         assert title["x"] + title["w"] <= width, title
+    # numbers in table cells in large type, never broken inside
+    page.get_by_role("tab", name="Predictions").click()
+    page.wait_for_selector("#topk-table .heatmaplayer image")
+    page.wait_for_function("Array.from(document.querySelectorAll('#topk-table .textpoint text'))"
+                           ".every(t => parseFloat(getComputedStyle(t).fontSize) >= 16)")
+    page.get_by_role("tab", name="Architecture").click()
+    page.wait_for_selector("#model-card td")
+    lines = page.evaluate("""() => Array.from(document.querySelectorAll('#model-card td'))
+        .filter(td => /^[0-9,]{5,}$/.test(td.textContent.trim())).map(td => {
+            const r = document.createRange(); r.selectNodeContents(td);
+            return new Set(Array.from(r.getClientRects()).map(b => Math.round(b.bottom))).size; })""")
+    assert lines and set(lines) == {1}, lines  # every long number on one line
     assert not page.errors, page.errors
     page.context.close()
 

@@ -265,7 +265,7 @@ def build_page(registry: ModelRegistry) -> Page:
         with gr.Tab("Architecture", id="architecture") as t:
             tabs.append(t)
             arch = gr.Plot(empty, show_label=False, elem_id="architecture")
-            with gr.Row(equal_height=False):
+            with gr.Row(equal_height=False, elem_id="architecture-row"):
                 card = gr.Markdown(elem_id="model-card", min_width=400)
                 params = gr.Plot(empty, show_label=False, min_width=320, elem_id="parameters")
         with gr.Tab("Training", id="training") as t:

@@ -43,7 +43,8 @@
       if (narrow) {
         Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 80), 'margin.r': Math.min(b.r, 10),
                           'margin.b': Math.min(b.b, 90)});
-        if (b.yticks) u['yaxis.ticktext'] = b.yticks.map(t => t.length > 13 ? t.slice(0, 12).replace(/&[a-z]*$/, '') + '…' : t);
+        if (b.yticks) u['yaxis.ticktext'] = b.yticks.map(t => t.length > 13 ? t.slice(0, 12).replace(/&[a-z]*$/, '') + '…'
+                                                                 : t);
       } else if (b.yticks) {
         u['yaxis.ticktext'] = b.yticks;
       }

@@ -219,8 +219,7 @@ def export_name(key: str, view: View, figure: str = "") -> str:
     """A figure's download name without extension: direction, step for the step panels, kind, layer, head
     (`de-en_cross-attention_layer3_head2`); `figure` names one that is not the large view ("step-topk", "grid",
     "trained", "untrained")."""
-    kind = "decoder-masked-self-attention" if figure == "step-self" else viz.KIND_LABELS[
-        "cross" if figure == "step-cross" else view.kind].replace(" ", "-")
+    kind = viz.KIND_LABELS[{"step-cross": "cross", "step-self": "decoder"}.get(figure, view.kind)].replace(" ", "-")
     head = "mean-of-heads" if view.head == MEAN_HEAD else f"head{view.head}"
     step = f"step{view.step}_" if figure.startswith("step") else ""
     if figure == "step-topk":

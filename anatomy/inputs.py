@@ -152,15 +152,16 @@ class View:
     head: str = MEAN_HEAD  # "mean" or "1", "2", ...
     merge: bool = False
     step: int | None = None  # decoding step t, counted from 1; None: the last one
+    plain: bool = False  # piece labels without SentencePiece's ▁ marker
 
     @classmethod
-    def of(cls, kind, layer, head, merge, step=None) -> "View":
+    def of(cls, kind, layer, head, merge, step=None, plain=False) -> "View":
         """From control or link values; anything unreadable becomes the default."""
         head = str(head).strip()
         if not (head.isdigit() and 1 <= int(head) <= MAX_LAYERS):
             head = MEAN_HEAD
         return cls(kind if kind in KINDS else "cross", to_int(layer, 1, MAX_LAYERS, MAX_LAYERS), head, to_flag(merge),
-                   to_int(step, 1, 10_000, 0) or None)
+                   to_int(step, 1, 10_000, 0) or None, to_flag(plain))
 
     def fit(self, layers: int, heads: int, steps: int) -> "View":
         """Clamped to a trace's layers, heads and steps (the step filled in: the last one when unset)."""

@@ -140,10 +140,12 @@ def _merge_labels(tokens: list, groups: list[list[int]]) -> list:
     return [viz.word_text(tokens, g) for g in groups]
 
 
-def _shown(a: Arrays, weights: np.ndarray, merge: bool):
-    """Weights, labels and hidden cells as shown: per piece, or per word when merging."""
+def _shown(a: Arrays, weights: np.ndarray, merge: bool, plain: bool = False):
+    """Weights, labels and hidden cells as shown: per piece (▁ hidden when plain), or per word when merging."""
     hidden = viz.causal_mask(len(a.queries), len(a.keys)) if a.causal else None
     if not merge:
+        if plain:
+            return weights, viz.plain_labels(a.queries), viz.plain_labels(a.keys), hidden
         return weights, a.queries, a.keys, hidden
     w, hidden = viz.merge_attention(weights, a.query_groups, a.key_groups, hidden)
     return w, _merge_labels(a.queries, a.query_groups), _merge_labels(a.keys, a.key_groups), hidden
@@ -154,7 +156,7 @@ def heatmap(trace: Trace, view: View, prefix_title: str = "") -> go.Figure:
     kind = KINDS[view.kind]
     a = arrays(trace, view.kind)
     matrix, caption = pick(a.weights, view.layer, view.head)
-    matrix, q, k, hidden = _shown(a, matrix, view.merge)
+    matrix, q, k, hidden = _shown(a, matrix, view.merge, view.plain)
     highlight = None
     if kind.stepped and not view.merge and steps(trace):
         highlight = min(view.step or steps(trace), steps(trace)) - 1
@@ -166,7 +168,7 @@ def heatmap(trace: Trace, view: View, prefix_title: str = "") -> go.Figure:
 
 def grid(trace: Trace, view: View) -> go.Figure:
     a = arrays(trace, view.kind)
-    w, q, k, hidden = _shown(a, a.weights, view.merge)
+    w, q, k, hidden = _shown(a, a.weights, view.merge, view.plain)
     return viz.attention_grid(w, q, k, hidden=hidden, title=f"{name(view.kind)}: every layer × head")
 
 
@@ -199,14 +201,34 @@ def step_figures(trace: Trace, view: View) -> tuple[go.Figure, go.Figure, go.Fig
         cross = np.array([cross[g].sum() for g in sg], dtype=np.float32)
         selfw = np.array([selfw[g].sum() for g in tg], dtype=np.float32)
         src, tgt = [viz.word_text(src, g) for g in sg], [viz.word_text(tgt, g) for g in tg]
+    elif view.plain:
+        src, tgt = viz.plain_labels(src), viz.plain_labels(tgt)
     query = (trace.target_tokens[t], trace.output_tokens[t])
-    produced = trace.output_tokens[t]
+    if view.plain:
+        query = viz.plain_labels([query])[0]
+    produced = viz.plain_label(trace.output_tokens[t]) if view.plain else trace.output_tokens[t]
     return (viz.attention_row(cross, src, query=query, key_title=KINDS["cross"].key_title,
                               title=f"Step {t + 1} · {viz.KIND_LABELS['cross']} ({caption})"),
             viz.attention_row(selfw, tgt, query=query, key_title=KINDS["decoder"].key_title, color="#21918c",
                               title=f"Step {t + 1} · {viz.KIND_LABELS['decoder']} ({caption})"),
             viz.topk_bars(trace.top_k[t] if t < len(trace.top_k) else [], chosen=produced,
                           title=f"Step {t + 1}: next-piece probabilities → {viz.label(produced)}"))
+
+
+def export_name(key: str, view: View, figure: str = "") -> str:
+    """A figure's download name without extension: direction, step for the step panels, kind, layer, head
+    (`de-en_cross-attention_layer3_head2`); `figure` names one that is not the large view ("step-topk", "grid",
+    "trained", "untrained")."""
+    kind = viz.KIND_LABELS[{"step-cross": "cross", "step-self": "decoder"}.get(figure, view.kind)].replace(" ", "-")
+    head = "mean-of-heads" if view.head == MEAN_HEAD else f"head{view.head}"
+    step = f"step{view.step}_" if figure.startswith("step") else ""
+    if figure == "step-topk":
+        return f"{key}_{step}next-piece-probabilities"
+    if figure == "grid":
+        return f"{key}_{kind}_all-heads" + ("_words" if view.merge else "")
+    parts = [f"{key}_{step}{kind}", f"layer{view.layer}", head] + (["words"] if view.merge else []) + (
+        [figure] if figure in ("trained", "untrained") else [])
+    return "_".join(parts)
 
 
 # ---- chips and tables ----

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,23 +130,28 @@ def main(out: Path) -> None:
             page.wait_for_selector("#training .scatterlayer")
             shoot(page, "#training", out / "training.png")
 
-            # presenter mode: the attention explorer as it would be projected
-            page.get_by_label("Presenter mode").check()
-            page.wait_for_function("document.querySelector('#heatmap .js-plotly-plot')._fullLayout.font.size >= 18")
-            page.evaluate("window.scrollTo(0, document.querySelector('#heatmap').getBoundingClientRect().top"
-                          " + window.scrollY - 20)")
-            settle(page, 1.5)
-            page.screenshot(path=out / "presenter.png")
+            # presenter mode on a 1280×720 projector: the large view as tall as the screen
+            query = {"text": SENTENCE.get(entry.source_lang, SENTENCE["de"]), "direction": entry.key, "presenter": 1}
+            link = f"{url}?{urllib.parse.urlencode(query)}"
+            projector = browser.new_page(viewport={"width": 1280, "height": 720}, device_scale_factor=1)
+            projector.set_default_timeout(120_000)
+            projector.goto(link, wait_until="domcontentloaded")
+            projector.wait_for_function(
+                "document.querySelector('#heatmap .js-plotly-plot')?._fullLayout.font.size >= 18")
+            projector.locator("#heatmap .heatmaplayer image").wait_for()
+            projector.locator("#heatmap").scroll_into_view_if_needed()
+            settle(projector, 1.5)
+            projector.screenshot(path=out / "presenter.png")
             print("wrote", out / "presenter.png")
-            page.get_by_label("Presenter mode").uncheck()
 
-            phone = browser.new_page(viewport={"width": 412, "height": 915}, device_scale_factor=2)
-            phone.goto(url, wait_until="domcontentloaded")
-            phone.get_by_label("Source text").fill(SENTENCE.get(entry.source_lang, SENTENCE["de"]))
-            phone.get_by_role("button", name="Translate", exact=True).click()
-            phone.wait_for_function("document.querySelector('#run-info').innerText.includes('source pieces')",
-                                    timeout=120_000)
-            settle(phone)
+            # a phone: figures as wide as the screen
+            phone = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
+            phone.set_default_timeout(120_000)
+            phone.goto(link.replace("presenter=1", "presenter=0"), wait_until="domcontentloaded")
+            phone.wait_for_function("document.querySelector('#heatmap .js-plotly-plot')?._fullLayout.font.size === 10")
+            phone.locator("#heatmap .heatmaplayer image").wait_for()
+            phone.locator("#heatmap").scroll_into_view_if_needed()
+            settle(phone, 1.5)
             phone.screenshot(path=out / "phone.png")
             print("wrote", out / "phone.png")
             browser.close()

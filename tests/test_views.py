@@ -216,3 +216,28 @@ def test_a_step_change_redraws_the_step_and_keeps_the_view(tiny):
     assert title(out[p.heat]).startswith("Encoder self-attention")
     heat = json.loads(tiny.view(run, None, "heads", "decoder", 1, "mean", False, 2)[p.heat].plot)
     assert heat["layout"]["shapes"][0]["y0"] == 0.5  # the frame on row 2
+
+
+def test_hide_marker_takes_the_piece_marker_out_of_every_attention_figure(tiny):
+    """View(plain=True): no ▁ in the heatmap, grid or step panels; word starts bare, pieces inside a word after ·."""
+    assert viz.plain_labels(["▁Schn", "ee", "</s>", "▁"]) == ["Schn", "·ee", "</s>", "␣"]
+    assert viz.plain_labels([("<s>", "▁Two")]) == [("<s>", "Two")]
+    run = run_of(tiny, max_new=6)
+    for kind in views.KINDS:
+        marked, plain = View(kind=kind), View(kind=kind, plain=True)
+        figures = [views.heatmap(run.trace, plain), views.grid(run.trace, plain), *views.step_figures(run.trace, plain)]
+        shown = json.dumps([f.to_plotly_json() for f in figures], ensure_ascii=False)
+        assert "▁" not in shown
+        if kind != "decoder":  # the random model's output may hold no ▁; the source pieces do
+            assert "▁" in json.dumps(views.heatmap(run.trace, marked).to_plotly_json(), ensure_ascii=False)
+    assert View.of("cross", 1, "mean", False, None, "1").plain
+
+
+def test_export_names_say_direction_kind_layer_head():
+    view = View(kind="cross", layer=3, head="2", step=4)
+    assert views.export_name("de-en", view) == "de-en_cross-attention_layer3_head2"
+    assert views.export_name("de-en", View(kind="decoder", layer=1, merge=True)) == \
+        "de-en_decoder-masked-self-attention_layer1_mean-of-heads_words"
+    assert views.export_name("en-de", view, "step-self") == "en-de_step4_decoder-masked-self-attention_layer3_head2"
+    assert views.export_name("de-en", view, "step-topk") == "de-en_step4_next-piece-probabilities"
+    assert views.export_name("de-en", view, "untrained") == "de-en_cross-attention_layer3_head2_untrained"

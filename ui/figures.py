@@ -10,8 +10,11 @@ PLOT_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["select2d", "las
                "toImageButtonOptions": {"format": "png", "scale": 3, "filename": "transformer-anatomy"}}
 
 
-def plot(fig: go.Figure) -> PlotData:
-    """A figure for gr.Plot, with the Plotly config (PNG export at 3× scale, no logo)."""
+def plot(fig: go.Figure, name: str | None = None) -> PlotData:
+    """A figure for gr.Plot, with the Plotly config (PNG export at 3× scale, no logo); `name` is the file name
+    the page's export gives it (layout.meta.export, read by app.js)."""
     data = json.loads(fig.to_json())
     data["config"] = PLOT_CONFIG
+    if name:
+        data["layout"]["meta"] = {"export": name}
     return PlotData(type="plotly", plot=json.dumps(data, separators=(",", ":")))

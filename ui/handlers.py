@@ -155,15 +155,12 @@ class Handlers:
         trace = run.trace if upto is None else views.prefix(run.trace, upto)
         L, H, T = views.shape(trace)
         view = view.fit(L, H, T if upto is None else max(upto, 1))
-        step_cross, step_self, step_topk = views.step_figures(trace, view)
         out = {p.translation: trace.text, p.out_chips: views.output_chips(trace.output_tokens, trace.top_k),
                p.src_chips: views.source_chips(trace.source_tokens),
                p.step: gr.update(maximum=max(views.steps(run.trace), 2), value=view.step),
-               p.partial: views.partial_chips(trace.output_tokens, view.step),
-               p.step_cross: plot(step_cross), p.step_self: plot(step_self), p.step_topk: plot(step_topk),
                p.layer: gr.update(maximum=max(L, 2), value=view.layer),
                p.head: gr.update(choices=views.head_choices(H), value=view.head),
-               p.heat: plot(views.heatmap(trace, view))}
+               **self._view_figures(run.request.key, trace, view)}
         if upto is not None:
             out[p.run_info] = f"Replaying in slow motion: step {upto} of {views.steps(run.trace)}…"
             return out
@@ -177,14 +174,14 @@ class Handlers:
                     p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)})
         return out
 
-    def show(self, run: Run | None, signal: StopSignal, kind, layer, head, merge):
+    def show(self, run: Run | None, signal: StopSignal, kind, layer, head, merge, plain=False):
         """Draw a new Run at its step (the last, or a link's); a slow-motion one step by step first. Stop ends the
         replay where it is: the page then shows those steps (and the Run becomes them, so later views and links
         agree)."""
         if run is None:
             yield gr.skip()
             return
-        view = View.of(kind, layer, head, merge, run.step)
+        view = View.of(kind, layer, head, merge, run.step, plain)
         if not run.replay:
             yield self.present(run, view)
             return
@@ -203,18 +200,23 @@ class Handlers:
 
     # ---- view changes (no model; per visitor, latest wins) ----
 
-    def view(self, run: Run | None, twin: Twin | None, tab, kind, layer, head, merge, step):
-        """Kind, layer, head, merge or step changed: the large view, the step panels, and the open tab's figures
-        that follow the view."""
+    def _view_figures(self, key: str, trace: Trace, view: View) -> dict:
+        """The large view, the step panels and the output up to the step, each figure with its export name."""
+        p = self.page
+        step_cross, step_self, step_topk = views.step_figures(trace, view)
+        return {p.heat: plot(views.heatmap(trace, view), views.export_name(key, view)),
+                p.step_cross: plot(step_cross, views.export_name(key, view, "step-cross")),
+                p.step_self: plot(step_self, views.export_name(key, view, "step-self")),
+                p.step_topk: plot(step_topk, views.export_name(key, view, "step-topk")),
+                p.partial: views.partial_chips(trace.output_tokens, view.step)}
+
+    def view(self, run: Run | None, twin: Twin | None, tab, kind, layer, head, merge, step, plain=False):
+        """Kind, layer, head, merge, step or plain labels changed: the large view, the step panels, and the open
+        tab's figures that follow the view."""
         if run is None or run.replay:
             return gr.skip()
-        p = self.page
-        L, H, T = views.shape(run.trace)
-        view = View.of(kind, layer, head, merge, step).fit(L, H, T)
-        step_cross, step_self, step_topk = views.step_figures(run.trace, view)
-        out = {p.heat: plot(views.heatmap(run.trace, view)), p.step_cross: plot(step_cross),
-               p.step_self: plot(step_self), p.step_topk: plot(step_topk),
-               p.partial: views.partial_chips(run.trace.output_tokens, view.step)}
+        view = View.of(kind, layer, head, merge, step, plain).fit(*views.shape(run.trace))
+        out = self._view_figures(run.request.key, run.trace, view)
         if tab in VIEW_TABS:
             out.update(self._tab(tab, run, twin, run.request.key, view, []))
         return out
@@ -248,10 +250,11 @@ class Handlers:
     def open_tab(evt: gr.EventData) -> str:
         return getattr(evt.target, "id", None) or "heads"
 
-    def tab_view(self, run: Run | None, twin: Twin | None, tab, direction, dims, kind, layer, head, merge, step):
+    def tab_view(self, run: Run | None, twin: Twin | None, tab, direction, dims, kind, layer, head, merge, step,
+                 plain=False):
         """The open tab's contents: figures of the shown trace, or of the chosen model."""
         key = direction if direction in self.registry.entries else self.registry.default_key
-        view = View.of(kind, layer, head, merge, step)
+        view = View.of(kind, layer, head, merge, step, plain)
         if run is not None:
             view = view.fit(*views.shape(run.trace))
         return self._tab(tab, run, twin, key, view, dims) or gr.skip()
@@ -263,7 +266,7 @@ class Handlers:
         same = trace is not None and run.request.key == key  # the shown trace is of the chosen model
         if tab == "heads" and trace is not None:
             L, H, _ = views.shape(trace)
-            return {p.grid: plot(views.grid(trace, view)),
+            return {p.grid: plot(views.grid(trace, view), views.export_name(run.request.key, view, "grid")),
                     p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)}
         if tab == "stats" and trace is not None:
             headers, rows = views.head_table(trace)
@@ -273,8 +276,10 @@ class Handlers:
         if tab == COMPARE and trace is not None:
             if twin is None or twin.of is not trace:
                 return {p.compare_text: "Open this tab again to compare this translation with the untrained model."}
-            return {p.cmp_trained: plot(views.heatmap(trace, view, "Trained")),
-                    p.cmp_untrained: plot(views.heatmap(twin.trace, view, "Untrained")),
+            return {p.cmp_trained: plot(views.heatmap(trace, view, "Trained"),
+                                        views.export_name(run.request.key, view, "trained")),
+                    p.cmp_untrained: plot(views.heatmap(twin.trace, view, "Untrained"),
+                                          views.export_name(run.request.key, view, "untrained")),
                     p.compare_text: self._compare_text(run, twin)}
         if tab == "positional":
             chosen = tuple(sorted({int(d) for d in dims or [] if str(d).isdigit()}))
@@ -306,7 +311,7 @@ class Handlers:
                 "(seed 0). Right: the trained translation teacher-forced through the untrained weights, so the cells "
                 "line up. Untrained heads spread their attention almost evenly; training makes them pick.")
 
-    def direction_changed(self, direction, run, twin, tab, dims, kind, layer, head, merge, step):
+    def direction_changed(self, direction, run, twin, tab, dims, kind, layer, head, merge, step, plain=False):
         """A new Direction: the source's placeholder, the model's dimensions, and the open tab if it shows the model."""
         p = self.page
         entry = self.registry.get(direction if direction in self.registry.entries else None)
@@ -314,7 +319,7 @@ class Handlers:
                p.pe_dims: gr.update(choices=[str(d) for d in range(entry.config.d_model)],
                                     value=[str(d) for d in viz.default_dims(entry.config.d_model)])}
         if tab in ("positional", "architecture", "training"):
-            out.update(self._tab(tab, run, twin, entry.key, View.of(kind, layer, head, merge, step),
+            out.update(self._tab(tab, run, twin, entry.key, View.of(kind, layer, head, merge, step, plain),
                                  viz.default_dims(entry.config.d_model)))
         return out
 
@@ -329,7 +334,7 @@ class Handlers:
 
     # ---- links ----
 
-    def share(self, run: Run | None, kind, layer, head, merge, step) -> str:
+    def share(self, run: Run | None, kind, layer, head, merge, step, plain=False) -> str:
         """The query string of a link to what is on screen; the page prefixes its own address."""
         if run is None:
             raise gr.Error("Translate a sentence first: the link carries its text.")

@@ -30,6 +30,9 @@ class Page:
     link: gr.State  # anatomy.inputs.Link read from the page's address
     # header
     presenter: gr.Checkbox
+    export_figure: gr.Dropdown  # the elem_id of the figure to export
+    export_frame: gr.Checkbox
+    export_wide: gr.Checkbox
     png_btn: gr.Button
     svg_btn: gr.Button
     # settings
@@ -67,6 +70,7 @@ class Page:
     layer: gr.Slider
     head: gr.Radio
     merge: gr.Checkbox
+    plain: gr.Checkbox
     heat: gr.Plot
     kind_help: gr.Markdown
     # tabs
@@ -100,12 +104,22 @@ class Page:
 
     @property
     def view_controls(self) -> list:
-        return [self.kind, self.layer, self.head, self.merge, self.step]
+        return [self.kind, self.layer, self.head, self.merge, self.step, self.plain]
 
     @property
     def settings(self) -> list:
         """The controls a translation is asked with, in handlers.Handlers.translate_page's order."""
         return [self.direction, self.text, self.beam, self.max_new, self.device, self.top_k, self.lp, self.slow]
+
+
+# The figures the export control offers: (label, elem_id).
+EXPORTS = [("Attention heatmap", "heatmap"), ("Step: cross-attention", "step-cross"),
+           ("Step: masked self-attention", "step-self"), ("Step: next-piece probabilities", "step-topk"),
+           ("All heads", "grid"), ("Head statistics", "summary"), ("Predictions", "topk-table"),
+           ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
+           ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
+           ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
+KEYS = ("Keys (outside text fields): ← / → decoding step · [ / ] layer · , / . head")
 
 
 def build_page(registry: ModelRegistry) -> Page:
@@ -119,11 +133,16 @@ def build_page(registry: ModelRegistry) -> Page:
             gr.Markdown(INTRO, elem_classes=["anatomy-controls"])
         with gr.Column(scale=1, min_width=330):
             presenter = gr.Checkbox(False, label="Presenter mode", elem_id="presenter",
-                                    info="Large type, no settings, white page: for talks")
-            with gr.Row():
-                png_btn = gr.Button("Attention PNG (3×)", size="sm", elem_id="export-png")
-                svg_btn = gr.Button("Attention SVG", size="sm", elem_id="export-svg")
-    with gr.Row(equal_height=False):
+                                    info="Large type, figures fit the screen, white page: for talks")
+            with gr.Accordion("Export a figure (PNG / SVG)", open=False, elem_id="export"):
+                export_figure = gr.Dropdown(EXPORTS, value="heatmap", label="Figure", elem_id="export-figure")
+                export_frame = gr.Checkbox(False, label="Keep the orange step frame", elem_id="export-frame")
+                export_wide = gr.Checkbox(False, label="16:9 slide (1920 × 1080, large type)", elem_id="export-wide")
+                with gr.Row():
+                    png_btn = gr.Button("PNG", size="sm", elem_id="export-png")
+                    svg_btn = gr.Button("SVG", size="sm", elem_id="export-svg")
+    # Settings and result beside the large attention view: a translation and its attention above the fold.
+    with gr.Row(equal_height=False, elem_id="main-row"):
         with gr.Column(scale=2, min_width=320):
             direction = gr.Dropdown(registry.choices(), value=registry.default_key, label="Direction",
                                     elem_id="direction")
@@ -136,19 +155,18 @@ def build_page(registry: ModelRegistry) -> Page:
                 beam = gr.Slider(1, MAX_BEAM, value=DEFAULTS["beam"], step=1, label="Beam size (1 = greedy)")
                 max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,
                                     label="Max new tokens (0 = automatic: 1.5 × source + 10)")
-            device = gr.Radio(device_choices(), value="auto", label="Device",
-                              info="cuda is offered only when this machine has a GPU",
-                              elem_classes=["anatomy-controls"])
             with gr.Accordion("More settings", open=False, elem_classes=["anatomy-controls"]):
+                device = gr.Radio(device_choices(), value="auto", label="Device",
+                                  info="cuda is offered only when this machine has a GPU")
                 top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULTS["k"], step=1, label="Top-k pieces to record per step")
                 lp = gr.Slider(0.0, 3.0, value=DEFAULTS["lp"], step=0.1,
                                label="Length penalty α (beam score = log p / length^α)")
-                slow = gr.Slider(0.0, MAX_SLOW, value=DEFAULTS["slow"], step=0.1,
-                                 label="Slow motion: seconds per piece (0 = off; for talks)")
+            # slow motion and Stop stay in presenter mode: they are for talks
+            slow = gr.Slider(0.0, MAX_SLOW, value=DEFAULTS["slow"], step=0.1, elem_id="slow",
+                             label="Slow motion: seconds per piece (0 = off; for talks)")
             with gr.Row():
                 translate_btn = gr.Button("Translate", variant="primary", elem_id="translate")
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", elem_classes=["anatomy-controls"])
-        with gr.Column(scale=3, min_width=320):
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
             translation = gr.Textbox(label="Translation", lines=2, interactive=False, buttons=["copy"],
                                      elem_id="translation")
             run_info = gr.Markdown(elem_id="run-info", elem_classes=["anatomy-controls"])
@@ -173,6 +191,23 @@ def build_page(registry: ModelRegistry) -> Page:
                                    interactive=False, buttons=["copy"], elem_id="share-url",
                                    elem_classes=["anatomy-controls"], placeholder="click Link to this view")
             share_query = gr.Textbox(visible=False)
+        with gr.Column(scale=3, min_width=320, elem_id="explorer"):
+            with gr.Row():
+                kind = gr.Radio(views.kind_choices(), value=DEFAULTS["view"], label="Attention", min_width=300,
+                                elem_id="kind")
+                head = gr.Radio(views.head_choices(c0.n_heads), value=MEAN_HEAD, label="Head", min_width=220,
+                                elem_id="head")
+            with gr.Row():
+                layer = gr.Slider(1, max(c0.n_encoder_layers, c0.n_decoder_layers, 2), value=c0.n_decoder_layers,
+                                  step=1, label="Layer", min_width=160, elem_id="layer")
+                merge = gr.Checkbox(value=DEFAULTS["merge"], label="Merge pieces into words", min_width=160,
+                                    elem_id="merge")
+                plain = gr.Checkbox(value=False, label="Hide ▁ marker", min_width=140, elem_id="plain",
+                                    info="a piece inside a word starts with ·")
+            gr.Markdown(KEYS, elem_id="keys")
+            heat = gr.Plot(empty, show_label=False, elem_id="heatmap")
+            with gr.Accordion("What this attention shows", open=False, elem_classes=["anatomy-controls"]):
+                kind_help = gr.Markdown(views.kind_help(DEFAULTS["view"]), elem_id="kind-help")
 
     examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
     with gr.Row(elem_classes=["anatomy-controls"]):
@@ -188,25 +223,10 @@ def build_page(registry: ModelRegistry) -> Page:
                                      combine_adjacent=False,
                                      color_map={views.CURRENT: "#fdba74", views.PIECE: "#e2e8f0"},
                                      scale=3, elem_id="partial")
-    with gr.Row():
+    with gr.Row(elem_id="step-panels"):
         step_cross = gr.Plot(empty, show_label=False, min_width=300, elem_id="step-cross")
         step_self = gr.Plot(empty, show_label=False, min_width=300, elem_id="step-self")
         step_topk = gr.Plot(empty, show_label=False, min_width=300, elem_id="step-topk")
-
-    gr.Markdown("## Attention explorer")
-    with gr.Row():
-        kind = gr.Radio(views.kind_choices(), value=DEFAULTS["view"], label="Attention", scale=3, min_width=300,
-                        elem_id="kind")
-        layer = gr.Slider(1, max(c0.n_encoder_layers, c0.n_decoder_layers, 2), value=c0.n_decoder_layers, step=1,
-                          label="Layer", scale=1, min_width=160, elem_id="layer")
-        head = gr.Radio(views.head_choices(c0.n_heads), value=MEAN_HEAD, label="Head", scale=2, min_width=220,
-                        elem_id="head")
-        merge = gr.Checkbox(value=DEFAULTS["merge"], label="Merge pieces into words", scale=1, min_width=160,
-                            elem_id="merge")
-    with gr.Row(equal_height=False):
-        heat = gr.Plot(empty, show_label=False, scale=4, min_width=360, elem_id="heatmap")
-        kind_help = gr.Markdown(views.kind_help(DEFAULTS["view"]), elem_id="kind-help", min_width=240,
-                                elem_classes=["anatomy-controls"])
 
     tabs = []
     with gr.Tabs():
@@ -245,7 +265,7 @@ def build_page(registry: ModelRegistry) -> Page:
         with gr.Tab("Architecture", id="architecture") as t:
             tabs.append(t)
             arch = gr.Plot(empty, show_label=False, elem_id="architecture")
-            with gr.Row(equal_height=False):
+            with gr.Row(equal_height=False, elem_id="architecture-row"):
                 card = gr.Markdown(elem_id="model-card", min_width=400)
                 params = gr.Plot(empty, show_label=False, min_width=320, elem_id="parameters")
         with gr.Tab("Training", id="training") as t:
@@ -269,14 +289,16 @@ def build_page(registry: ModelRegistry) -> Page:
         api_btn = gr.Button("api")
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(TAB_IDS[0]),
-                link=gr.State(None), presenter=presenter, png_btn=png_btn, svg_btn=svg_btn, direction=direction,
-                text=text, beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
+                link=gr.State(None), presenter=presenter, export_figure=export_figure, export_frame=export_frame,
+                export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, direction=direction, text=text,
+                beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
                 translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, run_info=run_info,
                 src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
                 download=download, share_btn=share_btn, share_url=share_url, share_query=share_query,
                 examples=gallery, step=step, partial=partial, step_cross=step_cross, step_self=step_self,
-                step_topk=step_topk, kind=kind, layer=layer, head=head, merge=merge, heat=heat, kind_help=kind_help,
-                tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats, topk_table=topk_table,
+                step_topk=step_topk, kind=kind, layer=layer, head=head, merge=merge, plain=plain, heat=heat,
+                kind_help=kind_help, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
+                topk_table=topk_table,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,
                 pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, arch=arch, card=card, params=params, curves=curves,
                 training_md=training_md, api_text=api_text, api_direction=api_direction, api_beam=api_beam,

@@ -32,7 +32,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     def draw(event):
         """After a model event made a Run: draw it, then the open tab."""
-        return event.then(h.show, [p.run, p.signal, p.kind, p.layer, p.head, p.merge], shown, **DRAW).then(
+        return event.then(h.show, [p.run, p.signal, p.kind, p.layer, p.head, p.merge, p.plain], shown, **DRAW).then(
             h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
     streamed = [*made, p.translation, p.out_chips, p.src_chips]
@@ -49,7 +49,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     # View controls: .input (a visitor's own change: arrow keys and typed numbers too), not .change (which the
     # handlers' own updates of these controls would trigger).
-    gr.on([p.kind.input, p.layer.input, p.head.input, p.merge.input, p.step.input], h.view, view_inputs,
+    gr.on([p.kind.input, p.layer.input, p.head.input, p.merge.input, p.step.input, p.plain.input], h.view, view_inputs,
           [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs], **VIEW)
     p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
     p.stats.select(h.stat_pick, None, [p.kind, p.layer, p.head], **DRAW).then(
@@ -72,8 +72,9 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
                                        p.merge, p.step, p.presenter, p.kind_help], **DRAW).then(
         h.translate_link, [p.link, p.signal, p.tab], made, **MODEL))
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
-    p.png_btn.click(None, None, None, js=js("exportFigure('heatmap', 'png')"))
-    p.svg_btn.click(None, None, None, js=js("exportFigure('heatmap', 'svg')"))
+    export = [p.export_figure, p.export_frame, p.export_wide]
+    p.png_btn.click(None, export, None, js=js("exportFigure(args[0], 'png', args[1], args[2])"))
+    p.svg_btn.click(None, export, None, js=js("exportFigure(args[0], 'svg', args[1], args[2])"))
     p.share_btn.click(h.share, [p.run, *p.view_controls], [p.share_query], **DRAW).then(
         None, [p.share_query], [p.share_url], js=js("link(args[0])"))
 

@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 from .common import ATTENTION_SCALE, MASKED_COLOR, as_matrix, base_layout, cell_height, empty_figure
 from .text import labels, query_label, query_labels
 
+STEP_FRAME = "step-frame"  # the shape's name: the page's export leaves it out unless asked
 COLORBAR = dict(title=dict(text="weight", side="right"), thickness=12, len=0.8, tickvals=[0, 0.25, 0.5, 0.75, 1])
 
 
@@ -65,7 +66,7 @@ def attention_heatmap(weights, query_tokens: Sequence, key_tokens: Sequence[str]
                            yanchor="bottom", showarrow=False, font=dict(size=11, color="#52525b"))
     if highlight_row is not None and 0 <= highlight_row < Tq:
         fig.add_shape(type="rect", x0=-0.5, x1=Tk - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
-                      line=dict(color="#f97316", width=3))
+                      line=dict(color="#f97316", width=3), name=STEP_FRAME)
     longest_k = min(max((len(k) for k in k_lab), default=4), 24)
     longest_q = min(max((len(q) for q in q_lab), default=4), 32)
     return base_layout(fig, cell_height(Tq, per_row=30, extra=110 + 6 * longest_k), title=title,

@@ -37,6 +37,24 @@ def word_text(pieces: Sequence[str], group: Sequence[int]) -> str:
     return text.replace(SPACE_MARK, " ").strip() or text
 
 
+def plain_label(piece: str) -> str:
+    """A piece without SentencePiece's ▁: a word's first piece as the bare word, a piece inside a word after a
+    middle dot ("▁Schn", "ee" -> "Schn", "·ee"), so word starts stay visible; a lone ▁ as ␣; special pieces
+    unchanged."""
+    if piece in SPECIALS:
+        return piece
+    if piece.startswith(SPACE_MARK):
+        return piece[len(SPACE_MARK):] or "\u2423"
+    return "\u00b7" + piece
+
+
+def plain_labels(tokens: list) -> list:
+    """plain_label on pieces, or on both sides of (read, produced) pairs."""
+    if tokens and isinstance(tokens[0], tuple):
+        return [(plain_label(r), plain_label(p)) for r, p in tokens]
+    return [plain_label(t) for t in tokens]
+
+
 def merge_attention(weights, query_groups: Sequence[Sequence[int]], key_groups: Sequence[Sequence[int]],
                     hidden=None) -> tuple[np.ndarray, np.ndarray | None]:
     """(..., Tq, Tk) piece attention -> (..., Wq, Wk) word attention.

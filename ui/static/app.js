@@ -1,10 +1,13 @@
-// Transformer Anatomy in the browser: presenter mode, figure export and share links. Loaded once with the page
-// (launch(js=...)); the page's events call window.anatomy.*.
+// Transformer Anatomy in the browser: presenter mode, keyboard stepping, figure export and share links. Loaded
+// once with the page (launch(js=...)); the page's events call window.anatomy.*.
 () => {
+  const STEP_FRAME = 'step-frame';  // viz/attention.py names the orange step frame so
+  const NARROW = 560;  // px: a figure narrower than this (a phone) gets small margins and short labels
   const A = window.anatomy = {
     scale: 1.5, on: false,
     // Presenter mode (a talk must not wait on the server): toggles the page's class and scales every Plotly
-    // figure's fonts, margins and height by `scale`, re-applied whenever a figure is replaced.
+    // figure's fonts and margins by `scale`, figures no taller than the window (the large view exactly as tall),
+    // re-applied whenever a figure is replaced or the window resized.
     presenter(on) {
       A.on = !!on;
       document.body.classList.toggle('anatomy-presenter', A.on);
@@ -13,6 +16,7 @@
         A.observer = new MutationObserver(() => A.scan());
         A.observer.observe(document.body, {childList: true, subtree: true, attributes: true,
                                            attributeFilter: ['class', 'style']});
+        window.addEventListener('resize', () => A.scan());
       }
       A.scan();
       window.dispatchEvent(new Event('resize'));
@@ -21,23 +25,53 @@
       const f = gd._fullLayout, m = f.margin;
       return {font: f.font.size, title: (f.title && f.title.font) ? f.title.font.size : f.font.size,
               height: f.height, l: m.l, r: m.r, t: m.t, b: m.b,
-              notes: (f.annotations || []).map(a => a.font.size)};
+              notes: (f.annotations || []).map(a => a.font.size),
+              text: gd.data.map(t => (t.textfont && t.textfont.size) || null),  // e.g. numbers in table cells
+              yticks: f.yaxis && gd.layout.yaxis && gd.layout.yaxis.ticktext,
+              xangle: gd.layout.xaxis && gd.layout.xaxis.tickangle,
+              ytitle: f.yaxis && f.yaxis.title && f.yaxis.title.text};
+    },
+    // The layout changes for a mode: presenter (k = scale) and/or narrow, from the figure's own base values.
+    sized(gd, b, k, height, narrow) {
+      const u = {'font.size': b.font * k, 'title.font.size': b.title * k, height,
+                 'margin.l': b.l * k, 'margin.r': b.r * k, 'margin.t': b.t * k, 'margin.b': b.b * k};
+      b.notes.forEach((size, i) => { u['annotations[' + i + '].font.size'] = size * k; });
+      // large type or narrow: upright labels stand one per column, where slanted ones run into their neighbours
+      if (b.xangle !== undefined) u['xaxis.tickangle'] = k > 1 || narrow ? -90 : b.xangle;
+      // narrow: no room beside the labels for the y title (labels are cut whole: no half HTML entity)
+      if (b.ytitle !== undefined) u['yaxis.title.text'] = narrow ? '' : b.ytitle;
+      if (narrow) {
+        Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 80), 'margin.r': Math.min(b.r, 10),
+                          'margin.b': Math.min(b.b, 90)});
+        if (b.yticks) u['yaxis.ticktext'] = b.yticks.map(t => t.length > 13 ? t.slice(0, 12).replace(/&[a-z]*$/, '') + '…'
+                                                                 : t);
+      } else if (b.yticks) {
+        u['yaxis.ticktext'] = b.yticks;
+      }
+      return u;
     },
     fit(gd) {
       if (!gd._fullLayout || !window.Plotly || !gd.offsetParent) return;  // hidden (another tab): when shown
       if (gd.layout !== gd.anatomyLayout) {
-        gd.anatomyLayout = gd.layout; gd.anatomyBase = A.base(gd); gd.anatomyScaled = false;
+        gd.anatomyLayout = gd.layout; gd.anatomyBase = A.base(gd); gd.anatomyMode = null;
       }
-      if (gd.anatomyScaled === A.on) return;
-      gd.anatomyScaled = A.on;
-      const b = gd.anatomyBase, k = A.on ? A.scale : 1;
-      const u = {autosize: true, width: null, 'font.size': b.font * k, 'title.font.size': b.title * k,
-                 height: Math.round(b.height * k), 'margin.l': b.l * k, 'margin.r': b.r * k, 'margin.t': b.t * k,
-                 'margin.b': b.b * k};
-      b.notes.forEach((size, i) => { u['annotations[' + i + '].font.size'] = size * k; });
-      // width: null drops the width fixed at first draw, so the figure fills its container again (wider once
-      // the settings are hidden)
-      Plotly.relayout(gd, u).catch(() => {});
+      const narrow = gd.parentElement.clientWidth < NARROW, room = Math.max(360, window.innerHeight - 24);
+      const large = !!gd.closest('#heatmap'), top = gd.getBoundingClientRect().top + window.scrollY;
+      // the large view beside the settings ends above the fold (the window's first screen)
+      const fold = large && top < 0.6 * window.innerHeight ? Math.max(360, window.innerHeight - top - 16) : Infinity;
+      const mode = [A.on, narrow, A.on ? room : fold].join();
+      if (gd.anatomyMode === mode) return;
+      gd.anatomyMode = mode;
+      const b = gd.anatomyBase, k = A.on && !narrow ? A.scale : 1;
+      // presenter: the large view fills the window's height, others at most that; width: null drops the width
+      // fixed at first draw, so the figure fills its container again
+      const height = !A.on ? Math.min(b.height, Math.round(fold))
+        : large ? room : Math.min(Math.round(b.height * k), room);
+      const u = Object.assign({autosize: true, width: null}, A.sized(gd, b, k, height, narrow));
+      Plotly.relayout(gd, u).then(() => {
+        const sizes = b.text.map(s => s && s * k);
+        if (sizes.some(s => s)) return Plotly.restyle(gd, {'textfont.size': sizes});
+      }).catch(() => {});
     },
     scan() {
       // the page's figures only, not the offscreen copies Plotly.toImage draws for an export
@@ -46,16 +80,60 @@
         A.fit(gd);
       });
     },
-    // One figure as the browser draws it (presenter fonts included): PNG at 3x scale, or SVG.
-    exportFigure(elemId, format) {
+    // One figure as a file named by what it shows (layout.meta.export, set by the server): PNG at 3× or SVG, as
+    // drawn, or as a 16:9 slide (1920 × 1080, presenter type); the step frame only when asked for.
+    exportFigure(elemId, format, frame, wide) {
       const gd = document.querySelector('#' + elemId + ' .js-plotly-plot');
-      if (gd && window.Plotly) {
-        Plotly.downloadImage(gd, {format, scale: 3, filename: 'transformer-anatomy-' + elemId});
+      if (!gd || !gd._fullLayout || !window.Plotly) return;
+      const layout = JSON.parse(JSON.stringify(gd.layout));
+      if (!frame) layout.shapes = (layout.shapes || []).filter(s => s.name !== STEP_FRAME);
+      let size = {width: gd._fullLayout.width, height: gd._fullLayout.height, scale: format === 'png' ? 3 : 1};
+      if (wide) {
+        size = {width: 1920, height: 1080, scale: 1};
+        Object.entries(A.sized(gd, gd.anatomyBase || A.base(gd), A.scale, 1080, false)).forEach(([path, v]) => {
+          const keys = path.replace(/\[(\d+)\]/g, '.$1').split('.'), last = keys.pop();
+          const at = keys.reduce((o, key) => (o[key] = o[key] || {}), layout);
+          at[last] = v;
+        });
       }
+      Object.assign(layout, {width: size.width, height: size.height});
+      const name = ((layout.meta && layout.meta.export) || 'transformer-anatomy_' + elemId) + (wide ? '_16x9' : '');
+      Plotly.toImage({data: gd.data, layout}, Object.assign({format}, size)).then(url => {
+        const a = Object.assign(document.createElement('a'), {href: url, download: name + '.' + format});
+        document.body.appendChild(a); a.click(); a.remove();
+      });
     },
+    // Keyboard stepping: a slider moved as if dragged (its input event redraws), a head radio as if clicked.
+    nudge(id, delta) {
+      const r = document.querySelector('#' + id + ' input[type=range]');
+      if (!r) return;
+      const v = Math.min(Math.max(Number(r.value) + delta, Number(r.min)), Number(r.max));
+      if (v === Number(r.value)) return;
+      r.value = v;
+      r.dispatchEvent(new Event('input', {bubbles: true}));
+    },
+    nextHead(delta) {
+      const radios = Array.from(document.querySelectorAll('#head input[type=radio]'));
+      const i = radios.findIndex(r => r.checked), j = Math.min(Math.max(i + delta, 0), radios.length - 1);
+      if (radios.length && j !== i) radios[j].click();
+    },
+    keys: {ArrowLeft: () => A.nudge('step', -1), ArrowRight: () => A.nudge('step', 1),
+           '[': () => A.nudge('layer', -1), ']': () => A.nudge('layer', 1),
+           ',': () => A.nextHead(-1), '.': () => A.nextHead(1)},
     // The page's own address + the query built on the server: a link that works behind any proxy or Space.
     link(query) {
       return query ? window.location.origin + window.location.pathname + query : '';
     },
   };
+  document.addEventListener('keydown', e => {
+    const t = e.target, act = A.keys[e.key];
+    if (!act || e.ctrlKey || e.metaKey || e.altKey || !t.matches) return;
+    // typing stays typing; sliders and radios move themselves on arrow keys
+    if (t.matches('textarea, select, [contenteditable], input:not([type=checkbox]):not([type=radio])'
+                  + ':not([type=range]):not([type=button])')) return;
+    if (e.key.startsWith('Arrow') && t.matches('input[type=radio], input[type=range]')) return;
+    e.preventDefault();
+    act();
+  });
+  A.presenter(false);  // starts watching the figures: the narrow (phone) layout applies outside presenter mode too
 }

@@ -1,0 +1,161 @@
+"""Presenter readiness in a real browser: the large view fits a projector (1280×720, 1920×1080) with readable,
+non-overlapping labels; keyboard stepping; export of any figure by name; above the fold; phone width."""
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+
+from tests.browser import TIMEOUT, needs_chromium, wait_title
+
+pytestmark = needs_chromium
+SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."
+BOXES = """sel => Array.from(document.querySelectorAll(sel)).map(e => {
+    const b = e.getBoundingClientRect(); return {x: b.x, y: b.y, w: b.width, h: b.height,
+    font: parseFloat(getComputedStyle(e).fontSize), text: e.textContent}; })"""
+
+
+def open_page(browser, url, key, width, height, presenter=False):
+    context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    page.errors = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    query = {"text": SENTENCE, "direction": key, **({"presenter": 1} if presenter else {})}
+    page.goto(f"{url}?{urllib.parse.urlencode(query)}", wait_until="domcontentloaded")
+    page.wait_for_selector("#heatmap .heatmaplayer image")
+    wait_title(page, "step-topk", "Step ")
+    if presenter:
+        page.wait_for_function("document.querySelector('#heatmap .js-plotly-plot')._fullLayout.font.size >= 18")
+    page.wait_for_timeout(500)  # the relayout of the last figure has landed
+    return page
+
+
+@pytest.fixture()
+def key(shipped):
+    return shipped.anatomy.registry.default_key
+
+
+def inside(box, width, height) -> bool:
+    return box["x"] >= -1 and box["y"] >= -1 and box["x"] + box["w"] <= width + 1 and box["y"] + box["h"] <= height + 1
+
+
+def overlap(a, b) -> bool:
+    return a["x"] < b["x"] + b["w"] - 1 and b["x"] < a["x"] + a["w"] - 1 and a["y"] < b["y"] + b["h"] - 1 \
+        and b["y"] < a["y"] + a["h"] - 1
+
+
+@pytest.mark.parametrize("width,height", [(1280, 720), (1920, 1080)])
+def test_presenter_heatmap_fits_the_screen(browser, url, key, width, height):
+    page = open_page(browser, url, key, width, height, presenter=True)
+    page.locator("#heatmap").scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    heat = page.evaluate(BOXES, "#heatmap")[0]
+    assert inside(heat, width, height), heat
+    texts = {name: page.evaluate(BOXES, ", ".join(f"#heatmap {s}" for s in sels)) for name, sels in
+             [("x", [".xtick text"]), ("y", [".ytick text"]),
+              ("titles", [".gtitle", ".g-xtitle text", ".g-ytitle text"])]}
+    assert len(texts["titles"]) == 3 and len(texts["x"]) >= 10 and len(texts["y"]) >= 10
+    for name, boxes in texts.items():
+        for box in boxes:
+            assert inside(box, width, height), (name, box)
+    for ticks in (texts["x"], texts["y"]):
+        assert min(t["font"] for t in ticks) >= 16
+        for i, a in enumerate(ticks):
+            for b in ticks[i + 1:]:
+                assert not overlap(a, b), (a, b)
+    # Stop and slow motion stay for talks; the settings go
+    assert page.locator("#stop").is_visible() and page.locator("#slow").is_visible()
+    assert not page.locator("#run-info").is_visible()
+    # the step panels: one per row, titles within the screen's width
+    for elem in ("step-cross", "step-self", "step-topk"):
+        title = page.evaluate(BOXES, f"#{elem} .gtitle")[0]
+        assert title["x"] + title["w"] <= width, title
+    # numbers in table cells in large type, never broken inside
+    page.get_by_role("tab", name="Predictions").click()
+    page.wait_for_selector("#topk-table .heatmaplayer image")
+    page.wait_for_function("Array.from(document.querySelectorAll('#topk-table .textpoint text'))"
+                           ".every(t => parseFloat(getComputedStyle(t).fontSize) >= 16)")
+    page.get_by_role("tab", name="Architecture").click()
+    page.wait_for_selector("#model-card td")
+    lines = page.evaluate("""() => Array.from(document.querySelectorAll('#model-card td'))
+        .filter(td => /^[0-9,]{5,}$/.test(td.textContent.trim())).map(td => {
+            const r = document.createRange(); r.selectNodeContents(td);
+            return new Set(Array.from(r.getClientRects()).map(b => Math.round(b.bottom))).size; })""")
+    assert lines and set(lines) == {1}, lines  # every long number on one line
+    assert not page.errors, page.errors
+    page.context.close()
+
+
+def test_keys_move_step_layer_and_head(browser, url, key, shipped):
+    L = shipped.anatomy.registry.get(None).config.n_decoder_layers
+    page = open_page(browser, url, key, 1600, 1000)
+    assert "← / →" in page.locator("#keys").inner_text()
+    page.locator("#step input[type=number]").fill("2")
+    page.locator("#step input[type=number]").blur()
+    wait_title(page, "step-cross", "Step 2 ·")
+    frame = "document.querySelector('#heatmap .js-plotly-plot').layout.shapes[0].y0"
+    page.wait_for_function(f"{frame} === 0.5")
+    page.locator("h2").first.click()  # focus outside any field
+    page.keyboard.press("ArrowRight")
+    wait_title(page, "step-cross", "Step 3 ·")
+    page.wait_for_function(f"{frame} === 1.5")  # the highlight moved one row down
+    page.keyboard.press("[")
+    wait_title(page, "heatmap", f"layer {L - 1}, mean")
+    page.keyboard.press(".")
+    wait_title(page, "heatmap", f"layer {L - 1}, head 1")
+    # typing in a text field types
+    page.locator("#source-text textarea").press("ArrowLeft")
+    page.wait_for_timeout(500)
+    wait_title(page, "step-cross", "Step 3 ·")
+    assert not page.errors, page.errors
+    page.context.close()
+
+
+def test_export_any_figure_by_name(browser, url, key, shipped):
+    L = shipped.anatomy.registry.get(None).config.n_decoder_layers
+    page = open_page(browser, url, key, 1600, 1000)
+    page.locator("#head").get_by_label("2", exact=True).check()
+    wait_title(page, "heatmap", "head 2")
+    page.get_by_text("Export a figure").click()
+    with page.expect_download() as svg:
+        page.locator("#export-svg").click()
+    assert svg.value.suggested_filename == f"{key}_cross-attention_layer{L}_head2.svg"
+    text = open(svg.value.path(), encoding="utf-8").read()
+    assert text.lstrip().startswith("<svg") and "head 2" in text and "rgb(249, 115, 22)" not in text  # no frame
+    page.get_by_label("Keep the orange step frame").check()
+    with page.expect_download() as framed:
+        page.locator("#export-svg").click()
+    assert "rgb(249, 115, 22)" in open(framed.value.path(), encoding="utf-8").read()
+
+    # another figure, as a 16:9 slide
+    page.locator("#export-figure input").click()
+    page.get_by_role("option", name="Step: next-piece probabilities", exact=True).click()
+    page.get_by_label("16:9 slide").check()
+    with page.expect_download() as png:
+        page.locator("#export-png").click()
+    steps = page.locator("#step input[type=number]").input_value()
+    assert png.value.suggested_filename == f"{key}_step{steps}_next-piece-probabilities_16x9.png"
+    from tests.test_browser_views import png_size
+
+    assert png_size(png.value.path()) == (1920, 1080)
+    assert not page.errors, page.errors
+    page.context.close()
+
+
+def test_translation_and_heatmap_above_the_fold(browser, url, key):
+    page = open_page(browser, url, key, 1600, 1000)
+    page.evaluate("window.scrollTo(0, 0)")
+    for elem in ("#translation", "#heatmap"):
+        box = page.evaluate(BOXES, elem)[0]
+        assert inside(box, 1600, 1000), (elem, box)
+    page.context.close()
+
+
+def test_phone_heatmap_is_usable(browser, url, key):
+    page = open_page(browser, url, key, 390, 844)
+    page.wait_for_function("document.querySelector('#heatmap .js-plotly-plot')._fullLayout.font.size === 10")
+    size = page.evaluate("document.querySelector('#heatmap .js-plotly-plot')._fullLayout._size")
+    assert size["w"] >= 160, size  # was ~95 px with the desktop margins
+    assert page.evaluate("document.documentElement.scrollWidth") <= 392  # no sideways scrolling
+    page.context.close()

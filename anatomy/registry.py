@@ -19,13 +19,13 @@ import torch
 from transformer import Translator
 from transformer.checkpoint import Checkpoint, CheckpointError, resolve
 from transformer.config import PRESETS, ModelConfig
+from transformer.data import LANGUAGE_NAMES
 from transformer.model import Transformer
 from transformer.tokenizer import Tokenizer
 
 from . import engine
 
 ROOT = Path(__file__).resolve().parents[1]
-LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
 
 # Examples written for this app (not taken from any test set), by source language and the checkpoint's domain.
 # The two "animal" sentences are the paper's most famous attention picture: in German the pronoun must follow

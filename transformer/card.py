@@ -20,7 +20,6 @@ from .evaluate import score
 from .translate import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
 from .translator import Translator
 
-LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,7 @@ pipeline_tag: translation
 library_name: transformer-anatomy
 ---
 
-# {folder.name}: {LANGUAGE_NAMES.get(src, src)} → {LANGUAGE_NAMES.get(tgt, tgt)} Transformer ({titles})
+# {folder.name}: {data.LANGUAGE_NAMES.get(src, src)} → {data.LANGUAGE_NAMES.get(tgt, tgt)} Transformer ({titles})
 
 The encoder–decoder Transformer of *Attention Is All You Need* (Vaswani et al., 2017), written
 from torch primitives in the Transformer Anatomy project and trained from scratch on {titles}.
@@ -193,8 +192,8 @@ def limits(names: list[str], src: str, tgt: str, results: dict) -> str:
     seen = ", ".join(corpus_info(n).domain for n in names)
     return (f"It has seen only {seen}: in that order of quality on val, {best}. Short everyday sentences and "
             "simple descriptions of scenes translate best. Long, technical, literary or news text, names and rare "
-            f"words often come out wrong or are dropped; it knows only {LANGUAGE_NAMES.get(src, src)} as input "
-            f"and writes only {LANGUAGE_NAMES.get(tgt, tgt)}. It is a small teaching model trained on a few hundred "
+            f"words often come out wrong or are dropped; it knows only {data.LANGUAGE_NAMES.get(src, src)} as input "
+            f"and writes only {data.LANGUAGE_NAMES.get(tgt, tgt)}. It is a small teaching model trained on a few hundred "
             "thousand sentence pairs on two CPU cores, not a production translator.")
 
 

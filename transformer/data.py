@@ -16,6 +16,7 @@ from .config import BOS_ID, EOS_ID, PAD_ID
 # Public source of Multi30k (Elliott et al., 2016), task 1 raw text.
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
 LANGUAGES = ("en", "de", "fr", "cs")
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
 SHARED_DATA_ROOT = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SHARED_DATA_DIR = SHARED_DATA_ROOT / "multi30k"
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "transformer-anatomy" / "multi30k"

@@ -2,21 +2,34 @@
 # Trains (or resumes) the two general-domain models side by side, one thread each, in the background at low
 # priority; progress goes to $RUNS/general-SRC-TGT.log. Run it again after an interruption: it resumes.
 # The run directories and the best checkpoints so far live outside the work tree, in $RUNS.
+#
+# Two phases, because the machine holding phase 1's resume state was lost after its first epoch:
+#   phase 1 (PHASE=1): from scratch, 6 epochs scheduled; its epoch-1 best is training-snapshots/general-*.
+#   phase 2 (default): from those weights and tokenizers, a fresh optimizer, a new data order (seed 2) and a
+#   schedule that decays to 0 over a fixed budget of training time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-~/.cache/transformer-anatomy/runs}
+PHASE=${PHASE:-2}
 mkdir -p "$RUNS"
 # Batches of varying shapes fragment glibc's heap: without these a run grew past 9 GB in an hour. Large blocks
 # from mmap are handed back to the system when freed.
 export MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 MALLOC_ARENA_MAX=2
 for pair in "de en" "en de"; do
   set -- $pair
-  name=general-$1-$2
+  if [ "$PHASE" = 1 ]; then
+    name=general-$1-$2
+    schedule=(--epochs 6 --lr 1e-3 --warmup 1000)
+  else
+    name=general-$1-$2-phase2
+    schedule=(--init-from "training-snapshots/general-$1-$2" --seed 2 --time-budget "${BUDGET:-105m}"
+              --lr 7e-4 --warmup 100)
+  fi
   nohup nice -n 10 python -m transformer.train --src "$1" --tgt "$2" \
     --corpus tatoeba --corpus multi30k --corpus newstest:0.6 --corpus europarl-v7-head20k:0.3 \
     --data-root "${ANATOMY_DATA_ROOT:-../shared/data}" --domain everyday \
     --out "$RUNS/$name/best" --run-dir "$RUNS/$name" --preset small --vocab-size 10000 \
-    --epochs 6 --max-tokens 4000 --lr 1e-3 --warmup 1000 --max-val-pairs 1000 \
+    "${schedule[@]}" --max-tokens 4000 --max-val-pairs 1000 \
     --threads 1 --no-progress >> "$RUNS/$name.log" 2>&1 &
   echo "$name: pid $!, log $RUNS/$name.log"
 done

@@ -117,3 +117,30 @@ def test_sigterm_saves_the_position_before_leaving(tmp_path):
     assert "state saved" in rest
     state = torch.load(tmp_path / "term" / "run" / "state.pt", weights_only=True)
     assert state["position"]["step"] >= 50 and state["position"]["epoch"] < 3
+
+
+def test_init_from_starts_with_the_checkpoints_weights_and_tokenizer(copy_checkpoint, copy_data, tmp_path):
+    def run(name: str, *extra: str) -> Path:
+        args = ["--src", "de", "--tgt", "en", "--data-dir", str(copy_data), "--out", str(tmp_path / name),
+                "--run-dir", str(tmp_path / f"{name}-run"), "--epochs", "1", "--max-train-pairs", "200",
+                "--init-from", str(copy_checkpoint), *TINY_MODEL_ARGS, *extra]
+        threads = torch.get_num_threads()
+        train.main(args)
+        torch.set_num_threads(threads)
+        return tmp_path / name
+
+    # With a learning rate of 0 the optimizer leaves the weights as they came: exactly the checkpoint's.
+    frozen = run("frozen", "--lr", "0")
+    start, end = load_file(copy_checkpoint / "model.safetensors"), load_file(frozen / "model.safetensors")
+    assert all(torch.equal(start[k], end[k]) for k in start)
+    assert (frozen / "tokenizer.model").read_bytes() == (copy_checkpoint / "tokenizer.model").read_bytes()
+    assert json.loads((frozen / "config.json").read_text())["metrics"]["val_bleu"] > 90  # trained, not random
+    assert json.loads((frozen / "config.json").read_text())["training"]["recipe"]["init_from"] == str(copy_checkpoint)
+
+    with pytest.raises(SystemExit, match="--init-from .* holds ModelConfig"):
+        run("wider", "--d-model", "128")
+    with pytest.raises(SystemExit, match="translates de->en, not en->de"):
+        train.main(["--src", "en", "--tgt", "de", "--data-dir", str(copy_data), "--out", str(tmp_path / "x"),
+                    "--run-dir", str(tmp_path / "x-run"), "--init-from", str(copy_checkpoint), *TINY_MODEL_ARGS])
+    with pytest.raises(SystemExit, match="--init-from: checkpoint folder .* does not exist"):
+        run("missing", "--init-from", str(tmp_path / "nowhere"))

@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--domain", help="what the model is for, shown in the app (e.g. 'everyday')")
     p.add_argument("--out", required=True, help="checkpoint folder to write, e.g. checkpoints/multi30k-de-en")
     p.add_argument("--run-dir", help="resume state folder (default runs/<name of --out>)")
+    p.add_argument("--init-from", metavar="CHECKPOINT", help="start from this checkpoint's weights and tokenizer "
+                   "(a fresh optimizer and schedule); the model options must describe the same model")
     p.add_argument("--preset", choices=sorted(PRESETS), default="small")
     p.add_argument("--d-model", type=int)
     p.add_argument("--n-heads", type=int)
@@ -166,15 +168,30 @@ def main(argv: list[str] | None = None) -> dict:
     def epoch_pairs(epoch: int) -> list[int]:
         return data.draw_mix(sizes, weights, random.Random(args.seed * 1_000_003 + epoch))
 
+    start = None
+    if args.init_from:
+        try:
+            start = checkpoint.load(args.init_from)
+        except checkpoint.CheckpointError as err:
+            raise SystemExit(f"error: --init-from: {err}") from None
+        if (start.source_lang, start.target_lang) != (args.src, args.tgt):
+            raise SystemExit(f"error: --init-from {args.init_from} translates {start.source_lang}->"
+                             f"{start.target_lang}, not {args.src}->{args.tgt}")
     tok_path = run_dir / "tokenizer.model"
     if tok_path.exists():
         tokenizer = Tokenizer.load(tok_path)
+    elif start is not None:
+        tokenizer = start.tokenizer
+        tokenizer.save(tok_path)
     else:
         first = epoch_pairs(0)  # the vocabulary is learnt from the same mix the model trains on
         tokenizer = Tokenizer.train([train_src[i] for i in first] + [train_tgt[i] for i in first],
                                     vocab_size=args.vocab_size)
         tokenizer.save(tok_path)
     config = model_config(args, tokenizer.vocab_size)
+    if start is not None and start.config != config:
+        raise SystemExit(f"error: --init-from {args.init_from} holds {start.config}, but the options describe "
+                         f"{config}; give the options it was trained with")
 
     def encode_pairs(src: list[str], tgt: list[str]) -> tuple[list[list[int]], list[list[int]]]:
         limit = config.max_len - 1  # room for EOS / BOS
@@ -185,6 +202,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     torch.manual_seed(args.seed)
     model = Transformer(config).to(device)
+    if start is not None:
+        model.load_state_dict(start.model.state_dict())
     ema = copy.deepcopy(model).requires_grad_(False) if args.ema_decay > 0 else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9,
                                   weight_decay=args.weight_decay)

@@ -232,7 +232,7 @@ def test_stop_during_slow_motion_keeps_the_steps_so_far(tiny):
     assert len(json.loads(last[p.heat].plot)["layout"]["yaxis"]["ticktext"]) == 2
     assert last[p.translation] == kept.trace.text and last[p.step]["value"] == 2
     # later views draw what is on screen, not the whole trace
-    assert len(json.loads(tiny.view(kept, None, "heads", "cross", 1, "mean", False, None)[p.heat].plot)
+    assert len(json.loads(tiny.view(kept, None, "heads", None, "cross", 1, "mean", False, None)[p.heat].plot)
                ["layout"]["yaxis"]["ticktext"]) == 2
 
 
@@ -273,28 +273,45 @@ def test_view_controls(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=5)
     for kind in views.KINDS:
-        out = tiny.view(run, None, "heads", kind, 2, "1", False, 2)
+        out = tiny.view(run, None, "heads", None, kind, 2, "1", False, 2)
         fig = json.loads(out[p.heat].plot)
         assert fig["layout"]["yaxis"]["title"]["text"].startswith("query")
         assert fig["layout"]["xaxis"]["title"]["text"].startswith("key")
         assert f"{views.name(kind)} · layer 2, head 1" == fig["layout"]["title"]["text"]
         assert sum(t["type"] == "heatmap" for t in json.loads(out[p.grid].plot)["data"]) >= 4
-    out = tiny.view(run, None, "predictions", "decoder", 1, "mean", True, 1)
+    out = tiny.view(run, None, "predictions", None, "decoder", 1, "mean", True, 1)
     assert "words" in title(out[p.heat]) and p.grid not in out  # a closed tab is not drawn
-    out = tiny.view(run, None, "heads", "cross", 1, "mean", False, 2)
+    out = tiny.view(run, None, "heads", None, "cross", 1, "mean", False, 2)
     assert len(out[p.partial]) == 2 and out[p.partial][-1][1] == views.CURRENT
     assert "Step 2" in title(out[p.step_topk])
     assert tiny.pick_head("2:1") == (2, "1")
-    assert tiny.view(None, None, "heads", "cross", 1, "mean", False, 1) == gr.skip()
+    assert tiny.view(None, None, "heads", None, "cross", 1, "mean", False, 1) == gr.skip()
+
+
+def test_a_layer_head_or_step_change_leaves_the_all_heads_grid_and_statistics_as_drawn(tiny):
+    p = tiny.page
+    run = run_of(tiny, max_new=5)
+    drawn = tiny.tab_view(run, None, "heads", "de-en", [], "cross", 1, "mean", False, None)[p.tab_drawn]
+    moved = tiny.view(run, None, "heads", drawn, "cross", 2, "1", False, 2)
+    assert p.heat in moved and p.grid not in moved and moved[p.tab_drawn] == drawn
+    other_kind = tiny.view(run, None, "heads", drawn, "encoder", 2, "1", False, 2)
+    assert p.grid in other_kind and other_kind[p.tab_drawn] != drawn
+    stats = tiny.view(run, None, "stats", drawn, "cross", 1, "mean", False, 1)  # another tab: drawn anew
+    assert p.stats in stats
+    assert p.stats not in tiny.view(run, None, "stats", stats[p.tab_drawn], "cross", 2, "mean", False, 3)
+    again = run_of(tiny, max_new=4)  # another translation: drawn anew
+    assert p.grid in tiny.view(again, None, "heads", drawn, "cross", 2, "1", False, 2)
 
 
 def test_tabs_are_drawn_when_opened(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=5)
     heads = tiny.tab_view(run, None, "heads", "de-en", [], "encoder", 1, "mean", False, None)
-    assert set(heads) == {p.grid, p.pick_head}
-    assert set(tiny.tab_view(run, None, "stats", "de-en", [], "cross", 1, "mean", False, None)) == {p.summary, p.stats}
-    assert set(tiny.tab_view(run, None, "predictions", "de-en", [], "cross", 1, "mean", False, None)) == {p.topk_table}
+    assert set(heads) == {p.grid, p.pick_head, p.tab_drawn}
+    assert set(tiny.tab_view(run, None, "stats", "de-en", [], "cross", 1, "mean", False, None)) == {
+        p.summary, p.stats, p.tab_drawn}
+    assert set(tiny.tab_view(run, None, "predictions", "de-en", [], "cross", 1, "mean", False, None)) == {
+        p.topk_table, p.tab_drawn}
     positional = tiny.tab_view(run, None, "positional", "de-en", ["0", "1", "9"], "cross", 1, "mean", False, None)
     assert len(json.loads(positional[p.pe].plot)["data"]) == 1 + 3
     assert len(json.loads(positional[p.pe_rows].plot)["layout"]["yaxis"]["ticktext"]) == len(run.trace.source_tokens)

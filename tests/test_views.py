@@ -39,7 +39,7 @@ def test_head_statistics_table_opens_the_picked_head(tiny):
     assert tiny.stat_pick(gr.SelectData(None, {"index": [0, 3], "value": row[3], "row_value": row})) == (
         "decoder", 2, "1")
     assert tiny.stat_pick(gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
-    summary = tiny.view(run, None, "stats", "decoder", 2, "1", False, None)[p.summary]
+    summary = tiny.view(run, None, "stats", None, "decoder", 2, "1", False, None)[p.summary]
     assert title(summary).startswith("Decoder masked self-attention")
 
 
@@ -50,7 +50,7 @@ def test_one_name_per_attention_kind_everywhere(tiny):
     assert [label for label, _ in views.kind_choices()] == [views.name(k) for k in views.KINDS]
     assert set(views.KINDS) == set(viz.KIND_LABELS)
     for kind, name in viz.KIND_LABELS.items():
-        out = tiny.view(run, None, "stats", kind, 1, "mean", False, None)
+        out = tiny.view(run, None, "stats", None, kind, 1, "mean", False, None)
         assert title(out[p.heat]).lower().startswith(name) and title(out[p.summary]).lower().startswith(name)
         assert views.kind_help(kind).lower().startswith(f"**{name}.**")
     step_titles = [title(out[p.step_cross]), title(out[p.step_self])]
@@ -69,7 +69,7 @@ def test_steps_count_from_one_everywhere(tiny):
     assert table["data"][0]["customdata"][0][0].startswith("step 1:")
     grid = json.loads(views.grid(run.trace, View()).to_json())
     assert grid["data"][0]["y"][0].startswith("1 ") and grid["data"][0]["x"][0].startswith("1 ")
-    first = tiny.view(run, None, "heads", "cross", 1, "mean", False, 1)
+    first = tiny.view(run, None, "heads", None, "cross", 1, "mean", False, 1)
     assert title(first[p.step_topk]).startswith("Step 1:") and len(first[p.partial]) == 1
 
 
@@ -156,7 +156,7 @@ def test_trained_vs_untrained_side_by_side(tiny):
     assert title(out[p.cmp_trained]).startswith("Trained:") and title(out[p.cmp_untrained]).startswith("Untrained:")
     assert "Untrained, left to itself" in out[p.compare_text]
     # the view controls redraw both sides
-    out = tiny.view(run, twin, "compare", "encoder", 1, "2", False, None)
+    out = tiny.view(run, twin, "compare", None, "encoder", 1, "2", False, None)
     assert "layer 1, head 2" in title(out[p.cmp_untrained]) and title(out[p.cmp_trained]).startswith("Trained:")
     # the twin is made in the model's event when its tab is open, and only then
     assert p.twin in tiny.force(run, "Zwei Hunde", "compare") and p.twin not in tiny.force(run, "Zwei", "heads")
@@ -211,10 +211,10 @@ def test_training_view_shows_curves_and_the_model_card():
 def test_a_step_change_redraws_the_step_and_keeps_the_view(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=6)
-    out = tiny.view(run, None, "heads", "encoder", 1, "mean", False, 2)
+    out = tiny.view(run, None, "heads", None, "encoder", 1, "mean", False, 2)
     assert "Step 2" in title(out[p.step_cross]) and "Step 2" in title(out[p.step_topk]) and len(out[p.partial]) == 2
     assert title(out[p.heat]).startswith("Encoder self-attention")
-    heat = json.loads(tiny.view(run, None, "heads", "decoder", 1, "mean", False, 2)[p.heat].plot)
+    heat = json.loads(tiny.view(run, None, "heads", None, "decoder", 1, "mean", False, 2)[p.heat].plot)
     assert heat["layout"]["shapes"][0]["y0"] == 0.5  # the frame on row 2
 
 

@@ -210,15 +210,26 @@ class Handlers:
                 p.step_topk: plot(step_topk, views.export_name(key, view, "step-topk")),
                 p.partial: views.partial_chips(trace.output_tokens, view.step)}
 
-    def view(self, run: Run | None, twin: Twin | None, tab, kind, layer, head, merge, step, plain=False):
+    @staticmethod
+    def tab_key(run: Run | None, tab, view: View) -> tuple | None:
+        """What the open tab's view-following figures depend on. The All-heads grid and the head statistics show
+        every layer and head: a layer, head or step change leaves them as they are (and they are the largest
+        figures of the page). None: redraw on every change (the comparison follows the whole view)."""
+        if run is None or run.replay or tab not in ("heads", "stats"):
+            return None
+        return tab, run.request, run.showing, run.trace.text, view.kind, view.merge, view.plain
+
+    def view(self, run: Run | None, twin: Twin | None, tab, drawn, kind, layer, head, merge, step, plain=False):
         """Kind, layer, head, merge, step or plain labels changed: the large view, the step panels, and the open
-        tab's figures that follow the view."""
+        tab's figures that follow the view, unless they already show what it asks."""
         if run is None or run.replay:
             return gr.skip()
         view = View.of(kind, layer, head, merge, step, plain).fit(*views.shape(run.trace))
         out = self._view_figures(run.request.key, run.trace, view)
-        if tab in VIEW_TABS:
+        key = self.tab_key(run, tab, view)
+        if tab in VIEW_TABS and (key is None or key != drawn):
             out.update(self._tab(tab, run, twin, run.request.key, view, []))
+        out[self.page.tab_drawn] = key
         return out
 
     @staticmethod
@@ -257,7 +268,7 @@ class Handlers:
         view = View.of(kind, layer, head, merge, step, plain)
         if run is not None:
             view = view.fit(*views.shape(run.trace))
-        return self._tab(tab, run, twin, key, view, dims) or gr.skip()
+        return {**self._tab(tab, run, twin, key, view, dims), self.page.tab_drawn: self.tab_key(run, tab, view)}
 
     def _tab(self, tab: str, run: Run | None, twin: Twin | None, key: str, view: View, dims) -> dict:
         p = self.page

@@ -10,9 +10,8 @@ from typing import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from .common import ATTENTION_SCALE, MASKED_COLOR, as_matrix, base_layout, cell_height, empty_figure
+from .common import ATTENTION_STOPS, MASKED_COLOR, as_matrix, cell_height, empty_figure, json_figure
 from .text import labels, query_label, query_labels
 
 STEP_FRAME = "step-frame"  # the shape's name: the page's export leaves it out unless asked
@@ -52,24 +51,24 @@ def attention_heatmap(weights, query_tokens: Sequence, key_tokens: Sequence[str]
     q_lab, k_lab = query_labels(query_tokens), labels(key_tokens)
     text = [[f"{q_lab[i]} \u2192 {k_lab[j]}: " + ("masked" if np.isnan(z[i, j]) else f"{z[i, j]:.3f}")
              for j in range(Tk)] for i in range(Tq)]
-    fig = go.Figure(go.Heatmap(
-        z=z, x=np.arange(Tk), y=np.arange(Tq), text=text, zmin=0.0, zmax=1.0, colorscale=ATTENTION_SCALE,
-        hoverongaps=True, hovertemplate="%{text}<extra></extra>", colorbar=COLORBAR,
-    ))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(Tk)), ticktext=k_lab, tickangle=-50,
-                     title=dict(text=key_title), showline=False)
-    fig.update_yaxes(tickmode="array", tickvals=list(range(Tq)), ticktext=q_lab, autorange="reversed",
-                     title=dict(text=query_title), showline=False)
-    fig.update_layout(plot_bgcolor=MASKED_COLOR if hidden is not None else "white")
+    data = [dict(type="heatmap", z=z, x=np.arange(Tk), y=np.arange(Tq), text=text, zmin=0.0, zmax=1.0,
+                 colorscale=ATTENTION_STOPS, hoverongaps=True, hovertemplate="%{text}<extra></extra>",
+                 colorbar=COLORBAR)]
+    layout = dict(xaxis=dict(tickmode="array", tickvals=list(range(Tk)), ticktext=k_lab, tickangle=-50,
+                             title=dict(text=key_title), showline=False),
+                  yaxis=dict(tickmode="array", tickvals=list(range(Tq)), ticktext=q_lab, autorange="reversed",
+                             title=dict(text=query_title), showline=False),
+                  plot_bgcolor=MASKED_COLOR if hidden is not None else "white", annotations=[], shapes=[])
     if hidden is not None and hidden.any():
-        fig.add_annotation(text="grey: hidden by the mask", x=1, y=1, xref="paper", yref="paper", xanchor="right",
-                           yanchor="bottom", showarrow=False, font=dict(size=11, color="#52525b"))
+        layout["annotations"].append(dict(text="grey: hidden by the mask", x=1, y=1, xref="paper", yref="paper",
+                                          xanchor="right", yanchor="bottom", showarrow=False,
+                                          font=dict(size=11, color="#52525b")))
     if highlight_row is not None and 0 <= highlight_row < Tq:
-        fig.add_shape(type="rect", x0=-0.5, x1=Tk - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
-                      line=dict(color="#f97316", width=3), name=STEP_FRAME)
+        layout["shapes"].append(dict(type="rect", x0=-0.5, x1=Tk - 0.5, y0=highlight_row - 0.5,
+                                     y1=highlight_row + 0.5, line=dict(color="#f97316", width=3), name=STEP_FRAME))
     longest_k = min(max((len(k) for k in k_lab), default=4), 24)
     longest_q = min(max((len(q) for q in q_lab), default=4), 32)
-    return base_layout(fig, cell_height(Tq, per_row=30, extra=110 + 6 * longest_k), title=title,
+    return json_figure(data, layout, cell_height(Tq, per_row=30, extra=110 + 6 * longest_k), title=title,
                        margin=dict(l=40 + 7 * longest_q, b=50 + 6 * longest_k))
 
 
@@ -81,14 +80,14 @@ def attention_row(row, key_tokens: Sequence[str], *, title: str | None = None, k
         raise ValueError(f"{len(r)} weights for {len(key_tokens)} key tokens")
     k_lab = labels(key_tokens)
     q = query_label(query) if query is not None else "query"
-    fig = go.Figure(go.Bar(x=np.arange(len(r)), y=r, marker_color=color,
-                           text=[f"{q} \u2192 {k}: {v:.3f}" for k, v in zip(k_lab, r)], textposition="none",
-                           hovertemplate="%{text}<extra></extra>"))
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(r))), ticktext=k_lab, tickangle=-50,
-                     title=dict(text=key_title))
-    fig.update_yaxes(range=[0, 1], title=dict(text="weight"), showgrid=True, gridcolor="#f3f4f6")
+    data = [dict(type="bar", x=np.arange(len(r)), y=r, marker=dict(color=color), textposition="none",
+                 text=[f"{q} \u2192 {k}: {v:.3f}" for k, v in zip(k_lab, r)], hovertemplate="%{text}<extra></extra>")]
+    layout = dict(xaxis=dict(tickmode="array", tickvals=list(range(len(r))), ticktext=k_lab, tickangle=-50,
+                             title=dict(text=key_title)),
+                  yaxis=dict(range=[0, 1], title=dict(text="weight"), showgrid=True, gridcolor="#f3f4f6"))
     longest = min(max((len(k) for k in k_lab), default=4), 24)
-    return base_layout(fig, 300 + 5 * longest, title=title, margin=dict(b=50 + 6 * longest, t=50 if title else 20))
+    return json_figure(data, layout, 300 + 5 * longest, title=title, margin=dict(b=50 + 6 * longest,
+                                                                                 t=50 if title else 20))
 
 
 def attention_grid(weights, query_tokens: Sequence, key_tokens: Sequence[str], *, causal: bool = False,
@@ -114,26 +113,29 @@ def attention_grid(weights, query_tokens: Sequence, key_tokens: Sequence[str], *
     k_pos = [f"{j} {k}" for j, k in enumerate(labels(key_tokens), start=1)]
     percent = np.rint(np.clip(w, 0.0, 1.0) * 100).astype(np.uint8)
     overlay = None if hidden is None else np.asarray(hidden, dtype=np.uint8)
-    fig = make_subplots(rows=L, cols=H, horizontal_spacing=0.015, vertical_spacing=min(0.05, 0.3 / max(L, 1)),
-                        subplot_titles=[f"layer {l + 1} · head {h + 1}" for l in range(L) for h in range(H)])
-    traces, rows, cols = [], [], []
+    # make_subplots' domains and titles, written out: make_subplots validates each of them, slowly.
+    h_gap, v_gap = 0.015, min(0.05, 0.3 / max(L, 1))
+    width, height = (1 - h_gap * (H - 1)) / H, (1 - v_gap * (L - 1)) / L
+    axis = dict(showticklabels=False, ticks="", type="category", showline=False)
+    data, layout, titles = [], {}, []
     for l in range(L):
+        top = 1 - l * (height + v_gap)
         for h in range(H):
-            traces.append(go.Heatmap(z=percent[l, h], x=k_pos, y=q_pos, coloraxis="coloraxis",
-                                     hovertemplate=f"layer {l + 1} head {h + 1}<br>%{{y}} \u2192 %{{x}}: "
-                                                   "%{z}%<extra></extra>"))
+            n = "" if l == 0 and h == 0 else str(l * H + h + 1)  # Plotly's axis names: x, x2, x3, ...
+            left = h * (width + h_gap)
+            layout[f"xaxis{n}"] = dict(axis, domain=[left, left + width], anchor=f"y{n}")
+            layout[f"yaxis{n}"] = dict(axis, domain=[top - height, top], anchor=f"x{n}", autorange="reversed")
+            titles.append(dict(text=f"layer {l + 1} · head {h + 1}", x=left + width / 2, y=top, xref="paper",
+                               yref="paper", xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=11)))
+            data.append(dict(type="heatmap", z=percent[l, h], x=k_pos, y=q_pos, coloraxis="coloraxis",
+                             xaxis=f"x{n}", yaxis=f"y{n}",
+                             hovertemplate=f"layer {l + 1} head {h + 1}<br>%{{y}} \u2192 %{{x}}: %{{z}}%<extra></extra>"))
             if overlay is not None:
-                traces.append(go.Heatmap(z=overlay, x=k_pos, y=q_pos, zmin=0, zmax=1, showscale=False,
-                                         hoverinfo="skip", colorscale=[[0, "rgba(0,0,0,0)"], [1, MASKED_COLOR]]))
-            rows += [l + 1] * (len(traces) - len(rows))
-            cols += [h + 1] * (len(traces) - len(cols))
-    fig.add_traces(traces, rows=rows, cols=cols)  # one call: each add_trace re-validates the whole figure
-    fig.update_xaxes(showticklabels=False, ticks="", type="category", showline=False)
-    fig.update_yaxes(showticklabels=False, ticks="", autorange="reversed", type="category", showline=False)
-    fig.update_layout(coloraxis=dict(colorscale=ATTENTION_SCALE, cmin=0, cmax=100,
-                                     colorbar=dict(title=dict(text="weight"), thickness=12, len=0.6,
-                                                   tickvals=[0, 25, 50, 75, 100],
-                                                   ticktext=["0", "0.25", "0.5", "0.75", "1"])))
-    for ann in fig.layout.annotations:
-        ann.font = dict(size=11)
-    return base_layout(fig, 50 + cell * L, title=title, margin=dict(l=20, r=20, t=50 if title else 30, b=20))
+                data.append(dict(type="heatmap", z=overlay, x=k_pos, y=q_pos, zmin=0, zmax=1, showscale=False,
+                                 hoverinfo="skip", colorscale=[[0, "rgba(0,0,0,0)"], [1, MASKED_COLOR]],
+                                 xaxis=f"x{n}", yaxis=f"y{n}"))
+    layout["annotations"] = titles
+    layout["coloraxis"] = dict(colorscale=ATTENTION_STOPS, cmin=0, cmax=100,
+                               colorbar=dict(title=dict(text="weight"), thickness=12, len=0.6,
+                                             tickvals=[0, 25, 50, 75, 100], ticktext=["0", "0.25", "0.5", "0.75", "1"]))
+    return json_figure(data, layout, 50 + cell * L, title=title, margin=dict(l=20, r=20, t=50 if title else 30, b=20))

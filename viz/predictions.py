@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import PROBABILITY_SCALE, base_layout, cell_height, empty_figure
+from .common import PROBABILITY_SCALE, base_layout, cell_height, empty_figure, json_figure
 from .text import label, labels, positioned
 
 MISS_COLOR = "#dc2626"
@@ -59,9 +59,10 @@ def topk_bars(step_top_k: Sequence[dict], *, chosen: str | None = None, title: s
     toks = [c["token"] for c in step_top_k]
     probs = np.asarray([float(c["prob"]) for c in step_top_k], dtype=np.float32)
     colors = ["#ea580c" if chosen is not None and t == chosen else "#9333ea" for t in toks]
-    fig = go.Figure(go.Bar(x=probs, y=np.arange(len(toks)), orientation="h", marker_color=colors,
-                           text=[f"{p:.2f}" for p in probs], textposition="outside", cliponaxis=False,
-                           hovertext=positioned(toks), hovertemplate="%{hovertext}<br>p = %{x:.3f}<extra></extra>"))
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(toks))), ticktext=labels(toks), autorange="reversed")
-    fig.update_xaxes(range=[0, 1.12], title=dict(text="probability"), showgrid=True, gridcolor="#f3f4f6")
-    return base_layout(fig, 300, title=title, margin=dict(l=110, r=30))
+    data = [dict(type="bar", x=probs, y=np.arange(len(toks)), orientation="h", marker=dict(color=colors),
+                 text=[f"{p:.2f}" for p in probs], textposition="outside", cliponaxis=False,
+                 hovertext=positioned(toks), hovertemplate="%{hovertext}<br>p = %{x:.3f}<extra></extra>")]
+    layout = dict(yaxis=dict(tickmode="array", tickvals=list(range(len(toks))), ticktext=labels(toks),
+                             autorange="reversed"),
+                  xaxis=dict(range=[0, 1.12], title=dict(text="probability"), showgrid=True, gridcolor="#f3f4f6"))
+    return json_figure(data, layout, 300, title=title, margin=dict(l=110, r=30))

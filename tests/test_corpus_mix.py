@@ -132,14 +132,14 @@ def _first_steps(corpus: Path, root: Path, *how: str) -> tuple[str, dict]:
 
 
 def test_the_single_corpus_command_is_unchanged(tmp_path):
-    """Same tokenizer and weights after the first steps as before mixes existed (figures taken with the
-    previous train.py on this corpus), and `--corpus PATH` is the same run as `--data-dir PATH`."""
+    """Same tokenizer and weights after the first steps as pinned (figures taken when dropout became seeded per
+    step for data-parallel runs), and `--corpus PATH` is the same run as `--data-dir PATH`."""
     corpus = write_corpus(tmp_path / "corpus", n_train=300, n_val=10, seed=11)
     tok, state = _first_steps(corpus, tmp_path / "a", "--data-dir", str(corpus))
     assert tok == "6559618493807f5eb956843669d1f9c00598264700ee0b2282b148309ab5ddb8"
     assert state["position"]["step"] == 5
     abs_sum = sum(float(v.double().abs().sum()) for v in state["model"].values())
-    assert abs_sum == pytest.approx(14980.294306018754, rel=1e-6)
+    assert abs_sum == pytest.approx(14980.274488071855, rel=1e-6)
     tok_b, state_b = _first_steps(corpus, tmp_path / "b", "--corpus", str(corpus))
     assert tok_b == tok
     assert all(torch.equal(state["model"][k], state_b["model"][k]) for k in state["model"])

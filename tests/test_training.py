@@ -58,6 +58,16 @@ def test_learning_rate_warms_up_then_decays_to_zero():
     assert train.learning_rate(args, 200, 1.0) == 0.0
 
 
+def test_the_papers_schedule_peaks_at_the_end_of_warmup():
+    args = train.build_parser().parse_args(["--src", "de", "--tgt", "en", "--out", "x", "--schedule", "paper",
+                                            "--warmup", "4000"])
+    rates = [train.learning_rate(args, step, 0.0, d_model=512) for step in range(0, 20000, 10)]
+    peak = max(range(len(rates)), key=rates.__getitem__)
+    assert abs(peak * 10 + 1 - 4000) <= 10
+    assert rates[peak] == pytest.approx(512 ** -0.5 * 4000 ** -0.5, rel=1e-3)  # ~7.0e-4
+    assert train.learning_rate(args, 15999, 0.0, d_model=512) == pytest.approx(512 ** -0.5 * 16000 ** -0.5)
+
+
 def _args(corpus: Path, root: Path, name: str) -> list[str]:
     args = ["--src", "de", "--tgt", "en", "--data-dir", str(corpus), "--out", str(root / name / "ckpt"),
             "--run-dir", str(root / name / "run"), "--epochs", "3", *TINY_MODEL_ARGS]

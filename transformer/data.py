@@ -162,3 +162,35 @@ def token_batches(src: list[list[int]], tgt: list[list[int]], max_tokens: int, s
         batches.append(current)
     rng.shuffle(batches)
     return batches
+
+
+def target_token_batches(src: list[list[int]], tgt: list[list[int]], tokens: int, seed: int) -> list[list[int]]:
+    """Index lists of similar-length pairs holding about `tokens` non-pad target tokens each (target + EOS), in
+    shuffled order: the paper's batching (~25k target tokens per step), whatever the number of devices."""
+    rng = random.Random(seed)
+    lengths = [max(len(s), len(t)) + 1 for s, t in zip(src, tgt)]
+    order = sorted(range(len(src)), key=lambda i: (lengths[i], rng.random()))
+    batches, current, count = [], [], 0
+    for i in order:
+        if current and count + len(tgt[i]) + 1 > tokens:
+            batches.append(current)
+            current, count = [], 0
+        current.append(i)
+        count += len(tgt[i]) + 1
+    if current:
+        batches.append(current)
+    rng.shuffle(batches)
+    return batches
+
+
+def deal(batch: list[int], tgt: list[list[int]], parts: int) -> list[list[int]]:
+    """One step's pairs dealt into `parts` disjoint micro-batches (ranks × accumulation) of similar target token
+    counts: longest first, each to the part with the fewest tokens so far. A part may be empty when the batch
+    has fewer pairs than parts."""
+    shares: list[list[int]] = [[] for _ in range(parts)]
+    counts = [0] * parts
+    for i in sorted(batch, key=lambda i: -len(tgt[i])):
+        p = counts.index(min(counts))
+        shares[p].append(i)
+        counts[p] += len(tgt[i]) + 1
+    return shares

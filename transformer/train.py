@@ -17,12 +17,15 @@ import random
 import re
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import sacrebleu
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from . import checkpoint, data
@@ -71,7 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-budget", type=parse_duration, help="stop after this much training, e.g. 85m; "
                                                               "the learning rate decays to 0 over it")
     p.add_argument("--epochs", type=int, default=10, help="epochs when no --time-budget (else the most)")
-    p.add_argument("--max-tokens", type=int, default=2500, help="padded tokens per batch")
+    p.add_argument("--max-tokens", type=int, help="padded tokens per batch and device (default 2500)")
+    p.add_argument("--tokens-per-batch", type=int, help="non-pad target tokens per optimizer step, summed over "
+                   "devices and --accumulate micro-batches (the paper: 25000); instead of --max-tokens")
+    p.add_argument("--accumulate", type=int, default=1, help="micro-batches per optimizer step on each device")
+    p.add_argument("--schedule", choices=("linear", "paper"), default="linear",
+                   help="linear: warmup to --lr, then linear decay to 0 at the end; paper: "
+                   "d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) (--lr unused)")
+    p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
+                   help="autocast dtype; auto: bf16 on GPUs that have it, else fp32 (fp16 adds a gradient scaler)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model for training")
     p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=400, help="linear warmup steps")
     p.add_argument("--weight-decay", type=float, default=0.01)
@@ -99,9 +111,62 @@ def model_config(args: argparse.Namespace, vocab_size: int) -> ModelConfig:
     return ModelConfig.from_dict(fields)
 
 
-def learning_rate(args: argparse.Namespace, step: int, progress: float) -> float:
-    """Linear warmup, then linear decay to 0 at the end of the budget (progress in [0, 1])."""
+def learning_rate(args: argparse.Namespace, step: int, progress: float, d_model: int = 512) -> float:
+    """linear: warmup, then linear decay to 0 at the end of the budget (progress in [0, 1]); paper: eq. 3 of the
+    paper, from step 1."""
+    if args.schedule == "paper":
+        n = step + 1
+        return d_model ** -0.5 * min(n ** -0.5, n * args.warmup ** -1.5)
     return args.lr * min(1.0, (step + 1) / args.warmup) * max(0.0, 1.0 - progress)
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """This process's place in a data-parallel run (torchrun's environment); one process: rank 0 of 1."""
+
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def sum(self, values: list[float]) -> list[float]:
+        """The values summed over ranks (a no-op alone)."""
+        if self.world == 1:
+            return values
+        t = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(t)
+        return t.tolist()
+
+    def share(self, value):
+        """Rank 0's value, on every rank."""
+        if self.world == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+
+def join_ranks(requested: str) -> tuple[Ranks, torch.device]:
+    """Under torchrun: join the process group (NCCL when each process has a GPU, else gloo); alone: nothing."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    device = pick_device(requested)
+    if world == 1:
+        return Ranks(), device
+    ranks = Ranks(int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0")))
+    if device.type == "cuda":
+        device = torch.device("cuda", ranks.local_rank)
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return ranks, device
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    if precision == "auto":
+        return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else None
+    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
 def loss_fn(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float) -> torch.Tensor:
@@ -132,6 +197,12 @@ def validate(model: Transformer, tokenizer: Tokenizer, src_ids: list[list[int]],
             "sample": hyps[0]}
 
 
+def say(message: str) -> None:
+    """Progress, from rank 0 only."""
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(message, flush=True)
+
+
 def _atomic_torch_save(obj: dict, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
     torch.save(obj, tmp)
@@ -142,11 +213,24 @@ def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(argv)
     if args.src == args.tgt:
         raise SystemExit("--src and --tgt must differ")
+    if args.max_tokens and args.tokens_per_batch:
+        raise SystemExit("give either --max-tokens or --tokens-per-batch, not both")
+    if args.accumulate < 1:
+        raise SystemExit("--accumulate must be at least 1")
     torch.set_num_threads(args.threads)
-    device = pick_device(args.device)
+    ranks, device = join_ranks(args.device)
+    try:
+        return _train(args, ranks, device)
+    finally:
+        if ranks.world > 1:
+            dist.destroy_process_group()
+
+
+def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict:
     out = Path(args.out)
     run_dir = Path(args.run_dir or Path("runs") / out.name)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if ranks.main:
+        run_dir.mkdir(parents=True, exist_ok=True)
     corpora = resolve_corpora(args)
 
     train_src, train_tgt, sizes = [], [], []
@@ -178,16 +262,20 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit(f"error: --init-from {args.init_from} translates {start.source_lang}->"
                              f"{start.target_lang}, not {args.src}->{args.tgt}")
     tok_path = run_dir / "tokenizer.model"
-    if tok_path.exists():
-        tokenizer = Tokenizer.load(tok_path)
-    elif start is not None:
-        tokenizer = start.tokenizer
-        tokenizer.save(tok_path)
-    else:
-        first = epoch_pairs(0)  # the vocabulary is learnt from the same mix the model trains on
-        tokenizer = Tokenizer.train([train_src[i] for i in first] + [train_tgt[i] for i in first],
-                                    vocab_size=args.vocab_size)
-        tokenizer.save(tok_path)
+    proto = None
+    if ranks.main:
+        if tok_path.exists():
+            proto = tok_path.read_bytes()
+        else:
+            if start is not None:
+                tokenizer = start.tokenizer
+            else:
+                first = epoch_pairs(0)  # the vocabulary is learnt from the same mix the model trains on
+                tokenizer = Tokenizer.train([train_src[i] for i in first] + [train_tgt[i] for i in first],
+                                            vocab_size=args.vocab_size)
+            tokenizer.save(tok_path)
+            proto = tokenizer.proto
+    tokenizer = Tokenizer(ranks.share(proto))
     config = model_config(args, tokenizer.vocab_size)
     if start is not None and start.config != config:
         raise SystemExit(f"error: --init-from {args.init_from} holds {start.config}, but the options describe "
@@ -198,7 +286,7 @@ def main(argv: list[str] | None = None) -> dict:
         return ([s[:limit] for s in tokenizer.encode_batch(src)], [t[:limit] for t in tokenizer.encode_batch(tgt)])
 
     train_s, train_t = encode_pairs(train_src, train_tgt)
-    val_sets = [(name, *encode_pairs(vs, vt), vt) for name, vs, vt in vals]
+    val_sets = [(name, *encode_pairs(vs, vt), vt) for name, vs, vt in vals] if ranks.main else []
 
     torch.manual_seed(args.seed)
     model = Transformer(config).to(device)
@@ -209,8 +297,11 @@ def main(argv: list[str] | None = None) -> dict:
                                   weight_decay=args.weight_decay)
     state_path = run_dir / "state.pt"
     pos = {"epoch": 0, "batch": 0, "step": 0, "elapsed_s": 0.0, "best_bleu": -1.0}
-    if state_path.exists():
-        state = torch.load(state_path, map_location=device, weights_only=True)
+    # Rank 0 reads the state and hands it to the others: a run may resume on another number of ranks, and
+    # other machines need not see rank 0's disk.
+    state = ranks.share(torch.load(state_path, map_location="cpu", weights_only=True)
+                        if ranks.main and state_path.exists() else None)
+    if state is not None:
         if state["config"] != config.to_dict():
             raise SystemExit(f"{state_path} was saved for another model config; use a new --run-dir")
         model.load_state_dict(state["model"])
@@ -218,28 +309,47 @@ def main(argv: list[str] | None = None) -> dict:
             ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
         pos = state["position"]
-        torch.set_rng_state(state["torch_rng"])
-        random.setstate(_tuple_state(state["python_rng"]))
-        print(f"resumed from {state_path}: epoch {pos['epoch'] + 1}, batch {pos['batch']}, step {pos['step']}")
+        say(f"resumed from {state_path}: epoch {pos['epoch'] + 1}, batch {pos['batch']}, step {pos['step']}"
+            + (f" (saved by {state['world']} processes, now {ranks.world})"
+               if state.get("world", 1) != ranks.world else ""))
     metrics_path = run_dir / "metrics.jsonl"
-    if not state_path.exists():
+    if state is None and ranks.main:
         metrics_path.write_text("")
+    net = model
+    if args.compile:
+        net = torch.compile(net)
+    if ranks.world > 1:
+        net = DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
+    amp = autocast_dtype(args.precision, device)
+    scaler = torch.amp.GradScaler(device.type, enabled=amp == torch.float16)
+    parts = ranks.world * args.accumulate
 
-    print(f"model: {model.num_parameters():,} parameters, {config}")
+    say(f"model: {model.num_parameters():,} parameters, {config}")
     mix = [{"name": c.name, "weight": c.weight, "train_pairs": n, "pairs_per_epoch": round(c.weight * n),
             "val_pairs": next((len(v[2]) for v in vals if v[0] == c.name), 0)} for c, n in zip(corpora, sizes)]
     for m in mix:
-        print(f"corpus {m['name']}: {m['train_pairs']} train pairs × {m['weight']:g} -> {m['pairs_per_epoch']} "
-              f"per epoch; {m['val_pairs']} val pairs")
-    print(f"device {device}")
+        say(f"corpus {m['name']}: {m['train_pairs']} train pairs × {m['weight']:g} -> {m['pairs_per_epoch']} "
+            f"per epoch; {m['val_pairs']} val pairs")
+    say(f"device {device}, {ranks.world} process(es) × {args.accumulate} micro-batch(es) per step, "
+        f"autocast {amp or 'off'}")
     recipe = {k: v for k, v in vars(args).items()
               if k not in ("no_progress", "data_dir", "data_root", "out", "run_dir")}
 
     def save_state() -> None:
-        _atomic_torch_save({"config": config.to_dict(), "model": model.state_dict(),
-                            "ema": ema.state_dict(), "optimizer": optimizer.state_dict(), "position": pos,
-                            "torch_rng": torch.get_rng_state(), "python_rng": list(random.getstate())},
-                           state_path)
+        if ranks.main:
+            _atomic_torch_save({"config": config.to_dict(), "model": model.state_dict(),
+                                "ema": ema.state_dict(), "optimizer": optimizer.state_dict(), "position": pos,
+                                "world": ranks.world}, state_path)
+
+    def epoch_batches(epoch: int) -> list[list[int]]:
+        """The steps of an epoch as index lists of the whole step (every rank's share): the same lists on any
+        number of ranks, so a run resumes anywhere."""
+        drawn = epoch_pairs(epoch)
+        seed = args.seed * 1000 + epoch
+        s, t = [train_s[i] for i in drawn], [train_t[i] for i in drawn]
+        batches = (data.target_token_batches(s, t, args.tokens_per_batch, seed) if args.tokens_per_batch
+                   else data.token_batches(s, t, (args.max_tokens or 2500) * parts, seed))
+        return [[drawn[i] for i in b] for b in batches]
 
     with stop_signals() as stop_requested:  # a signal arrived: save the position and leave after this step
         budget = args.time_budget
@@ -248,97 +358,128 @@ def main(argv: list[str] | None = None) -> dict:
         last_save = time.monotonic()
         result: dict = {}
         if budget and pos["elapsed_s"] >= budget:
-            print(f"the time budget ({budget:.0f} s) is already spent; give a larger --time-budget to go on")
+            say(f"the time budget ({budget:.0f} s) is already spent; give a larger --time-budget to go on")
         while pos["epoch"] < max_epochs and not (budget and pos["elapsed_s"] >= budget):
-            drawn = epoch_pairs(pos["epoch"])
-            batches = [[drawn[i] for i in b] for b in data.token_batches(
-                [train_s[i] for i in drawn], [train_t[i] for i in drawn], args.max_tokens,
-                seed=args.seed * 1000 + pos["epoch"])]
+            batches = epoch_batches(pos["epoch"])
             epoch_loss, epoch_tokens, epoch_time = 0.0, 0, 0.0
-            model.train()
-            bar = tqdm(total=len(batches), initial=pos["batch"], disable=args.no_progress,
+            rank_tokens = [0] * ranks.world
+            net.train()
+            bar = tqdm(total=len(batches), initial=pos["batch"], disable=args.no_progress or not ranks.main,
                        desc=f"epoch {pos['epoch'] + 1}", dynamic_ncols=True)
             out_of_time = False
             while pos["batch"] < len(batches):
                 t0 = time.monotonic()
-                idx = batches[pos["batch"]]
-                batch = data.make_batch([train_s[i] for i in idx], [train_t[i] for i in idx])
+                step_pairs = batches[pos["batch"]]
+                shares = data.deal(step_pairs, train_t, parts)
+                mine = shares[ranks.rank * args.accumulate:(ranks.rank + 1) * args.accumulate]
+                # The loss of the step is its token sum over the whole step's non-pad target tokens (every
+                # rank knows them), times the ranks that DDP's gradient mean divides by.
+                n_tokens = sum(len(train_t[i]) + 1 for i in step_pairs)
                 progress = (pos["elapsed_s"] / budget if budget
                             else pos["step"] / (max_epochs * len(batches)))
-                lr = learning_rate(args, pos["step"], progress)
+                lr = learning_rate(args, pos["step"], progress, config.d_model)
                 for group in optimizer.param_groups:
                     group["lr"] = lr
-                logits = model(batch.src.to(device), batch.tgt_in.to(device))
-                loss = loss_fn(logits, batch.tgt_out.to(device), args.label_smoothing)
+                torch.manual_seed(args.seed * 1_000_003 + pos["step"] * 1009 + ranks.rank)  # dropout, resumable
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                loss_sum, my_tokens = 0.0, 0
+                for k, share in enumerate(mine):
+                    if not share:
+                        raise SystemExit(f"step {pos['step']} has {len(step_pairs)} pairs for {parts} micro-batches;"
+                                         " give more tokens per batch or fewer --accumulate")
+                    batch = data.make_batch([train_s[i] for i in share], [train_t[i] for i in share])
+                    sync = k == len(mine) - 1 or ranks.world == 1
+                    with (contextlib.nullcontext() if sync else net.no_sync()), \
+                            torch.autocast(device.type, dtype=amp or torch.float32, enabled=amp is not None):
+                        logits = net(batch.src.to(device), batch.tgt_in.to(device))
+                        summed = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.to(device).flatten(),
+                                                 ignore_index=PAD_ID, label_smoothing=args.label_smoothing,
+                                                 reduction="sum")
+                    scaler.scale(summed * (ranks.world / n_tokens)).backward()
+                    loss_sum += summed.item()
+                    my_tokens += batch.n_tokens
+                scaler.unscale_(optimizer)
                 torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-                optimizer.step()
+                scaler.step(optimizer)
+                scaler.update()
                 if ema is not model:
                     decay = min(args.ema_decay, (1 + pos["step"]) / (10 + pos["step"]))
                     torch._foreach_lerp_(ema_params, model_params, 1.0 - decay)
+                # One collective per step: the loss, whether any rank was asked to stop, rank 0's clock (every
+                # rank then agrees on the schedule and on when to stop) and each rank's tokens.
+                counts = [0.0] * ranks.world
+                counts[ranks.rank] = my_tokens
+                loss_sum, stops, dt, *counts = ranks.sum([loss_sum, float(bool(stop_requested)),
+                                                          time.monotonic() - t0 if ranks.main else 0.0, *counts])
+                rank_tokens = [a + int(b) for a, b in zip(rank_tokens, counts)]
+                loss = loss_sum / n_tokens
                 pos["step"] += 1
                 pos["batch"] += 1
-                dt = time.monotonic() - t0
                 pos["elapsed_s"] += dt
                 epoch_time += dt
-                epoch_loss += loss.item() * batch.n_tokens
-                epoch_tokens += batch.n_tokens
+                epoch_loss += loss_sum
+                epoch_tokens += n_tokens
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{epoch_tokens / epoch_time:.0f}")
+                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{epoch_tokens / epoch_time:.0f}")
                 if args.no_progress and pos["step"] % 50 == 0:
-                    print(f"epoch {pos['epoch'] + 1} batch {pos['batch']}/{len(batches)} step {pos['step']} "
-                          f"loss {loss.item():.3f} lr {lr:.2e} tok/s {epoch_tokens / epoch_time:.0f}", flush=True)
+                    say(f"epoch {pos['epoch'] + 1} batch {pos['batch']}/{len(batches)} step {pos['step']} "
+                        f"loss {loss:.3f} lr {lr:.2e} tok/s {epoch_tokens / epoch_time:.0f}")
                 if budget and pos["elapsed_s"] >= budget:
                     out_of_time = True
                     break
-                if stop_requested:
+                if stops:
                     save_state()
                     bar.close()
-                    print(f"stopped by signal {stop_requested[0]} at step {pos['step']}; state saved to {state_path}; "
-                          "run the same command again to resume", flush=True)
-                    raise SystemExit(128 + stop_requested[0])
+                    signum = stop_requested[0] if stop_requested else signal.SIGTERM
+                    say(f"stopped by signal {signum} at step {pos['step']}; state saved to {state_path}; "
+                        "run the same command again to resume")
+                    raise SystemExit(128 + signum)
                 if time.monotonic() - last_save >= args.save_every:
                     save_state()
                     last_save = time.monotonic()
             bar.close()
-
-            scores = {name: validate(ema, tokenizer, vs, vt, refs, device) for name, vs, vt, refs in val_sets}
-            model.train()
             result = {"epoch": pos["epoch"] + 1, "step": pos["step"],
                       "train_loss": round(epoch_loss / max(epoch_tokens, 1), 4)}
-            for key in ("val_loss", "val_bleu", "val_chrf"):  # the mean over corpora selects the model
-                result[key] = round(sum(s[key] for s in scores.values()) / len(scores), 4 if key == "val_loss" else 2)
-            if len(scores) > 1:
-                for name, sc in scores.items():
-                    for key in ("val_loss", "val_bleu", "val_chrf"):
-                        result[f"{key}_{name}"] = round(sc[key], 4 if key == "val_loss" else 2)
-            result.update({"lr": lr, "tokens_per_s": round(epoch_tokens / max(epoch_time, 1e-9), 1),
-                           "elapsed_s": round(pos["elapsed_s"], 1)})
-            if out_of_time:
-                result["partial_epoch"] = round(pos["batch"] / len(batches), 3)
-            # A run killed between this write and the state save repeats the epoch: keep one line each.
-            previous = [line for line in metrics_path.read_text().splitlines()
-                        if json.loads(line)["epoch"] != result["epoch"]]
-            metrics_path.write_text("".join(line + "\n" for line in [*previous, json.dumps(result)]))
-            print(json.dumps(result), "| sample:", next(iter(scores.values()))["sample"], flush=True)
-            metrics_log = metrics_path.read_text()
-            if result["val_bleu"] > pos["best_bleu"]:
-                pos["best_bleu"] = result["val_bleu"]
-                checkpoint.save(out, ema, tokenizer, source_lang=args.src, target_lang=args.tgt, domain=args.domain,
-                                training={"recipe": recipe, "corpora": mix,
-                                          "selected_on": "val BLEU (greedy)" + (
-                                              ", mean over " + ", ".join(scores) if len(scores) > 1 else ""),
-                                          "epochs": result["epoch"],
-                                          "steps": pos["step"], "train_time_s": result["elapsed_s"],
-                                          "device": str(device), "threads": args.threads},
-                                metrics={k: v for k, v in result.items() if k == "epoch" or k.startswith("val_")},
-                                metrics_log=metrics_log)
-                print(f"saved {out} (val BLEU {result['val_bleu']})", flush=True)
-            else:
-                checkpoint.write_metrics_log(out, metrics_log)
+            if ranks.main:  # the others wait at the next collective
+                scores = {name: validate(ema, tokenizer, vs, vt, refs, device) for name, vs, vt, refs in val_sets}
+                for key in ("val_loss", "val_bleu", "val_chrf"):  # the mean over corpora selects the model
+                    result[key] = round(sum(s[key] for s in scores.values()) / len(scores),
+                                        4 if key == "val_loss" else 2)
+                if len(scores) > 1:
+                    for name, sc in scores.items():
+                        for key in ("val_loss", "val_bleu", "val_chrf"):
+                            result[f"{key}_{name}"] = round(sc[key], 4 if key == "val_loss" else 2)
+                result.update({"lr": lr, "tokens_per_s": round(epoch_tokens / max(epoch_time, 1e-9), 1),
+                               "elapsed_s": round(pos["elapsed_s"], 1)})
+                if ranks.world > 1:
+                    result["tokens_by_rank"] = rank_tokens  # this epoch's (since a resume), to see the balance
+                if out_of_time:
+                    result["partial_epoch"] = round(pos["batch"] / len(batches), 3)
+                # A run killed between this write and the state save repeats the epoch: keep one line each.
+                previous = [line for line in metrics_path.read_text().splitlines()
+                            if json.loads(line)["epoch"] != result["epoch"]]
+                metrics_path.write_text("".join(line + "\n" for line in [*previous, json.dumps(result)]))
+                say(json.dumps(result) + " | sample: " + next(iter(scores.values()))["sample"])
+                metrics_log = metrics_path.read_text()
+                if result["val_bleu"] > pos["best_bleu"]:
+                    pos["best_bleu"] = result["val_bleu"]
+                    checkpoint.save(out, ema, tokenizer, source_lang=args.src, target_lang=args.tgt,
+                                    domain=args.domain,
+                                    training={"recipe": recipe, "corpora": mix,
+                                              "selected_on": "val BLEU (greedy)" + (
+                                                  ", mean over " + ", ".join(scores) if len(scores) > 1 else ""),
+                                              "epochs": result["epoch"],
+                                              "steps": pos["step"], "train_time_s": result["elapsed_s"],
+                                              "device": str(device), "threads": args.threads,
+                                              "processes": ranks.world},
+                                    metrics={k: v for k, v in result.items() if k == "epoch" or k.startswith("val_")},
+                                    metrics_log=metrics_log)
+                    say(f"saved {out} (val BLEU {result['val_bleu']})")
+                else:
+                    checkpoint.write_metrics_log(out, metrics_log)
             pos["epoch"] += 1
             pos["batch"] = 0
+            pos["best_bleu"] = ranks.share(pos["best_bleu"])
             save_state()
             last_save = time.monotonic()
             if out_of_time:
@@ -376,11 +517,6 @@ def stop_signals() -> Iterator[list[int]]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def _tuple_state(state: list) -> tuple:
-    """random.setstate wants the tuple nesting that torch.save turned into lists."""
-    return tuple(tuple(s) if isinstance(s, list) else s for s in state)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,18 @@
-"""Training throughput of our Transformer vs torch.nn.Transformer at the same size, on this CPU.
+"""Training throughput of our Transformer vs torch.nn.Transformer at the same size, on this CPU, and of
+data-parallel training with 1 and 2 processes.
 
 Same batches (real Multi30k lengths), same embeddings/PE/projection in front and behind;
-prints target tokens/s of each and the ratio ours/torch.
+prints target tokens/s of each and the ratio ours/torch. Then `torchrun`s 1 and 2 processes (gloo, one thread
+each, the same batch size per process, DDP as transformer.train uses it) and appends the total target tokens/s
+across ranks and their ratio to the last line.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,20 +49,69 @@ class TorchReference(nn.Module):
         return o.logits(out)
 
 
+def real_batches(max_tokens: int, n: int) -> tuple[list[data.Batch], int]:
+    """The first n batches of Multi30k (4000 pairs, a vocabulary learnt on them) and the vocabulary size."""
+    src_text, tgt_text = data.read_pairs(data.resolve_data_dir(), "train", "de", "en")
+    src_text, tgt_text = src_text[:4000], tgt_text[:4000]
+    tok = Tokenizer.train(src_text + tgt_text, vocab_size=8000)
+    s, t = tok.encode_batch(src_text), tok.encode_batch(tgt_text)
+    return [data.make_batch([s[i] for i in b], [t[i] for i in b])
+            for b in data.token_batches(s, t, max_tokens, seed=0)[:n]], tok.vocab_size
+
+
+def procs_worker(args: argparse.Namespace) -> None:
+    """One torchrun process: DDP steps on its own batches; rank 0 prints the total target tokens/s."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    batches, vocab = real_batches(args.max_tokens, args.steps * world)
+    torch.manual_seed(0)
+    model = DistributedDataParallel(Transformer(ModelConfig(vocab_size=vocab, max_len=256, **PRESETS["small"])))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    mine = batches[rank::world]
+    tokens, start = 0, 0.0
+    for i, b in enumerate(mine):
+        if i == 2:  # the first steps warm up
+            dist.barrier()
+            start, tokens = time.perf_counter(), 0
+        loss = F.cross_entropy(model(b.src, b.tgt_in).flatten(0, 1), b.tgt_out.flatten(), ignore_index=PAD_ID)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        tokens += b.n_tokens
+    total = torch.tensor([float(tokens)])
+    dist.all_reduce(total)
+    if rank == 0:
+        print(f"procs{world}_tok_s={total.item() / (time.perf_counter() - start):.0f}", flush=True)
+    dist.destroy_process_group()
+
+
+def procs_tok_s(n: int, args: argparse.Namespace) -> float:
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",
+                          str(Path(__file__).resolve()), "--procs-worker", "--steps", str(args.steps),
+                          "--max-tokens", str(args.max_tokens)], capture_output=True, text=True,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    found = re.search(rf"procs{n}_tok_s=(\d+)", out.stdout)
+    if not found:
+        raise SystemExit(f"the {n}-process run failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    return float(found.group(1))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--max-tokens", type=int, default=2500)
+    p.add_argument("--procs-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.procs_worker:
+        return procs_worker(args)
     torch.set_num_threads(args.threads)
-    src_text, tgt_text = data.read_pairs(data.resolve_data_dir(), "train", "de", "en")
-    src_text, tgt_text = src_text[:4000], tgt_text[:4000]
-    tok = Tokenizer.train(src_text + tgt_text, vocab_size=8000)
-    s, t = tok.encode_batch(src_text), tok.encode_batch(tgt_text)
-    batches = [data.make_batch([s[i] for i in b], [t[i] for i in b])
-               for b in data.token_batches(s, t, args.max_tokens, seed=0)[:args.steps]]
-    config = ModelConfig(vocab_size=tok.vocab_size, max_len=256, **PRESETS["small"])
+    batches, vocab = real_batches(args.max_tokens, args.steps)
+    config = ModelConfig(vocab_size=vocab, max_len=256, **PRESETS["small"])
     rates = {}
     for name, model in (("ours", Transformer(config)), ("torch", TorchReference(config))):
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -72,8 +127,10 @@ def main() -> None:
             times.append((time.perf_counter() - t0) / b.n_tokens)
         rates[name] = 1.0 / statistics.median(times[2:])
         print(f"{name}: {rates[name]:.0f} target tokens/s")
+    procs = {n: procs_tok_s(n, args) for n in (1, 2)}
     print(f"threads={args.threads} ours_tok_s={rates['ours']:.0f} torch_tok_s={rates['torch']:.0f} "
-          f"ratio={rates['ours'] / rates['torch']:.2f}")
+          f"ratio={rates['ours'] / rates['torch']:.2f} procs1_tok_s={procs[1]:.0f} procs2_tok_s={procs[2]:.0f} "
+          f"procs2_vs_1={procs[2] / procs[1]:.2f}")
 
 
 if __name__ == "__main__":

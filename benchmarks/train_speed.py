@@ -56,7 +56,7 @@ def real_batches(max_tokens: int, n: int) -> tuple[list[data.Batch], int]:
     tok = Tokenizer.train(src_text + tgt_text, vocab_size=8000)
     s, t = tok.encode_batch(src_text), tok.encode_batch(tgt_text)
     return [data.make_batch([s[i] for i in b], [t[i] for i in b])
-            for b in data.token_batches(s, t, max_tokens, seed=0)[:n]], tok.vocab_size
+            for b in data.token_batches([len(x) for x in s], [len(x) for x in t], max_tokens, seed=0)[:n]], tok.vocab_size
 
 
 def procs_worker(args: argparse.Namespace) -> None:

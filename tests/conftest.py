@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ import torch
 
 from tests.browser import browser, url  # noqa: F401  (fixtures of the browser tests)
 from transformer import train
+
+# Training runs tokenize their corpora into this cache, not into the user's.
+os.environ.setdefault("ANATOMY_TOKEN_CACHE", tempfile.mkdtemp(prefix="anatomy-token-cache-"))
 
 WORDS = ("red blue green cat dog bird tree house car man woman child runs jumps sits big small old "
          "young water").split()

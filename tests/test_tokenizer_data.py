@@ -1,6 +1,11 @@
 """Tokenizer ids and round trips; finding, reading and batching the data."""
 from __future__ import annotations
 
+import gzip
+import random
+import sys
+
+import numpy as np
 import pytest
 
 from transformer import data
@@ -65,12 +70,13 @@ def test_token_batches_cover_every_pair_once_within_budget():
     rng_lengths = [(i % 13) + 1 for i in range(500)]
     src = [[5] * n for n in rng_lengths]
     tgt = [[6] * ((n * 7) % 11 + 1) for n in rng_lengths]
-    batches = data.token_batches(src, tgt, max_tokens=100, seed=3)
+    batches = data.token_batches([len(s) for s in src], [len(t) for t in tgt], max_tokens=100, seed=3)
     assert sorted(i for b in batches for i in b) == list(range(500))
     for b in batches:
         longest = max(max(len(src[i]), len(tgt[i])) + 1 for i in b)
         assert longest * len(b) <= 100
-    assert batches != data.token_batches(src, tgt, max_tokens=100, seed=4)  # reshuffled per epoch
+    assert batches != data.token_batches([len(s) for s in src], [len(t) for t in tgt], max_tokens=100,
+                                         seed=4)  # reshuffled per epoch
 
 
 def test_make_batch_shifts_target_and_pads():
@@ -79,3 +85,36 @@ def test_make_batch_shifts_target_and_pads():
     assert batch.tgt_in.tolist() == [[BOS_ID, 10, 11, 12], [BOS_ID, 13, PAD_ID, PAD_ID]]
     assert batch.tgt_out.tolist() == [[10, 11, 12, EOS_ID], [13, EOS_ID, PAD_ID, PAD_ID]]
     assert batch.n_tokens == 6
+
+
+def test_the_token_cache_streams_a_corpus_larger_than_its_memory_budget_and_maps_it(tmp_path):
+    import tracemalloc
+
+    rng = random.Random(0)
+    words = "red blue green cat dog bird tree house car man woman child runs jumps".split()
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) for _ in range(100_000)]
+    corpus = tmp_path / "train.de.gz"
+    with gzip.open(corpus, "wt", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    tok = Tokenizer.train(lines[:2000], vocab_size=40)
+    as_lists = sum(sys.getsizeof(ids) for ids in tok.encode_batch(lines[:1000])) * 100  # the lists, no ints
+    budget = 4 * 1024 * 1024
+    assert as_lists > budget
+
+    tracemalloc.start()
+    ids, counts = data.cached_token_ids([corpus], tok.encode_batch, tok.proto, 5, tmp_path / "cache", chunk=4000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < budget, peak
+    assert isinstance(ids.flat, np.memmap) and counts == [100_000] and len(ids) == 100_000
+    for i in (0, 4321, 99_999):
+        assert ids[i] == tok.encode(lines[i])[:5]
+        assert ids.lengths[i] == len(ids[i])
+
+    def refuse(batch):
+        raise AssertionError("the cache was tokenized again")
+
+    again, _ = data.cached_token_ids([corpus], refuse, tok.proto, 5, tmp_path / "cache")
+    assert again[4321] == ids[4321]
+    fewer, counts = data.cached_token_ids([corpus], tok.encode_batch, tok.proto, 5, tmp_path / "cache", max_lines=10)
+    assert counts == [10] and len(fewer) == 10  # other options: another cache

@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
+import itertools
 import math
 import os
 import random
 import urllib.request
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Sequence
 
+import numpy as np
 import torch
 
 from .config import BOS_ID, EOS_ID, PAD_ID
@@ -88,7 +93,7 @@ def draw_mix(sizes: list[int], weights: list[float], rng: random.Random) -> list
     return drawn
 
 
-def _ensure_file(data_dir: Path, split: str, lang: str) -> Path:
+def ensure_file(data_dir: Path, split: str, lang: str) -> Path:
     path = data_dir / f"{split}.{lang}.gz"
     if path.exists():
         return path
@@ -108,7 +113,7 @@ def _ensure_file(data_dir: Path, split: str, lang: str) -> Path:
 def read_lines(data_dir: Path, split: str, lang: str) -> list[str]:
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}; Multi30k has {', '.join(LANGUAGES)}")
-    with gzip.open(_ensure_file(data_dir, split, lang), "rt", encoding="utf-8") as f:
+    with gzip.open(ensure_file(data_dir, split, lang), "rt", encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f]
 
 
@@ -144,12 +149,14 @@ def make_batch(src: list[list[int]], tgt: list[list[int]]) -> Batch:
                  int((tgt_out != PAD_ID).sum()))
 
 
-def token_batches(src: list[list[int]], tgt: list[list[int]], max_tokens: int, seed: int) -> list[list[int]]:
-    """Index lists of similar-length pairs, each padding to at most ~max_tokens, in shuffled order."""
+def token_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int,
+                  seed: int) -> list[list[int]]:
+    """Index lists of similar-length pairs, each padding to at most ~max_tokens, in shuffled order (lengths in
+    tokens, without EOS/BOS)."""
     rng = random.Random(seed)
-    lengths = [max(len(s), len(t)) + 1 for s, t in zip(src, tgt)]
+    lengths = [max(a, b) + 1 for a, b in zip(src_lengths, tgt_lengths)]
     # Sort by length with random tie-breaking so each epoch groups pairs differently.
-    order = sorted(range(len(src)), key=lambda i: (lengths[i], rng.random()))
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], rng.random()))
     batches, current, longest = [], [], 0
     for i in order:
         longest_if_added = max(longest, lengths[i])
@@ -164,33 +171,92 @@ def token_batches(src: list[list[int]], tgt: list[list[int]], max_tokens: int, s
     return batches
 
 
-def target_token_batches(src: list[list[int]], tgt: list[list[int]], tokens: int, seed: int) -> list[list[int]]:
+def target_token_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], tokens: int,
+                         seed: int) -> list[list[int]]:
     """Index lists of similar-length pairs holding about `tokens` non-pad target tokens each (target + EOS), in
     shuffled order: the paper's batching (~25k target tokens per step), whatever the number of devices."""
     rng = random.Random(seed)
-    lengths = [max(len(s), len(t)) + 1 for s, t in zip(src, tgt)]
-    order = sorted(range(len(src)), key=lambda i: (lengths[i], rng.random()))
+    lengths = [max(a, b) + 1 for a, b in zip(src_lengths, tgt_lengths)]
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], rng.random()))
     batches, current, count = [], [], 0
     for i in order:
-        if current and count + len(tgt[i]) + 1 > tokens:
+        if current and count + tgt_lengths[i] + 1 > tokens:
             batches.append(current)
             current, count = [], 0
         current.append(i)
-        count += len(tgt[i]) + 1
+        count += tgt_lengths[i] + 1
     if current:
         batches.append(current)
     rng.shuffle(batches)
     return batches
 
 
-def deal(batch: list[int], tgt: list[list[int]], parts: int) -> list[list[int]]:
+def deal(batch: list[int], tgt_lengths: Sequence[int], parts: int) -> list[list[int]]:
     """One step's pairs dealt into `parts` disjoint micro-batches (ranks × accumulation) of similar target token
     counts: longest first, each to the part with the fewest tokens so far. A part may be empty when the batch
     has fewer pairs than parts."""
     shares: list[list[int]] = [[] for _ in range(parts)]
     counts = [0] * parts
-    for i in sorted(batch, key=lambda i: -len(tgt[i])):
+    for i in sorted(batch, key=lambda i: -tgt_lengths[i]):
         p = counts.index(min(counts))
         shares[p].append(i)
-        counts[p] += len(tgt[i]) + 1
+        counts[p] += tgt_lengths[i] + 1
     return shares
+
+
+class TokenIds:
+    """The token ids of many sentences in one flat int32 array (memory-mapped from a cache file): sentence i is
+    flat[start[i]:start[i + 1]]. Indexing gives a list, like the in-memory lists it stands in for."""
+
+    def __init__(self, flat: np.ndarray, start: np.ndarray):
+        self.flat, self.start = flat, start
+        self.lengths = np.diff(start).tolist()  # Python ints: the batching sorts on them
+
+    def __len__(self) -> int:
+        return len(self.start) - 1
+
+    def __getitem__(self, i: int) -> list[int]:
+        return self.flat[self.start[i]:self.start[i + 1]].tolist()
+
+
+def cached_token_ids(files: list[Path], encode: Callable[[list[str]], list[list[int]]], fingerprint: bytes,
+                     limit: int, folder: Path, max_lines: int | None = None,
+                     chunk: int = 20_000) -> tuple[TokenIds, list[int]]:
+    """The ids of every line of `files` (gzip; the first `max_lines` of each), cut to `limit`, and each file's
+    line count. Tokenized once, streaming `chunk` lines at a time, into `folder`; later calls map the cache.
+    The cache's name covers the tokenizer (`fingerprint`), the files (path, size, time) and the options."""
+    key = hashlib.sha256(fingerprint + repr(
+        [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files] + [limit, max_lines]).encode())
+    stem = folder / f"tokens-{key.hexdigest()[:20]}"
+    ids_path, index_path = stem.with_suffix(".ids"), stem.with_suffix(".index.npy")
+    if not index_path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        lengths, counts = array("q"), []
+        tmp = ids_path.with_name(ids_path.name + f".{os.getpid()}.tmp")
+        with open(tmp, "wb") as out:
+            for path in files:
+                n = 0
+                with gzip.open(path, "rt", encoding="utf-8") as f:
+                    while max_lines is None or n < max_lines:
+                        lines = [line.rstrip("\n") for line in
+                                 itertools.islice(f, chunk if max_lines is None else min(chunk, max_lines - n))]
+                        if not lines:
+                            break
+                        for ids in encode(lines):
+                            ids = ids[:limit]
+                            out.write(np.asarray(ids, dtype=np.int32).tobytes())
+                            lengths.append(len(ids))
+                        n += len(lines)
+                counts.append(n)
+        start = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(np.frombuffer(lengths, dtype=np.int64), out=start[1:])
+        os.replace(tmp, ids_path)
+        tmp_index = index_path.with_name(f"{index_path.stem}.{os.getpid()}.tmp.npy")
+        np.save(tmp_index, np.concatenate([np.asarray([len(counts)], dtype=np.int64),
+                                           np.asarray(counts, dtype=np.int64), start]))
+        os.replace(tmp_index, index_path)  # last: its presence says the cache is whole
+    index = np.load(index_path)
+    n_files = int(index[0])
+    counts, start = index[1:1 + n_files].tolist(), index[1 + n_files:]
+    flat = (np.memmap(ids_path, dtype=np.int32, mode="r") if start[-1] > 0 else np.zeros(0, dtype=np.int32))
+    return TokenIds(flat, start), counts

@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--clip", type=float, default=1.0, help="gradient norm clip")
     p.add_argument("--ema-decay", type=float, default=0.998, help="EMA of weights; 0 disables")
     p.add_argument("--save-every", type=parse_duration, default=300.0, help="resume-state interval")
+    p.add_argument("--cache-dir", default=os.environ.get("ANATOMY_TOKEN_CACHE", str(data.CACHE_DIR.parent / "tokens")),
+                   help="where the training text is tokenized to, once per machine, and memory-mapped from "
+                   "(default $ANATOMY_TOKEN_CACHE, else ~/.cache/transformer-anatomy/tokens)")
     p.add_argument("--max-train-pairs", type=int, help="use only the first N training pairs of each corpus")
     p.add_argument("--max-val-pairs", type=int, help="use only the first N val pairs of each corpus")
     p.add_argument("--seed", type=int, default=1)
@@ -139,6 +142,10 @@ class Ranks:
         t = torch.tensor(values, dtype=torch.float64)
         dist.all_reduce(t)
         return t.tolist()
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            dist.barrier()
 
     def share(self, value):
         """Rank 0's value, on every rank."""
@@ -233,21 +240,15 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
         run_dir.mkdir(parents=True, exist_ok=True)
     corpora = resolve_corpora(args)
 
-    train_src, train_tgt, sizes = [], [], []
     vals: list[tuple[str, list[str], list[str]]] = []  # (name, sources, references) of corpora with val
     for corpus in corpora:
-        src, tgt = data.read_pairs(corpus.path, "train", args.src, args.tgt)
-        if args.max_train_pairs:
-            src, tgt = src[:args.max_train_pairs], tgt[:args.max_train_pairs]
-        train_src += src
-        train_tgt += tgt
-        sizes.append(len(src))
         if not args.corpus or corpus.has_split("val", args.src, args.tgt):
             vs, vt = data.read_pairs(corpus.path, "val", args.src, args.tgt)
             vals.append((corpus.name, vs[:args.max_val_pairs or None], vt[:args.max_val_pairs or None]))
     if not vals:
         raise SystemExit("no corpus of the mix has a val split: nothing to select the model on")
     weights = [c.weight for c in corpora]
+    sizes: list[int] = []  # training pairs of each corpus
 
     def epoch_pairs(epoch: int) -> list[int]:
         return data.draw_mix(sizes, weights, random.Random(args.seed * 1_000_003 + epoch))
@@ -270,9 +271,14 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
             if start is not None:
                 tokenizer = start.tokenizer
             else:
+                texts = [data.read_pairs(c.path, "train", args.src, args.tgt) for c in corpora]
+                texts = [(s[:args.max_train_pairs or None], t[:args.max_train_pairs or None]) for s, t in texts]
+                train_src, train_tgt = sum((s for s, _ in texts), []), sum((t for _, t in texts), [])
+                sizes[:] = [len(s) for s, _ in texts]
                 first = epoch_pairs(0)  # the vocabulary is learnt from the same mix the model trains on
                 tokenizer = Tokenizer.train([train_src[i] for i in first] + [train_tgt[i] for i in first],
                                             vocab_size=args.vocab_size)
+                del texts, train_src, train_tgt
             tokenizer.save(tok_path)
             proto = tokenizer.proto
     tokenizer = Tokenizer(ranks.share(proto))
@@ -285,7 +291,24 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
         limit = config.max_len - 1  # room for EOS / BOS
         return ([s[:limit] for s in tokenizer.encode_batch(src)], [t[:limit] for t in tokenizer.encode_batch(tgt)])
 
-    train_s, train_t = encode_pairs(train_src, train_tgt)
+    def token_ids(lang: str) -> tuple[data.TokenIds, list[int]]:
+        """The training side in `lang`, tokenized once per machine into --cache-dir (the first process of each
+        machine writes it, the others wait and map it)."""
+        files = [data.ensure_file(c.path, "train", lang) for c in corpora]
+
+        def build() -> tuple[data.TokenIds, list[int]]:
+            return data.cached_token_ids(files, tokenizer.encode_batch, tokenizer.proto, config.max_len - 1,
+                                         Path(args.cache_dir).expanduser(), args.max_train_pairs)
+        if ranks.local_rank == 0:
+            build()
+        ranks.barrier()
+        return build()
+
+    (train_s, src_counts), (train_t, tgt_counts) = token_ids(args.src), token_ids(args.tgt)
+    for c, a, b in zip(corpora, src_counts, tgt_counts):
+        if a != b:
+            raise SystemExit(f"error: {c.path} has {a} train.{args.src} lines but {b} train.{args.tgt} lines")
+    sizes[:] = src_counts
     val_sets = [(name, *encode_pairs(vs, vt), vt) for name, vs, vt in vals] if ranks.main else []
 
     torch.manual_seed(args.seed)
@@ -333,7 +356,7 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
     say(f"device {device}, {ranks.world} process(es) × {args.accumulate} micro-batch(es) per step, "
         f"autocast {amp or 'off'}")
     recipe = {k: v for k, v in vars(args).items()
-              if k not in ("no_progress", "data_dir", "data_root", "out", "run_dir")}
+              if k not in ("no_progress", "data_dir", "data_root", "out", "run_dir", "cache_dir")}
 
     def save_state() -> None:
         if ranks.main:
@@ -346,7 +369,7 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
         number of ranks, so a run resumes anywhere."""
         drawn = epoch_pairs(epoch)
         seed = args.seed * 1000 + epoch
-        s, t = [train_s[i] for i in drawn], [train_t[i] for i in drawn]
+        s, t = [train_s.lengths[i] for i in drawn], [train_t.lengths[i] for i in drawn]
         batches = (data.target_token_batches(s, t, args.tokens_per_batch, seed) if args.tokens_per_batch
                    else data.token_batches(s, t, (args.max_tokens or 2500) * parts, seed))
         return [[drawn[i] for i in b] for b in batches]
@@ -370,11 +393,11 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
             while pos["batch"] < len(batches):
                 t0 = time.monotonic()
                 step_pairs = batches[pos["batch"]]
-                shares = data.deal(step_pairs, train_t, parts)
+                shares = data.deal(step_pairs, train_t.lengths, parts)
                 mine = shares[ranks.rank * args.accumulate:(ranks.rank + 1) * args.accumulate]
                 # The loss of the step is its token sum over the whole step's non-pad target tokens (every
                 # rank knows them), times the ranks that DDP's gradient mean divides by.
-                n_tokens = sum(len(train_t[i]) + 1 for i in step_pairs)
+                n_tokens = sum(train_t.lengths[i] + 1 for i in step_pairs)
                 progress = (pos["elapsed_s"] / budget if budget
                             else pos["step"] / (max_epochs * len(batches)))
                 lr = learning_rate(args, pos["step"], progress, config.d_model)

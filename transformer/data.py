@@ -131,8 +131,8 @@ def source_ids(ids: list[int]) -> list[int]:
     return ids + [EOS_ID]
 
 
-def pad(seqs: list[list[int]]) -> torch.Tensor:
-    out = torch.full((len(seqs), max(map(len, seqs))), PAD_ID, dtype=torch.long)
+def pad(seqs: list[list[int]], pad_id: int = PAD_ID) -> torch.Tensor:
+    out = torch.full((len(seqs), max(map(len, seqs))), pad_id, dtype=torch.long)
     for i, s in enumerate(seqs):
         out[i, :len(s)] = torch.tensor(s, dtype=torch.long)
     return out

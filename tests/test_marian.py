@@ -181,3 +181,80 @@ def test_multi_target_vocabulary_is_refused(folder, tmp_path):
     (copy / "vocab.json").write_text(json.dumps(vocab))
     with pytest.raises(checkpoint.CheckpointError, match=">>lang<< prefix"):
         checkpoint.load(copy)
+
+
+# --- export: our checkpoint -> a folder transformers loads with no code of ours ---
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    from tests.app_fixtures import make_checkpoint
+    from transformer import hub
+
+    root = tmp_path_factory.mktemp("export")
+    ours = make_checkpoint(root / "tiny-de-en", max_len=24)
+    hub.main(["export-hf", str(ours), str(root / "hf")])
+    return Translator.from_checkpoint(ours, device="cpu"), root / "hf"
+
+
+def test_export_writes_every_id_explicitly(exported):
+    import json
+
+    ours, out = exported
+    config = json.loads((out / "config.json").read_text())
+    generation = json.loads((out / "generation_config.json").read_text())
+    c = ours.config
+    assert (config["pad_token_id"], config["eos_token_id"], config["decoder_start_token_id"]) == (0, 3, 2)
+    assert config["forced_eos_token_id"] is None and generation["forced_eos_token_id"] is None
+    assert (config["activation_function"], config["scale_embedding"], config["max_position_embeddings"]) == \
+        ("relu", True, c.max_len)
+    assert generation["decoder_start_token_id"] == 2 and generation["max_length"] == c.max_len
+    assert "MarianMTModel.from_pretrained" in (out / "README.md").read_text()
+
+
+def test_exported_model_translates_identically_in_transformers(exported):
+    from transformers import MarianMTModel, MarianTokenizer
+
+    ours, out = exported
+    hf = MarianMTModel.from_pretrained(out).eval()
+    hf_tok = MarianTokenizer.from_pretrained(out)
+    texts = ["Zwei Hunde spielen im Schnee.", "Ein kleines Mädchen lacht ☃."]
+    for text in texts:
+        assert hf_tok(text).input_ids == ours.encode_source(text)[0]
+    batch = hf_tok(texts, padding=True, return_tensors="pt")
+    tgt = torch.tensor([[2, 10, 11, 12], [2, 13, 14, 15]])
+    with torch.no_grad():
+        theirs = hf(**batch, decoder_input_ids=tgt).logits
+        mine = ours.model.decode(tgt, ours.model.encode(batch.input_ids, src_lengths=batch.attention_mask.sum(1))).logits
+        assert (theirs - mine).abs().max() < 1e-5
+        generated = hf.generate(**batch)  # default arguments: the exported generation_config.json
+    mine = greedy(ours.model, batch.input_ids, ours.config.max_len - 1)
+    for row, ids in zip(generated.tolist(), mine):
+        row = row[1:]
+        assert ids == (row[:row.index(3)] if 3 in row else [i for i in row if i != 0])
+    assert [hf_tok.decode(r, skip_special_tokens=True) for r in generated] == \
+        [ours.tokenizer.decode(ids) for ids in mine]
+
+
+def test_residual_permutation_is_an_exact_equivalence(exported):
+    """The split-PE model built from the exported weights, read back by our loader, equals the original."""
+    ours, out = exported
+    back = checkpoint.load(out).model
+    assert back.config.pe_layout == "split" and ours.config.pe_layout == "interleaved"
+    src = torch.tensor([ours.encode_source("Zwei Hunde spielen im Schnee.")[0]])
+    tgt = torch.tensor([[2, 5, 6, 7, 8]])
+    with torch.no_grad():
+        a = ours.model.decode(tgt, ours.model.encode(src)).logits
+        b = back.decode(tgt, back.encode(src)).logits
+    assert (a - b).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("change, message", [(dict(norm_first=True), "pre-LN"),
+                                             (dict(tie_embeddings=False), "untied embeddings")])
+def test_export_refuses_what_marian_cannot_hold(tmp_path, change, message):
+    from tests.app_fixtures import make_checkpoint
+    from transformer import hub
+
+    folder = make_checkpoint(tmp_path / "x", **change)
+    with pytest.raises(SystemExit, match=message):
+        hub.main(["export-hf", str(folder), str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()

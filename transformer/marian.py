@@ -308,3 +308,64 @@ def generation_config(config: ModelConfig) -> dict:
     if config.suppress_ids:
         out["bad_words_ids"] = [[i] for i in config.suppress_ids]
     return out
+
+
+def vocab_of(tokenizer) -> dict[str, int]:
+    """vocab.json for one of our SentencePiece tokenizers: every piece by its own id."""
+    return {piece: i for i, piece in enumerate(tokenizer.pieces(range(tokenizer.vocab_size)))}
+
+
+def model_card(repo_hint: str, source_lang: str, target_lang: str, config: ModelConfig) -> str:
+    return f"""---
+library_name: transformers
+pipeline_tag: translation
+language: [{source_lang}, {target_lang}]
+tags: [translation, marian]
+---
+# {source_lang} → {target_lang}, exported from Transformer Anatomy
+
+A from-scratch Transformer (Vaswani et al. 2017; {config.n_encoder_layers}+{config.n_decoder_layers} layers,
+d_model {config.d_model}, {config.n_heads} heads, d_ff {config.d_ff}) written out in the MarianMT layout, so
+`transformers` runs it with no code of the project:
+
+```python
+from transformers import MarianMTModel, MarianTokenizer
+
+tokenizer = MarianTokenizer.from_pretrained("{repo_hint}")
+model = MarianMTModel.from_pretrained("{repo_hint}")
+batch = tokenizer(["..."], return_tensors="pt", padding=True)
+print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))
+```
+
+Default `generate()` is greedy decoding, as the project's app; pass `num_beams=5` for beam search. The
+residual stream's dimensions are permuted (Marian's sinusoidal encoding puts all sines before all cosines;
+the paper interleaves them): the computation is the same. Ids: pad {config.pad_id}, eos {config.eos_id},
+decoder start {config.decoder_start_id}.
+"""
+
+
+def export(ck, out_dir: str | Path) -> Path:
+    """Write checkpoint `ck` (ours) as a MarianMT folder that `transformers` loads with no code of ours."""
+    from safetensors.torch import save_file
+
+    config = ck.model.config
+    if ck.meta.get("format") == "marian":
+        raise MarianError(f"{ck.id} is already a MarianMT model: its own folder is what transformers loads")
+    if config.norm_first:
+        raise MarianError(f"{ck.id} is pre-LN (norm_first); Marian has only post-LN layers, so it cannot be exported")
+    if not config.tie_embeddings:
+        raise MarianError(f"{ck.id} has untied embeddings; Marian ties source, target and output embeddings")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(state_to_hf(ck.model), out / "model.safetensors", metadata={"format": "pt"})
+    (out / "config.json").write_text(json.dumps(hf_config(config), indent=2) + "\n")
+    (out / "generation_config.json").write_text(json.dumps(generation_config(config), indent=2) + "\n")
+    for name in ("source.spm", "target.spm"):
+        ck.tokenizer.save(out / name)  # one SentencePiece model serves both sides
+    (out / "vocab.json").write_text(json.dumps(vocab_of(ck.tokenizer), ensure_ascii=False, indent=0) + "\n")
+    tokenizer_config = {"tokenizer_class": "MarianTokenizer", "source_lang": ck.source_lang,
+                        "target_lang": ck.target_lang, "unk_token": "<unk>", "eos_token": "</s>",
+                        "pad_token": "<pad>", "model_max_length": config.max_len, "separate_vocabs": False}
+    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2) + "\n")
+    (out / "README.md").write_text(model_card(out.name, ck.source_lang, ck.target_lang, config))
+    return out

@@ -258,3 +258,23 @@ def test_export_refuses_what_marian_cannot_hold(tmp_path, change, message):
     with pytest.raises(SystemExit, match=message):
         hub.main(["export-hf", str(folder), str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
+
+
+def test_the_app_lists_an_opus_mt_model_and_survives_a_hub_failure(folder, tmp_path, monkeypatch):
+    import huggingface_hub
+
+    from anatomy.registry import ModelRegistry
+    from tests.app_fixtures import make_checkpoint
+
+    def offline(*args, **kwargs):
+        raise OSError("no network")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    shipped = make_checkpoint(tmp_path / "tiny-en-de", "en", "de")
+    reg = ModelRegistry.discover([str(shipped), str(folder), "hf://Helsinki-NLP/opus-mt-fi-en"])
+    labels = {e.key: e.label for e in reg.entries.values()}
+    assert labels["en-de"] == "English → German"
+    assert labels["de-en"] == "German → English (opus-mt, 47k parameters)"
+    assert any("opus-mt-fi-en" in n and "could not fetch" in n for n in reg.notices)
+    trace = reg.translator("de-en", "cpu")[0].translate(SENTENCES[1], max_new_tokens=4)
+    assert trace.source_ids[-1] == 0

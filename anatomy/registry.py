@@ -3,7 +3,7 @@
 A model's key names it in links and the API: the first checkpoint of each language pair (checkpoint folders
 sorted by name, then the Hub models) gets the pair, "de-en"; every other one its folder name ("multi30k-de-en",
 or "name" for hf://owner/name). Its label is what the Direction menu shows: "German → English · everyday", and
-for a Hub model in the MarianMT layout its origin and size: "German → English (opus-mt, Helsinki-NLP, 74M parameters)".
+for a MarianMT model its origin and size: "German → English (opus-mt, Helsinki-NLP, 74M parameters)".
 """
 from __future__ import annotations
 

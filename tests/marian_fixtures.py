@@ -47,7 +47,8 @@ def make_marian(folder: Path, seed: int = 0, eos_bias: float = 0.6, **config) ->
     pieces = []
     for proto in (source, target):
         sp = spm.SentencePieceProcessor(model_proto=proto)
-        pieces += [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not sp.is_control(i) and not sp.is_unknown(i)]
+        pieces += [sp.id_to_piece(i) for i in range(sp.get_piece_size())
+                   if not sp.is_control(i) and not sp.is_unknown(i)]
     vocab = {"</s>": 0, "<unk>": 1}
     for p in pieces:
         vocab.setdefault(p, len(vocab))

@@ -24,7 +24,7 @@ from .tokenizer import Tokenizer
 
 HF_PREFIX = "hf://"
 FILES = ("config.json", "model.safetensors", "tokenizer.model")
-# What a Hub download fetches: our files, or a MarianMT folder's (its pytorch_model.bin only when it has no safetensors).
+# What a Hub download fetches: our files, or a MarianMT folder's (pytorch_model.bin only when it has no safetensors).
 HUB_PATTERNS = [*FILES, *marian.TOKENIZER_FILES, "tokenizer_config.json", "generation_config.json", "metrics.jsonl",
                 "README.md"]
 

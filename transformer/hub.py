@@ -79,9 +79,10 @@ def main(argv: list[str] | None = None) -> str:
         from . import checkpoint, marian
 
         try:
-            out = f"wrote {marian.export(checkpoint.load(args.checkpoint), args.out_dir)} (MarianMTModel, MarianTokenizer)"
+            folder = marian.export(checkpoint.load(args.checkpoint), args.out_dir)
         except (checkpoint.CheckpointError, marian.MarianError) as err:
             raise SystemExit(f"export-hf: {err}") from err
+        out = f"wrote {folder} (loads with transformers' MarianMTModel and MarianTokenizer)"
         print(out)
         return out
     if args.repo_id.count("/") != 1:

@@ -58,7 +58,8 @@ class MarianTokenizer:
     @classmethod
     def load(cls, folder: str | Path) -> "MarianTokenizer":
         folder = Path(folder)
-        tokenizer_config = _read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
+        path = folder / "tokenizer_config.json"
+        tokenizer_config = _read_json(path) if path.is_file() else {}
         if tokenizer_config.get("separate_vocabs"):
             raise MarianError(f"{folder} has separate source and target vocabularies; only a shared one is supported")
         specials = {k: tokenizer_config[f"{k}_token"] for k in ("unk", "eos", "pad")

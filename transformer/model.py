@@ -244,7 +244,8 @@ class Transformer(nn.Module):
         self.embedding = nn.Embedding(V, d)
         self.tgt_embedding = None if config.tie_embeddings else nn.Embedding(V, d)
         self.output_projection = None if config.tie_embeddings else nn.Linear(d, V, bias=False)
-        self.register_buffer("pe", sinusoidal_positional_encoding(config.max_len, d, config.pe_layout), persistent=False)
+        pe = sinusoidal_positional_encoding(config.max_len, d, config.pe_layout)
+        self.register_buffer("pe", pe, persistent=False)
         if config.final_logits_bias:
             self.register_buffer("final_logits_bias", torch.zeros(V))
         else:
@@ -286,7 +287,8 @@ class Transformer(nn.Module):
         S = src_ids.size(1)
         if src_lengths is None:
             src_lengths = right_padded_lengths(src_ids, self.config.pad_id)
-        src_mask = None if bool((src_lengths >= S).all()) else lengths_mask(src_lengths, S)[:, None, None, :]  # (B, 1, 1, S)
+        padded = not bool((src_lengths >= S).all())
+        src_mask = lengths_mask(src_lengths, S)[:, None, None, :] if padded else None  # (B, 1, 1, S)
         x = self._embed(src_ids, self.embedding)
         weights = []
         for layer in self.encoder_layers:

@@ -32,9 +32,12 @@ def cut_by_limit(output_ids: Sequence[int], eos_id: int = EOS_ID) -> bool:
 
 
 def _suppress(scores: Tensor, model: Transformer) -> Tensor:
-    """Scores (N, V) with the config's banned ids made impossible, after normalisation as transformers does."""
-    if model.config.suppress_ids:
-        scores[:, list(model.config.suppress_ids)] = float("-inf")
+    """Scores (N, V) with the config's banned ids made impossible (after log_softmax in beam search, as
+    transformers bans them); a copy, so the caller's logits stay as the model computed them."""
+    if not model.config.suppress_ids:
+        return scores
+    scores = scores.clone()
+    scores[:, list(model.config.suppress_ids)] = float("-inf")
     return scores
 
 
@@ -62,7 +65,7 @@ def greedy_steps(model: Transformer, encoded: Encoded, limit: int, need_weights:
     for t in range(limit):
         out = model.decode(tokens, encoded, cache, need_weights=need_weights)
         logits = out.logits[:, -1].float()  # (B, V)
-        next_ids = _suppress(logits.clone(), model).argmax(-1).masked_fill(done, config.pad_id)  # (B,)
+        next_ids = _suppress(logits, model).argmax(-1).masked_fill(done, config.pad_id)  # (B,)
         self_attn = cross_attn = None
         if need_weights:
             self_attn = torch.stack([w[:, :, -1] for w in out.self_attn])  # (L, B, h, t+1)

@@ -2,7 +2,8 @@
 
 A model's key names it in links and the API: the first checkpoint of each language pair (checkpoint folders
 sorted by name, then the Hub models) gets the pair, "de-en"; every other one its folder name ("multi30k-de-en",
-or "name" for hf://owner/name). Its label is what the Direction menu shows: "German → English · everyday".
+or "name" for hf://owner/name). Its label is what the Direction menu shows: "German → English · everyday", and
+for a MarianMT model its origin and size: "German → English (opus-mt, Helsinki-NLP, 74M parameters)".
 """
 from __future__ import annotations
 
@@ -204,6 +205,10 @@ def random_checkpoints(sources: list[str]) -> tuple[list[Checkpoint], str]:
     return ckpts, where
 
 
+def _count(n: int) -> str:
+    return f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
+
+
 def name_models(loaded: list[tuple[str, Checkpoint]]) -> list[tuple[str, str]]:
     """(key, label) of each loaded (source, checkpoint), in discovery order (see the module docstring)."""
     pairs = [(ck.source_lang, ck.target_lang) for _, ck in loaded]
@@ -218,7 +223,10 @@ def name_models(loaded: list[tuple[str, Checkpoint]]) -> list[tuple[str, str]]:
             key, n = f"{base}-{n}", n + 1
         keys.add(key)
         label = bases[i]
-        if bases.count(label) > 1 or source.startswith("hf://"):
+        origin = loaded[i][1].meta.get("origin")
+        if isinstance(origin, str):
+            label += f" ({origin}, {_count(loaded[i][1].model.num_parameters())} parameters)"
+        elif bases.count(label) > 1 or source.startswith("hf://"):
             label += f" ({source if source.startswith('hf://') else source_name(source)})"
         named.append((key, label))
     return named
@@ -238,6 +246,8 @@ class ModelRegistry:
         sources = default_sources() if sources is None else list(sources)
         loaded, extras, notices = [], [], []
         for source in sources:
+            if source.startswith("hf://"):  # a download can take a while: say so in the log
+                print(f"Loading {source} from the Hugging Face Hub (once per process)", flush=True)
             try:
                 translator = engine.load(source)
             except CheckpointError as err:

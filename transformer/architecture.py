@@ -22,6 +22,7 @@ DECODER_CROSS_ATTENTION = "decoder cross-attention"
 DECODER_FFN = "decoder feed-forward"
 DECODER_NORMS = "decoder layer norms"
 FINAL_NORMS = "final layer norms"
+FINAL_LOGITS_BIAS = "final logits bias"
 
 # Parameter-name prefix (layer index removed) -> component; the embedding depends on tying.
 _GROUPS = {
@@ -97,6 +98,20 @@ def parameter_breakdown(config: ModelConfig) -> list[Component]:
     return components
 
 
+def fixed_tensors(config: ModelConfig) -> list[Component]:
+    """Tensors of the model that are not parameters (not trained, not in the totals): opus-mt's logits bias."""
+    if not config.final_logits_bias:
+        return []
+    return [Component(FINAL_LOGITS_BIAS, "V", config.vocab_size, "opus-mt (Marian); a buffer, not in the paper")]
+
+
+def activation_formula(config: ModelConfig) -> tuple[str, str]:
+    """The FFN's hidden layer as a formula, and the network's name."""
+    if config.activation == "swish":
+        return "SiLU(xW₁ + b₁)", "swish (SiLU, x·σ(x); opus-mt's choice, the paper uses ReLU)"
+    return "max(0, xW₁ + b₁)", "ReLU"
+
+
 def _polynomial(terms: list[tuple[int, str, int]]) -> tuple[str, int]:
     """[(coefficient, symbol, value)] -> ('12·d_model² + 2·d_ff', its value); coefficient 1 is not written."""
     text = " + ".join(symbol if c == 1 else f"{c}·{symbol}" for c, symbol, _ in terms if c)
@@ -169,6 +184,9 @@ def tensor_shapes(config: ModelConfig, source_len: int, target_len: int, batch: 
                      if config.norm_first else "residual connection, then LayerNorm (§3.1); shape in = shape out")
     final_norm = ", after the stack's final LayerNorm" if config.norm_first else ""
     target_table = "the shared embedding" if config.tie_embeddings else "the target embedding"
+    ffn_formula, ffn_name = activation_formula(config)
+    ffn_note = f"the same two-layer {ffn_name} network at every position (§3.3)"
+    logits_bias = " + b" if config.final_logits_bias else ""
     return [
         stage("source.ids", "source token ids", "x", "B S", "one id per source piece, padded to S"),
         stage("source.embedding", "source embedding × √d_model", "Emb(x)·√d_model", "B S d_model",
@@ -181,8 +199,7 @@ def tensor_shapes(config: ModelConfig, source_len: int, target_len: int, batch: 
               "every source position attends to every source position (§3.2.1)", n_enc),
         stage("encoder.heads", "heads concatenated", "Concat(head₁, …, headₕ)", "B S d_model",
               "h · d_k = d_model, then projected by W^O", n_enc),
-        stage("encoder.ffn", "feed-forward hidden layer", "max(0, xW₁ + b₁)", "B S d_ff",
-              "the same two-layer ReLU network at every position (§3.3)", n_enc),
+        stage("encoder.ffn", "feed-forward hidden layer", ffn_formula, "B S d_ff", ffn_note, n_enc),
         stage("encoder.output", "encoder layer output", residual, "B S d_model", residual_note, n_enc),
         stage("memory", "encoder memory", "memory", "B S d_model",
               f"the last encoder layer's output{final_norm}; keys and values for every decoder layer"),
@@ -196,13 +213,13 @@ def tensor_shapes(config: ModelConfig, source_len: int, target_len: int, batch: 
               "each decoder layer projects the encoder memory into its own keys and values", n_dec),
         stage("decoder.cross_attention", "cross-attention weights", "softmax(QKᵀ/√d_k)", "B h T S",
               "queries from the decoder, keys and values from the encoder memory (§3.2.3)", n_dec),
-        stage("decoder.ffn", "feed-forward hidden layer", "max(0, xW₁ + b₁)", "B T d_ff",
-              "the same two-layer ReLU network at every position (§3.3)", n_dec),
+        stage("decoder.ffn", "feed-forward hidden layer", ffn_formula, "B T d_ff", ffn_note, n_dec),
         stage("decoder.output", "decoder layer output", residual, "B T d_model", residual_note, n_dec),
-        stage("logits", "logits", "y·Eᵀ" if config.tie_embeddings else "y·W_out", "B T V",
+        stage("logits", "logits", ("y·Eᵀ" if config.tie_embeddings else "y·W_out") + logits_bias, "B T V",
               ("the pre-softmax linear map shares the embedding matrix E (§3.4)" if config.tie_embeddings
                else "a separate output projection without bias")
-              + ("; applied after the decoder's final LayerNorm" if config.norm_first else "")),
+              + ("; applied after the decoder's final LayerNorm" if config.norm_first else "")
+              + ("; plus a fixed bias b of V values (opus-mt)" if config.final_logits_bias else "")),
         stage("probabilities", "next-token probabilities", "softmax(logits)", "B T V",
               "a distribution over the V pieces at each target position"),
     ]

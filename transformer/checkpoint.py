@@ -1,7 +1,8 @@
 """Checkpoint folders: config.json, model.safetensors, tokenizer.model, metrics.jsonl.
 
-Weights only ever travel as safetensors (no pickle). A local folder or `hf://owner/name`
-on the Hugging Face Hub; the prefix is required so a local path is never taken for a Hub id.
+Weights only ever travel as safetensors (no pickle), except a MarianMT folder's pytorch_model.bin, read as plain
+tensors (`transformer.marian`). A local folder or `hf://owner/name` on the Hugging Face Hub; the prefix is required
+so a local path is never taken for a Hub id.
 """
 from __future__ import annotations
 
@@ -16,12 +17,16 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from . import marian
 from .config import SPECIAL_IDS, ModelConfig
 from .model import Transformer
 from .tokenizer import Tokenizer
 
 HF_PREFIX = "hf://"
 FILES = ("config.json", "model.safetensors", "tokenizer.model")
+# What a Hub download fetches: our files, or a MarianMT folder's (pytorch_model.bin only when it has no safetensors).
+HUB_PATTERNS = [*FILES, *marian.TOKENIZER_FILES, "tokenizer_config.json", "generation_config.json", "metrics.jsonl",
+                "README.md"]
 
 
 class CheckpointError(ValueError):
@@ -31,7 +36,7 @@ class CheckpointError(ValueError):
 @dataclass
 class Checkpoint:
     model: Transformer
-    tokenizer: Tokenizer
+    tokenizer: Tokenizer | marian.MarianTokenizer
     source_lang: str
     target_lang: str
     id: str  # the folder or hf:// id it was loaded from
@@ -42,8 +47,8 @@ class Checkpoint:
         return self.model.config
 
 
-def resolve(path_or_id: str | Path) -> Path:
-    """A local folder for `path_or_id`, downloading `hf://owner/name[@revision]` first."""
+def resolve(path_or_id: str | Path, patterns: list[str] = HUB_PATTERNS) -> Path:
+    """A local folder for `path_or_id`, downloading the files of `hf://owner/name[@revision]` that match first."""
     text = str(path_or_id)
     if not text.startswith(HF_PREFIX):
         path = Path(text).expanduser()
@@ -58,13 +63,15 @@ def resolve(path_or_id: str | Path) -> Path:
         raise CheckpointError(f"{text!r} is not of the form hf://owner/name[@revision]")
     try:
         return Path(snapshot_download(repo_id, revision=revision or None,
-                                      allow_patterns=[*FILES, "metrics.jsonl", "README.md"]))
+                                      allow_patterns=patterns))
     except Exception as err:  # offline, missing repo, auth: all mean "cannot fetch"
         raise CheckpointError(f"could not fetch {repo_id} from the Hugging Face Hub: {err}") from err
 
 
 def load(path_or_id: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
     folder = resolve(path_or_id)
+    if marian.is_marian_folder(folder):
+        return load_marian(folder, str(path_or_id), device)
     for name in FILES:
         if not (folder / name).is_file():
             raise CheckpointError(f"{folder / name} is missing; a checkpoint folder needs {', '.join(FILES)}")
@@ -91,6 +98,17 @@ def load(path_or_id: str | Path, device: str | torch.device = "cpu") -> Checkpoi
     model.to(device).eval()
     return Checkpoint(model, tokenizer, meta.get("source_lang", "?"), meta.get("target_lang", "?"),
                       str(path_or_id), meta)
+
+
+def load_marian(folder: Path, source: str, device: str | torch.device = "cpu") -> Checkpoint:
+    """A MarianMT folder (e.g. hf://Helsinki-NLP/opus-mt-de-en) as a Checkpoint of our Transformer."""
+    if source.startswith(HF_PREFIX) and not any((folder / f).is_file() for f in marian.WEIGHT_FILES):
+        folder = resolve(source, ["pytorch_model.bin"])  # many opus-mt repos ship only this file
+    try:
+        model, tokenizer, meta = marian.load_folder(folder, source)
+    except (marian.MarianError, RuntimeError, OSError) as err:
+        raise CheckpointError(f"{source}: {err}") from err
+    return Checkpoint(model.to(device), tokenizer, meta["source_lang"], meta["target_lang"], source, meta)
 
 
 def check_state_dict(model: Transformer, state: dict, where: Path | str) -> None:

@@ -21,7 +21,21 @@ from .config import BOS_ID, EOS_ID, PAD_ID
 # Public source of Multi30k (Elliott et al., 2016), task 1 raw text.
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
 LANGUAGES = ("en", "de", "fr", "cs")
-LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "cs": "Czech"}
+# ISO 639-1 (and a few 639-3) names: the Multi30k languages and those of the Helsinki-NLP opus-mt models.
+LANGUAGE_NAMES = {
+    "en": "English", "de": "German", "fr": "French", "cs": "Czech", "af": "Afrikaans", "ar": "Arabic",
+    "az": "Azerbaijani", "be": "Belarusian", "bg": "Bulgarian", "bn": "Bengali", "ca": "Catalan", "cy": "Welsh",
+    "da": "Danish", "el": "Greek", "eo": "Esperanto", "es": "Spanish", "et": "Estonian", "eu": "Basque",
+    "fa": "Persian", "fi": "Finnish", "ga": "Irish", "gl": "Galician", "gu": "Gujarati", "he": "Hebrew",
+    "hi": "Hindi", "hr": "Croatian", "hu": "Hungarian", "hy": "Armenian", "id": "Indonesian", "is": "Icelandic",
+    "it": "Italian", "ja": "Japanese", "ka": "Georgian", "kk": "Kazakh", "ko": "Korean", "la": "Latin",
+    "lt": "Lithuanian", "lv": "Latvian", "mk": "Macedonian", "ml": "Malayalam", "mr": "Marathi", "ms": "Malay",
+    "mt": "Maltese", "nl": "Dutch", "no": "Norwegian", "nb": "Norwegian Bokmål", "pl": "Polish",
+    "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sl": "Slovenian", "sq": "Albanian",
+    "sr": "Serbian", "sv": "Swedish", "sw": "Swahili", "ta": "Tamil", "te": "Telugu", "th": "Thai",
+    "tl": "Tagalog", "tr": "Turkish", "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese", "xh": "Xhosa",
+    "zh": "Chinese", "zu": "Zulu", "ceb": "Cebuano", "tvl": "Tuvaluan", "mul": "many languages",
+}
 SHARED_DATA_ROOT = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SHARED_DATA_DIR = SHARED_DATA_ROOT / "multi30k"
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "transformer-anatomy" / "multi30k"
@@ -136,8 +150,8 @@ def source_ids(ids: list[int]) -> list[int]:
     return ids + [EOS_ID]
 
 
-def pad(seqs: list[list[int]]) -> torch.Tensor:
-    out = torch.full((len(seqs), max(map(len, seqs))), PAD_ID, dtype=torch.long)
+def pad(seqs: list[list[int]], pad_id: int = PAD_ID) -> torch.Tensor:
+    out = torch.full((len(seqs), max(map(len, seqs))), pad_id, dtype=torch.long)
     for i, s in enumerate(seqs):
         out[i, :len(s)] = torch.tensor(s, dtype=torch.long)
     return out

@@ -2,9 +2,12 @@
 
     python -m transformer.hub push-model checkpoints/NAME --repo-id OWNER/NAME [--dry-run]
     python -m transformer.hub push-space --repo-id OWNER/SPACE [--dry-run]
+    python -m transformer.hub export-hf checkpoints/NAME OUT_DIR
+
 
 Both go through `huggingface_hub.upload_folder`, which stores large files with LFS/Xet
 itself. `--dry-run` lists what would be sent and flags files over the Hub's plain-git limit.
+`export-hf` writes a checkpoint as a MarianMT folder that `transformers` loads with no code of ours.
 """
 from __future__ import annotations
 
@@ -68,7 +71,20 @@ def main(argv: list[str] | None = None) -> str:
     for s in (model, space):
         s.add_argument("--repo-id", required=True, help="OWNER/NAME")
         s.add_argument("--dry-run", action="store_true", help="list what would be sent; send nothing")
+    export = sub.add_parser("export-hf", help="a checkpoint as a transformers MarianMT folder")
+    export.add_argument("checkpoint", help="a checkpoint folder or hf://owner/name")
+    export.add_argument("out_dir", type=Path)
     args = p.parse_args(argv)
+    if args.command == "export-hf":
+        from . import checkpoint, marian
+
+        try:
+            folder = marian.export(checkpoint.load(args.checkpoint), args.out_dir)
+        except (checkpoint.CheckpointError, marian.MarianError) as err:
+            raise SystemExit(f"export-hf: {err}") from err
+        out = f"wrote {folder} (loads with transformers' MarianMTModel and MarianTokenizer)"
+        print(out)
+        return out
     if args.repo_id.count("/") != 1:
         raise SystemExit(f"--repo-id must be OWNER/NAME, got {args.repo_id!r}")
     if args.command == "push-model":

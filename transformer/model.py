@@ -13,20 +13,47 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .config import PAD_ID, ModelConfig
+from .config import ModelConfig
 
 Mask = Tensor | None  # bool, broadcastable to (B, h, T_q, T_k); True = may attend
 
 
-def sinusoidal_positional_encoding(max_len: int, d_model: int) -> Tensor:
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))."""
+def sinusoidal_positional_encoding(max_len: int, d_model: int, layout: str = "interleaved") -> Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model)).
+
+    "split" (Marian's layout) puts the same sines in dimensions [0, d/2) and the cosines in [d/2, d):
+    the paper's table with its dimensions permuted by `split_order`.
+    """
     position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (d_model/2,)
     angle = position / 10000.0 ** (two_i / d_model)  # (max_len, d_model/2)
     pe = torch.empty(max_len, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle)
+    if layout == "split":
+        pe = pe[:, split_order(d_model)]
     return pe.float()
+
+
+def split_order(d_model: int) -> Tensor:
+    """Dimension j of the split layout is dimension split_order[j] of the interleaved one: 0, 2, 4, …, 1, 3, 5, …"""
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def lengths_mask(lengths: Tensor, T: int) -> Tensor:
+    """(B,) lengths -> (B, T) bool, True at the first lengths[b] positions of row b."""
+    return torch.arange(T, device=lengths.device)[None, :] < lengths[:, None]
+
+
+def right_padded_lengths(ids: Tensor, pad_id: int, minimum: int = 0) -> Tensor:
+    """(B, T) right-padded ids -> (B,) lengths: up to the last id that is not `pad_id`, at least `minimum`.
+
+    Only trailing pads count, so a sequence may hold the pad id inside it (Marian's decoder starts with it).
+    """
+    real = ids != pad_id  # (B, T)
+    T = ids.size(1)
+    last = T - real.flip(1).int().argmax(1)  # (B,) one past the last real id; T when the row has none
+    return torch.where(real.any(1), last, 0).clamp(min=minimum)
 
 
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Mask, *,
@@ -135,16 +162,17 @@ class MultiHeadAttention(nn.Module):
 
 
 class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2 (paper eq. 2)."""
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2 (paper eq. 2); with "swish", SiLU(x W_1 + b_1) W_2 + b_2."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.W_1 = nn.Linear(config.d_model, config.d_ff)
         self.W_2 = nn.Linear(config.d_ff, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
+        self.activation = F.silu if config.activation == "swish" else F.relu
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.W_2(self.dropout(F.relu(self.W_1(x))))
+        return self.W_2(self.dropout(self.activation(self.W_1(x))))
 
 
 class _Layer(nn.Module):
@@ -216,7 +244,12 @@ class Transformer(nn.Module):
         self.embedding = nn.Embedding(V, d)
         self.tgt_embedding = None if config.tie_embeddings else nn.Embedding(V, d)
         self.output_projection = None if config.tie_embeddings else nn.Linear(d, V, bias=False)
-        self.register_buffer("pe", sinusoidal_positional_encoding(config.max_len, d), persistent=False)
+        pe = sinusoidal_positional_encoding(config.max_len, d, config.pe_layout)
+        self.register_buffer("pe", pe, persistent=False)
+        if config.final_logits_bias:
+            self.register_buffer("final_logits_bias", torch.zeros(V))
+        else:
+            self.final_logits_bias = None
         self.dropout = nn.Dropout(config.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
@@ -246,13 +279,16 @@ class Transformer(nn.Module):
 
     def logits(self, y: Tensor) -> Tensor:
         if self.output_projection is None:
-            return F.linear(y, self.embedding.weight)
-        return self.output_projection(y)
+            return F.linear(y, self.embedding.weight, self.final_logits_bias)
+        return F.linear(y, self.output_projection.weight, self.final_logits_bias)
 
-    def encode(self, src_ids: Tensor, need_weights: bool = False) -> Encoded:
-        """src_ids (B, S), PAD_ID-padded."""
-        pad = src_ids == PAD_ID
-        src_mask = None if not bool(pad.any()) else ~pad[:, None, None, :]  # (B, 1, 1, S)
+    def encode(self, src_ids: Tensor, need_weights: bool = False, src_lengths: Tensor | None = None) -> Encoded:
+        """src_ids (B, S), right-padded; src_lengths (B,) or, when not given, up to the last non-pad id."""
+        S = src_ids.size(1)
+        if src_lengths is None:
+            src_lengths = right_padded_lengths(src_ids, self.config.pad_id)
+        padded = not bool((src_lengths >= S).all())
+        src_mask = lengths_mask(src_lengths, S)[:, None, None, :] if padded else None  # (B, 1, 1, S)
         x = self._embed(src_ids, self.embedding)
         weights = []
         for layer in self.encoder_layers:
@@ -272,17 +308,20 @@ class Transformer(nn.Module):
         return DecoderCache(buf[0], buf[1], cross_k, cross_v)
 
     def decode(self, tgt_ids: Tensor, encoded: Encoded, cache: DecoderCache | None = None,
-               need_weights: bool = False, last_only: bool = False) -> Decoded:
+               need_weights: bool = False, last_only: bool = False, tgt_lengths: Tensor | None = None) -> Decoded:
         """Logits for target positions (only the last one with `last_only`).
 
-        Without a cache, tgt_ids (B, T) is the whole (PAD_ID-padded) prefix. With one, tgt_ids (B, n)
-        are the next n positions, appended to the cache.
+        Without a cache, tgt_ids (B, T) is the whole right-padded prefix, tgt_lengths (B,) its lengths (when not
+        given: up to the last non-pad id, at least the decoder start). With one, tgt_ids (B, n) are the next n
+        positions, appended to the cache.
         """
         offset = 0 if cache is None else cache.length
         T = tgt_ids.size(1)
         if cache is None:
+            if tgt_lengths is None:
+                tgt_lengths = right_padded_lengths(tgt_ids, self.config.pad_id, minimum=1)
             causal = torch.ones(T, T, dtype=torch.bool, device=tgt_ids.device).tril()  # (T, T)
-            self_mask = causal & (tgt_ids != PAD_ID)[:, None, None, :]  # (B, 1, T, T)
+            self_mask = causal & lengths_mask(tgt_lengths, T)[:, None, None, :]  # (B, 1, T, T)
         elif T == 1:
             self_mask = None  # one new query sees every cached position
         else:

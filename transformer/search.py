@@ -8,7 +8,7 @@ from typing import Iterator, Sequence
 import torch
 from torch import Tensor
 
-from .config import BOS_ID, EOS_ID, PAD_ID
+from .config import EOS_ID
 from .model import Encoded, Transformer
 
 
@@ -23,12 +23,22 @@ def output_limit(model: Transformer, src_len: int, max_new_tokens: int | None) -
     return max(1, min(limit, model.config.max_len - 1))
 
 
-def cut_by_limit(output_ids: Sequence[int]) -> bool:
+def cut_by_limit(output_ids: Sequence[int], eos_id: int = EOS_ID) -> bool:
     """The length limit stopped decoding before the model chose EOS.
 
     Output ids are what the decoder produced, so they end with EOS exactly when the model chose to stop.
     """
-    return bool(output_ids) and output_ids[-1] != EOS_ID
+    return bool(output_ids) and output_ids[-1] != eos_id
+
+
+def _suppress(scores: Tensor, model: Transformer) -> Tensor:
+    """Scores (N, V) with the config's banned ids made impossible (after log_softmax in beam search, as
+    transformers bans them); a copy, so the caller's logits stay as the model computed them."""
+    if not model.config.suppress_ids:
+        return scores
+    scores = scores.clone()
+    scores[:, list(model.config.suppress_ids)] = float("-inf")
+    return scores
 
 
 @dataclass
@@ -36,7 +46,7 @@ class GreedyStep:
     """Decoder position t of greedy decoding over a (B, S) batch."""
 
     index: int  # t
-    ids: Tensor  # (B,) the most likely next piece; PAD_ID for sentences that already chose EOS
+    ids: Tensor  # (B,) the most likely next piece; the pad id for sentences that already chose EOS
     logits: Tensor  # (B, V) float32
     self_attn: Tensor | None  # (L, B, h, t+1) position t's masked self-attention row, per layer
     cross_attn: Tensor | None  # (L, B, h, S)
@@ -48,20 +58,20 @@ def greedy_steps(model: Transformer, encoded: Encoded, limit: int, need_weights:
 
     Inference mode holds only while a step computes: the generator may be resumed on another thread.
     """
-    B, device = encoded.memory.size(0), encoded.memory.device
+    B, device, config = encoded.memory.size(0), encoded.memory.device, model.config
     cache = model.new_cache(encoded, limit)
-    tokens = torch.full((B, 1), BOS_ID, dtype=torch.long, device=device)
+    tokens = torch.full((B, 1), config.decoder_start_id, dtype=torch.long, device=device)
     done = torch.zeros(B, dtype=torch.bool, device=device)
     for t in range(limit):
         out = model.decode(tokens, encoded, cache, need_weights=need_weights)
         logits = out.logits[:, -1].float()  # (B, V)
-        next_ids = logits.argmax(-1).masked_fill(done, PAD_ID)  # (B,)
+        next_ids = _suppress(logits, model).argmax(-1).masked_fill(done, config.pad_id)  # (B,)
         self_attn = cross_attn = None
         if need_weights:
             self_attn = torch.stack([w[:, :, -1] for w in out.self_attn])  # (L, B, h, t+1)
             cross_attn = torch.stack([w[:, :, -1] for w in out.cross_attn])  # (L, B, h, S)
         yield GreedyStep(t, next_ids, logits, self_attn, cross_attn)
-        done |= next_ids == EOS_ID
+        done |= next_ids == config.eos_id
         if bool(done.all()):
             return
         tokens = next_ids[:, None]  # (B, 1)
@@ -73,15 +83,12 @@ def greedy(model: Transformer, src_ids: Tensor, max_new_tokens: int | None = Non
     limit = output_limit(model, src_ids.size(1), max_new_tokens)
     steps = [step.ids for step in greedy_steps(model, model.encode(src_ids), limit)]
     out = torch.stack(steps, dim=1).tolist()  # (B, n)
-    return [_strip(row) for row in out]
+    return [_strip(row, model.config.eos_id) for row in out]
 
 
-def _strip(ids: list[int]) -> list[int]:
-    """Ids up to (not including) EOS or padding."""
-    for i, t in enumerate(ids):
-        if t in (EOS_ID, PAD_ID):
-            return ids[:i]
-    return ids
+def _strip(ids: list[int], eos_id: int) -> list[int]:
+    """Ids up to (not including) EOS: after it come only the pads of a finished sentence."""
+    return ids[:ids.index(eos_id)] if eos_id in ids else ids
 
 
 @dataclass
@@ -103,22 +110,25 @@ def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit:
                     length_penalty: float = 1.0) -> list[list[Hypothesis]]:
     """Beam search over an encoded (B, S) batch: per sentence, its finished hypotheses best first.
 
-    A sentence stops when it has `beam_size` hypotheses that chose EOS; at the length limit its live
-    beams become hypotheses too (cut by the limit).
+    A sentence stops when it has `beam_size` hypotheses that chose EOS. At the length limit, by the config's
+    `beam_limit_rule`, its live beams become hypotheses too (cut by the limit), or ("top_k", transformers' rule)
+    the continuations ranked below K of the last step do, EOS or not. Either way the best K are returned.
     """
-    B, K, device = encoded.memory.size(0), beam_size, encoded.memory.device
+    B, K, device, config = encoded.memory.size(0), beam_size, encoded.memory.device, model.config
+    eos_id, top_k_rule = config.eos_id, config.beam_limit_rule == "top_k"
     # Each sentence's K beams sit next to each other: rows b*K .. b*K+K-1.
     encoded = Encoded(encoded.memory.repeat_interleave(K, 0),  # (B*K, S, d_model)
                       None if encoded.src_mask is None else encoded.src_mask.repeat_interleave(K, 0))
     cache = model.new_cache(encoded, limit)
-    tokens = torch.full((B * K, 1), BOS_ID, dtype=torch.long, device=device)
+    tokens = torch.full((B * K, 1), config.decoder_start_id, dtype=torch.long, device=device)
     history = torch.empty((B * K, 0), dtype=torch.long, device=device)
     beam_scores = torch.full((B, K), float("-inf"), device=device)
     beam_scores[:, 0] = 0.0  # all beams start identical: expand only the first
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     done = [False] * B
     for t in range(limit):
-        logp = model.decode(tokens, encoded, cache).logits[:, -1].float().log_softmax(-1)  # (B*K, V)
+        logp = _suppress(model.decode(tokens, encoded, cache).logits[:, -1].float().log_softmax(-1), model)  # (B*K, V)
+        last = t == limit - 1
         V = logp.size(-1)
         candidates = (beam_scores[:, :, None] + logp.view(B, K, V)).view(B, K * V)  # (B, K*V)
         top_scores, top_idx = candidates.topk(min(2 * K, K * V), dim=1)  # (B, 2K)
@@ -129,13 +139,16 @@ def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit:
                 if done[b] or len(kept) == K:
                     break
                 row, token = b * K + flat // V, flat % V
-                if token != EOS_ID:
+                if last and top_k_rule:
+                    if rank < K and score > float("-inf"):
+                        finished[b].append(Hypothesis.of(history[row].tolist() + [token], score, length_penalty))
+                elif token != eos_id:
                     kept.append((row, token, score))
                 elif rank < K and score > float("-inf"):
-                    finished[b].append(Hypothesis.of(history[row].tolist() + [EOS_ID], score, length_penalty))
-            done[b] = done[b] or len(finished[b]) >= K
+                    finished[b].append(Hypothesis.of(history[row].tolist() + [eos_id], score, length_penalty))
+            done[b] = done[b] or len(finished[b]) >= K or (last and top_k_rule)
             if done[b]:  # placeholders keep every tensor at (B*K) rows
-                kept = [(b * K, PAD_ID, float("-inf"))] * K
+                kept = [(b * K, config.pad_id, float("-inf"))] * K
             for row, token, score in kept:
                 rows.append(row)
                 next_tokens.append(token)

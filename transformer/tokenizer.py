@@ -46,6 +46,10 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         return self.sp.encode(text)
 
+    def encode_target(self, text: str) -> list[int]:
+        """Target-language text as the decoder produces it (one vocabulary serves both sides here)."""
+        return self.sp.encode(text)
+
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return self.sp.encode(texts)
 

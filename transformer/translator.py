@@ -11,8 +11,8 @@ import torch
 from torch import Tensor
 
 from . import checkpoint as ckpt
-from .config import BOS_ID, EOS_ID
-from .data import pad, source_ids
+from .config import EOS_ID
+from .data import pad
 from .device import pick_device
 from .model import Encoded, Transformer
 from .search import beam_hypotheses, beam_search, cut_by_limit, greedy, greedy_steps, output_limit
@@ -32,10 +32,11 @@ class Candidate:
     score: float  # log-probability / length**length_penalty
     log_prob: float
     ids: list[int]  # output ids as decoded: EOS included when the model chose it
+    eos_id: int = EOS_ID  # the model's EOS id (opus-mt models use 0)
 
     @property
     def cut_by_limit(self) -> bool:
-        return cut_by_limit(self.ids)
+        return cut_by_limit(self.ids, self.eos_id)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class Trace:
     source_ids: list[int] = field(default_factory=list)
     output_ids: list[int] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # e.g. the input was truncated
+    eos_id: int = EOS_ID  # the model's EOS id (opus-mt models use 0)
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -113,7 +115,7 @@ class Trace:
     @property
     def cut_by_limit(self) -> bool:
         """The length limit stopped decoding before the model chose EOS."""
-        return cut_by_limit(self.output_ids)
+        return cut_by_limit(self.output_ids, self.eos_id)
 
     def attention(self, kind: str) -> AttentionMaps:
         """The weights and axes of one attention kind (a key of ATTENTION_KINDS)."""
@@ -145,9 +147,9 @@ def _stack(per_layer: tuple[Tensor, ...]) -> np.ndarray:
     return torch.cat(per_layer, dim=0).float().cpu().numpy()
 
 
-def _decoder_input(output_ids: list[int]) -> list[int]:
-    """What the decoder reads to produce `output_ids`: the same ids one position late, behind <s>."""
-    return [BOS_ID] + output_ids[:-1]
+def _decoder_input(output_ids: list[int], start_id: int) -> list[int]:
+    """What the decoder reads to produce `output_ids`: the same ids one position late, behind the start id (<s>)."""
+    return [start_id] + output_ids[:-1]
 
 
 class Translator:
@@ -171,11 +173,12 @@ class Translator:
     def encode_source(self, text: str) -> tuple[list[int], list[str]]:
         """Source ids as the encoder sees them (EOS appended), truncated to max_len."""
         notices = []
-        ids = source_ids(self.tokenizer.encode(text))
+        eos = self.config.eos_id
+        ids = self.tokenizer.encode(text) + [eos]
         if len(ids) > self.config.max_len:
             notices.append(f"The input was {len(ids)} tokens long; only the first {self.config.max_len} "
                            "were translated (the model's max_len).")
-            ids = ids[:self.config.max_len - 1] + [EOS_ID]
+            ids = ids[:self.config.max_len - 1] + [eos]
         return ids, notices
 
     def settings(self, mode: str, top_k: int, **decoding) -> dict:
@@ -206,15 +209,15 @@ class Translator:
             hyps = beam_hypotheses(self.model, encoded, beam_size, limit, length_penalty)[0]
             trace = self._forced(src, hyps[0].ids, encoded, top_k, settings, notices)
             trace.candidates = [Candidate(self.tokenizer.decode(h.ids),
-                                          self.tokenizer.pieces(i for i in h.ids if i != EOS_ID),
-                                          h.score, h.log_prob, h.ids) for h in hyps]
+                                          self.tokenizer.pieces(i for i in h.ids if i != self.config.eos_id),
+                                          h.score, h.log_prob, h.ids, self.config.eos_id) for h in hyps]
             yield trace
             return
         steps = []
         for step in self._greedy_steps(encoded, limit, top_k):
             steps.append(step)
             yield step
-            if stop is not None and step.token_id != EOS_ID and stop():
+            if stop is not None and step.token_id != self.config.eos_id and stop():
                 settings["stopped"] = True
                 break
         yield self._trace_from_steps(src, encoded, steps, settings, notices)
@@ -251,7 +254,7 @@ class Translator:
     def _forced(self, src: list[int], output_ids: list[int], encoded: Encoded, top_k: int, settings: dict,
                 notices: list[str]) -> Trace:
         """One teacher-forced decoder pass that reads `output_ids` as the decoder produced them."""
-        target_in = torch.tensor([_decoder_input(output_ids)], device=self.device)
+        target_in = torch.tensor([_decoder_input(output_ids, self.config.decoder_start_id)], device=self.device)
         out = self.model.decode(target_in, encoded, need_weights=True)
         probs = out.logits[0].float().softmax(-1)  # (T, V)
         return self._trace(src, output_ids, encoded, _stack(out.self_attn), _stack(out.cross_attn),
@@ -260,16 +263,17 @@ class Translator:
     def _trace(self, src: list[int], output_ids: list[int], encoded: Encoded, decoder_self_attn: np.ndarray,
                cross_attn: np.ndarray, top_k: list[list[dict]], settings: dict, notices: list[str]) -> Trace:
         return Trace(text=self.tokenizer.decode(output_ids), source_tokens=self.tokenizer.pieces(src),
-                     target_tokens=self.tokenizer.pieces(_decoder_input(output_ids)),
+                     target_tokens=self.tokenizer.pieces(_decoder_input(output_ids, self.config.decoder_start_id)),
                      output_tokens=self.tokenizer.pieces(output_ids), encoder_self_attn=_stack(encoded.self_attn),
                      decoder_self_attn=decoder_self_attn, cross_attn=cross_attn, top_k=top_k, settings=settings,
-                     checkpoint=self.checkpoint.id, source_ids=src, output_ids=output_ids, notices=notices)
+                     checkpoint=self.checkpoint.id, source_ids=src, output_ids=output_ids, notices=notices,
+                     eos_id=self.config.eos_id)
 
     @torch.inference_mode()
     def force(self, text: str, target_text: str, top_k: int = 5) -> Trace:
         """Teacher-forced pass over a given translation: its attention and what the model expected."""
         src, notices = self.encode_source(text)
-        output = self.tokenizer.encode(target_text)[:self.config.max_len - 1] + [EOS_ID]
+        output = self.tokenizer.encode_target(target_text)[:self.config.max_len - 1] + [self.config.eos_id]
         return self._forced(src, output, self._encode(src), top_k, self.settings("forced", top_k), notices)
 
     @torch.inference_mode()
@@ -302,7 +306,7 @@ class Translator:
             idx = [i for i in order[start:start + batch_size] if texts[i].strip()]
             if not idx:
                 continue
-            src = pad([srcs[i] for i in idx]).to(self.device)
+            src = pad([srcs[i] for i in idx], self.config.pad_id).to(self.device)
             if beam_size == 1:
                 outs = greedy(self.model, src, max_new_tokens)
             else:

@@ -154,3 +154,16 @@ def test_init_from_starts_with_the_checkpoints_weights_and_tokenizer(copy_checkp
                     "--run-dir", str(tmp_path / "x-run"), "--init-from", str(copy_checkpoint), *TINY_MODEL_ARGS])
     with pytest.raises(SystemExit, match="--init-from: checkpoint folder .* does not exist"):
         run("missing", "--init-from", str(tmp_path / "nowhere"))
+
+
+def test_bf16_autocast_trains_like_fp32(copy_data, tmp_path):
+    losses = {}
+    for precision in ("fp32", "bf16"):
+        threads = torch.get_num_threads()
+        result = train.main(["--src", "de", "--tgt", "en", "--data-dir", str(copy_data),
+                             "--out", str(tmp_path / precision), "--run-dir", str(tmp_path / f"{precision}-run"),
+                             "--epochs", "1", "--max-train-pairs", "600", "--precision", precision, *TINY_MODEL_ARGS])
+        torch.set_num_threads(threads)
+        losses[precision] = result["train_loss"]
+    assert losses["bf16"] != losses["fp32"]  # autocast did run in bf16
+    assert losses["bf16"] == pytest.approx(losses["fp32"], rel=0.03)

@@ -325,7 +325,7 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
     state = ranks.share(torch.load(state_path, map_location="cpu", weights_only=True)
                         if ranks.main and state_path.exists() else None)
     if state is not None:
-        if state["config"] != config.to_dict():
+        if ModelConfig.from_dict(state["config"]) != config:  # from_dict: configs saved before a field existed
             raise SystemExit(f"{state_path} was saved for another model config; use a new --run-dir")
         model.load_state_dict(state["model"])
         if ema is not model:

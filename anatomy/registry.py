@@ -12,6 +12,7 @@ import json
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -205,6 +206,29 @@ def random_checkpoints(sources: list[str]) -> tuple[list[Checkpoint], str]:
     return ckpts, where
 
 
+def _load(sources: list[str]) -> tuple[list[tuple[str, Checkpoint]], list[tuple], list[str]]:
+    """(source, checkpoint), (translator, metrics, card) of each source that loads, and a notice for each other."""
+    loaded, extras, notices = [], [], []
+    for source in sources:
+        if source.startswith("hf://"):  # a download can take a while: say so in the log
+            print(f"Loading {source} from the Hugging Face Hub (once per process)", flush=True)
+        try:
+            translator = engine.load(source)
+        except CheckpointError as err:
+            notices.append(f"Skipped `{shown_path(source)}`: {err}")
+            continue
+        except Exception as err:  # a broken folder or a failed download must never take the app down
+            notices.append(f"Skipped `{shown_path(source)}`: {type(err).__name__}: {err}")
+            continue
+        try:
+            folder = resolve(source)
+        except CheckpointError:
+            folder = None
+        loaded.append((source, translator.checkpoint))
+        extras.append((translator, _read_metrics(folder), _read_card(folder)))
+    return loaded, extras, notices
+
+
 def _count(n: int) -> str:
     return f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}k"
 
@@ -238,30 +262,20 @@ class ModelRegistry:
     def __init__(self, entries: list[ModelEntry], notices: list[str]):
         if not entries:
             raise ValueError("a registry needs at least one model")
-        self.entries = {e.key: e for e in entries}
+        self.entries = {e.key: e for e in entries}  # replaced, never changed in place: readers need no lock
         self.notices = notices
+        self.pending: list[str] = []  # Hub models still loading in the background
+        self._loaded: list[tuple[str, Checkpoint]] = [(e.source, e.checkpoint) for e in entries if not e.untrained]
+        self._lock = threading.Lock()
 
     @classmethod
-    def discover(cls, sources: list[str] | None = None) -> "ModelRegistry":
+    def discover(cls, sources: list[str] | None = None, *, hub_in_background: bool = False) -> "ModelRegistry":
+        """The models of `sources` (default: default_sources()). With hub_in_background, hf:// models load on a
+        thread started here and join the registry when ready (`pending` lists them meanwhile), so that a Space
+        serves its shipped models at once."""
         sources = default_sources() if sources is None else list(sources)
-        loaded, extras, notices = [], [], []
-        for source in sources:
-            if source.startswith("hf://"):  # a download can take a while: say so in the log
-                print(f"Loading {source} from the Hugging Face Hub (once per process)", flush=True)
-            try:
-                translator = engine.load(source)
-            except CheckpointError as err:
-                notices.append(f"Skipped `{shown_path(source)}`: {err}")
-                continue
-            except Exception as err:  # a broken folder must never take the app down
-                notices.append(f"Skipped `{shown_path(source)}`: {type(err).__name__}: {err}")
-                continue
-            try:
-                folder = resolve(source)
-            except CheckpointError:
-                folder = None
-            loaded.append((source, translator.checkpoint))
-            extras.append((translator, _read_metrics(folder), _read_card(folder)))
+        later = [s for s in sources if s.startswith("hf://")] if hub_in_background else []
+        loaded, extras, notices = _load([s for s in sources if s not in later])
         entries = []
         for (key, label), (source, ck), (translator, metrics, card) in zip(name_models(loaded), loaded, extras):
             entries.append(ModelEntry(key, label, source, ck, metrics=metrics, card=card,
@@ -272,10 +286,48 @@ class ModelRegistry:
                 entries.append(ModelEntry(f"{ck.source_lang}-{ck.target_lang}",
                                           direction_label(ck.source_lang, ck.target_lang) + " · untrained", "", ck,
                                           untrained=True, _translators={"cpu": engine.on_device(ck, "cpu")}))
-            notices.append("No trained checkpoint was found, so the app runs an **untrained model** (random weights, "
-                           f"the shipped layer sizes; tokenizer from {where}): its translations are gibberish, and the "
-                           "figures show the machinery, not learned behaviour.")
-        return cls(entries, notices)
+            if not later:
+                notices.append("No trained checkpoint was found, so the app runs an **untrained model** (random "
+                               f"weights, the shipped layer sizes; tokenizer from {where}): its translations are "
+                               "gibberish, and the figures show the machinery, not learned behaviour.")
+        registry = cls(entries, notices)
+        if later:
+            registry.pending = list(later)
+            threading.Thread(target=registry._load_later, args=(later,), name="anatomy-hub", daemon=True).start()
+        return registry
+
+    def _load_later(self, sources: list[str]) -> None:
+        for source in sources:
+            loaded, extras, notices = _load([source])
+            with self._lock:
+                entries = dict(self.entries)
+                if loaded:
+                    self._loaded += loaded
+                    key, label = name_models(self._loaded)[-1]
+                    while key in entries:  # an untrained stand-in holds the pair's key
+                        key += "-hub"
+                    translator, metrics, card = extras[0]
+                    entries[key] = ModelEntry(key, label, source, loaded[0][1], metrics=metrics, card=card,
+                                              _translators={"cpu": translator})
+                self.entries = entries
+                self.notices = [*self.notices, *notices]
+                self.pending = [s for s in self.pending if s != source]
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until no Hub model is loading (tests, scripts); False on timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.pending:
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def status(self) -> str:
+        """The page's notice about its models: what was skipped or failed, and what is still loading."""
+        lines = [f"⚠️ {n}" for n in self.notices]
+        lines += [f"⏳ Loading `{s}` from the Hugging Face Hub in the background (once per process): reload the "
+                  "page in a minute to choose it in Direction." for s in self.pending]
+        return "\n\n".join(lines)
 
     @property
     def default_key(self) -> str:

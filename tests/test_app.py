@@ -449,3 +449,33 @@ def test_launch_options_keep_the_light_palette_and_load_the_static_files():
     assert not [n for n in vars(options["theme"]) if n.endswith("_dark")]
     assert "anatomy-presenter" in Path(options["css_paths"][0]).read_text()
     assert "window.anatomy" in options["js"] and "exportFigure" in options["js"]
+
+
+def test_hub_models_load_in_the_background_and_join_the_page_when_ready(folders, monkeypatch):
+    import threading
+
+    import huggingface_hub
+
+    release = threading.Event()
+
+    def download(repo_id, **kwargs):
+        release.wait(30)
+        if repo_id == "someone/absent":
+            raise OSError("no such repository")
+        return str(folders / "tiny-en-de")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    h = ui.create_app([str(folders / "tiny-de-en"), "hf://someone/tiny", "hf://someone/absent"]).anatomy
+    reg = h.registry
+    assert list(reg.entries) == ["de-en"] and reg.pending == ["hf://someone/tiny", "hf://someone/absent"]
+    assert "Loading `hf://someone/tiny`" in reg.status()
+    before = h.load_link(None)
+    assert [key for _, key in before[h.page.direction]["choices"]] == ["de-en"]
+    release.set()
+    assert reg.wait(30)
+    assert list(reg.entries) == ["de-en", "en-de"] and reg.entries["en-de"].source == "hf://someone/tiny"
+    assert "Loading" not in reg.status() and "could not fetch someone/absent" in reg.status()
+    after = h.load_link(None)
+    assert [key for _, key in after[h.page.direction]["choices"]] == ["de-en", "en-de"]
+    assert after[h.page.model_notices]["visible"]
+    assert reg.translator("en-de", "cpu")[0].translate("a dog", max_new_tokens=3).output_tokens

@@ -32,9 +32,10 @@ def queue_size() -> int:
 
 
 def create_app(sources: list[str] | None = None) -> gr.Blocks:
-    """The app on these checkpoint folders / hf:// ids (default: registry.default_sources()). The demo's
-    `anatomy` attribute is its Handlers (the registry and the page's components), for tests and scripts."""
-    registry = ModelRegistry.discover(sources)
+    """The app on these checkpoint folders / hf:// ids (default: registry.default_sources()); the hf:// ones load
+    in the background. The demo's `anatomy` attribute is its Handlers (the registry and the page's components),
+    for tests and scripts."""
+    registry = ModelRegistry.discover(sources, hub_in_background=True)
     with gr.Blocks(title="Transformer Anatomy") as demo:
         page = build_page(registry)
         handlers = Handlers(registry, page)

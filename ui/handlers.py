@@ -362,8 +362,10 @@ class Handlers:
         out = {p.link: link, p.beam: link.beam, p.max_new: link.max_new or 0, p.lp: link.length_penalty,
                p.kind: view.kind, p.layer: view.layer, p.head: view.head, p.merge: view.merge,
                p.kind_help: views.kind_help(view.kind)}
-        if link.key:
-            out[p.direction] = link.key
+        # Hub models join the registry in the background: each page load offers those loaded by then.
+        status = self.registry.status()
+        out[p.direction] = gr.update(choices=self.registry.choices(), value=link.key or self.registry.default_key)
+        out[p.model_notices] = gr.update(value=status, visible=bool(status))
         # the placeholder says the page's load events are done (the browser tests wait for it)
         out[p.text] = gr.update(placeholder=self._placeholder(link.key), **({"value": link.text} if link.text else {}))
         if link.view.step is not None:

@@ -38,6 +38,7 @@ class Page:
     svg_btn: gr.Button
     # settings
     direction: gr.Dropdown
+    model_notices: gr.Markdown  # skipped models, Hub models still loading
     text: gr.Textbox
     beam: gr.Slider
     max_new: gr.Slider
@@ -147,9 +148,8 @@ def build_page(registry: ModelRegistry) -> Page:
         with gr.Column(scale=2, min_width=320):
             direction = gr.Dropdown(registry.choices(), value=registry.default_key, label="Direction",
                                     elem_id="direction")
-            if registry.notices:
-                gr.Markdown("\n\n".join(f"⚠️ {n}" for n in registry.notices), elem_id="model-notices",
-                            elem_classes=["anatomy-notice"])
+            model_notices = gr.Markdown(registry.status(), visible=bool(registry.status()),
+                                        elem_id="model-notices", elem_classes=["anatomy-notice"])
             text = gr.Textbox(label="Source text", lines=2, max_length=MAX_CHARS, elem_id="source-text",
                               placeholder=f"e.g. {(entry0.examples or [''])[0]}")
             with gr.Row(elem_classes=["anatomy-controls"]):
@@ -290,8 +290,10 @@ def build_page(registry: ModelRegistry) -> Page:
         api_btn = gr.Button("api")
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(TAB_IDS[0]),
-                link=gr.State(None), tab_drawn=gr.State(None), presenter=presenter, export_figure=export_figure, export_frame=export_frame,
-                export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, direction=direction, text=text,
+                link=gr.State(None), tab_drawn=gr.State(None), presenter=presenter, export_figure=export_figure,
+                export_frame=export_frame,
+                export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, direction=direction,
+                model_notices=model_notices, text=text,
                 beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
                 translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, run_info=run_info,
                 src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,

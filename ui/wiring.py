@@ -68,8 +68,8 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
                        [p.text, p.pe_dims, *tab_outputs], **DRAW)
     p.pe_dims.input(h.dims, [p.direction, p.pe_dims], [p.pe], **VIEW)
 
-    draw(demo.load(h.load_link, None, [p.link, p.direction, p.text, p.beam, p.max_new, p.lp, p.kind, p.layer, p.head,
-                                       p.merge, p.step, p.presenter, p.kind_help], **DRAW).then(
+    draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.beam, p.max_new, p.lp, p.kind,
+                                       p.layer, p.head, p.merge, p.step, p.presenter, p.kind_help], **DRAW).then(
         h.translate_link, [p.link, p.signal, p.tab], made, **MODEL))
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
     export = [p.export_figure, p.export_frame, p.export_wide]

@@ -32,11 +32,13 @@ def _check(weights: np.ndarray, query_tokens: Sequence, key_tokens: Sequence[str
 
 def attention_heatmap(weights, query_tokens: Sequence, key_tokens: Sequence[str], *,
                       query_title: str = "query", key_title: str = "key", title: str | None = None,
-                      hidden=None, causal: bool = False, highlight_row: int | None = None) -> go.Figure:
+                      hidden=None, causal: bool = False, highlight_row: int | None = None,
+                      note: str | None = None) -> go.Figure:
     """A (queries × keys) attention matrix; row i says where query i looked.
 
     hidden (or causal=True for the decoder's triangular mask) marks cells a mask hides: they
-    are drawn grey and hover as "masked" instead of as zero attention.
+    are drawn grey and hover as "masked" instead of as zero attention. `note` replaces the
+    legend of the grey cells.
     """
     w = as_matrix(weights)
     _check(w, query_tokens, key_tokens)
@@ -61,8 +63,8 @@ def attention_heatmap(weights, query_tokens: Sequence, key_tokens: Sequence[str]
     fig.update_yaxes(tickmode="array", tickvals=list(range(Tq)), ticktext=q_lab, autorange="reversed",
                      title=dict(text=query_title), showline=False)
     fig.update_layout(plot_bgcolor=MASKED_COLOR if hidden is not None else "white")
-    if hidden is not None and hidden.any():
-        fig.add_annotation(text="grey: hidden by the mask", x=1, y=1, xref="paper", yref="paper", xanchor="right",
+    if note or (hidden is not None and hidden.any()):
+        fig.add_annotation(text=note or "grey: hidden by the mask", x=1, y=1, xref="paper", yref="paper", xanchor="right",
                            yanchor="bottom", showarrow=False, font=dict(size=11, color="#52525b"))
     if highlight_row is not None and 0 <= highlight_row < Tq:
         fig.add_shape(type="rect", x0=-0.5, x1=Tk - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,

@@ -1,5 +1,5 @@
-// Transformer Anatomy in the browser: presenter mode, keyboard stepping, figure export and share links. Loaded
-// once with the page (launch(js=...)); the page's events call window.anatomy.*.
+// Transformer Anatomy in the browser: presenter mode, keyboard stepping, figure export, share links and the line
+// view's hover. Loaded once with the page (launch(js=...)); the page's events call window.anatomy.*.
 () => {
   const STEP_FRAME = 'step-frame';  // viz/attention.py names the orange step frame so
   const NARROW = 560;  // px: a figure narrower than this (a phone) gets small margins and short labels
@@ -76,9 +76,53 @@
     scan() {
       // the page's figures only, not the offscreen copies Plotly.toImage draws for an export
       document.querySelectorAll('.js-plotly-plot[data-testid=plotly]').forEach(gd => {
-        if (!gd.anatomyHooked && gd.on) { gd.anatomyHooked = true; gd.on('plotly_afterplot', () => A.fit(gd)); }
+        if (!gd.anatomyHooked && gd.on) {
+          gd.anatomyHooked = true;
+          gd.on('plotly_afterplot', () => A.fit(gd));
+          // line view (viz/lines.py): pointing at a piece keeps its lines; a click or tap pins that, another
+          // click on it (or anywhere else) lets go
+          gd.on('plotly_hover', e => { if (!gd.anatomyPinned) A.keep(gd, e.points[0]); });
+          gd.on('plotly_unhover', () => { if (!gd.anatomyPinned) A.keep(gd, null); });
+          gd.on('plotly_click', e => {
+            const p = e.points[0], key = p && A.pieceKey(p);
+            gd.anatomyPinned = key && key !== gd.anatomyPinned ? key : null;
+            A.keep(gd, gd.anatomyPinned ? p : null);
+          });
+        }
         A.fit(gd);
       });
+    },
+    pieceKey(point) {
+      const meta = point.data && point.data.meta;
+      return meta === 'queries' || meta === 'keys' ? meta + ':' + point.pointIndex : null;
+    },
+    // Only the lines that start (queries) or end (keys) at the point's piece; every line again for null. Line
+    // traces hold segments [query, key, gap] with y = -row, so a piece's lines are found by their end points.
+    keep(gd, point) {
+      const key = point && A.pieceKey(point);
+      if (point && !key) return;
+      if (gd.anatomyLinesOf !== gd.layout) {  // a new figure: its full lines, once
+        const idx = gd.data.map((t, i) => t.meta === 'lines' ? i : -1).filter(i => i >= 0);
+        gd.anatomyLinesOf = gd.layout;
+        gd.anatomyLines = {idx, x: idx.map(i => Array.from(gd.data[i].x)), y: idx.map(i => Array.from(gd.data[i].y))};
+        gd.dataset.kept = '';
+      }
+      const o = gd.anatomyLines;
+      if (!o.idx.length || gd.dataset.kept === (key || '')) return;
+      gd.dataset.kept = key || '';
+      let xs = o.x, ys = o.y;
+      if (key) {
+        const end = point.data.meta === 'queries' ? 0 : 1, row = -point.pointIndex;
+        xs = []; ys = [];
+        o.idx.forEach((_, n) => {
+          const x = o.x[n], y = o.y[n], kx = [], ky = [];
+          for (let s = 0; s + 1 < y.length; s += 3) {
+            if (y[s + end] === row) { kx.push(x[s], x[s + 1], null); ky.push(y[s], y[s + 1], null); }
+          }
+          xs.push(kx); ys.push(ky);
+        });
+      }
+      Plotly.restyle(gd, {x: xs, y: ys}, o.idx).catch(() => {});
     },
     // One figure as a file named by what it shows (layout.meta.export, set by the server): PNG at 3× or SVG, as
     // drawn, or as a 16:9 slide (1920 × 1080, presenter type); the step frame only when asked for.

@@ -226,9 +226,10 @@ def lines(trace: Trace, view: View) -> go.Figure:
     caption = f"layer {l + 1}, " + (f"all {H} heads" if len(heads) > 1 else f"head {heads[0]}")
     title = f"{name(view.kind)} · {caption} · lines" + (" · words" if view.merge else "") + (
         HIDE_TITLE if view.hide else "")
-    query_title = "query (produces)" if kind.stepped else "query"
+    # a decoder position is labelled by the piece it produces (its hover says what it read too)
     return viz.attention_lines(w, q, k, heads=heads, hidden=hidden, title=title,
-                               note=_empty_note(hidden, q, view.hide), query_title=query_title, key_title="key")
+                               note=_empty_note(hidden, q, view.hide),
+                               query_title="produces" if kind.stepped else "query", key_title="key")
 
 
 @dataclass(frozen=True)

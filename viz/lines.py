@@ -52,8 +52,9 @@ def attention_lines(weights, query_tokens: Sequence, key_tokens: Sequence[str], 
             qi, kj = np.nonzero((level == step) & (w[n] >= min_weight))
             if not len(qi):
                 continue
-            x = np.tile([0.0, 1.0, np.nan], len(qi))
-            y = np.stack([-qi, -kj, np.full(len(qi), np.nan)], axis=1).reshape(-1)  # (3 × lines,)
+            # plain lists, not typed arrays: app.js reads and filters the points of gd.data
+            x = [0, 1, None] * len(qi)
+            y = [c for i, j in zip(qi.tolist(), kj.tolist()) for c in (-i, -j, None)]
             fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line=dict(color=colors[head - 1], width=2),
                                      opacity=step / OPACITY_STEPS, hoverinfo="skip", showlegend=False,
                                      meta=LINES, legendgroup=f"head {head}"))
@@ -76,15 +77,16 @@ def attention_lines(weights, query_tokens: Sequence, key_tokens: Sequence[str], 
     for x, text in ((0.0, query_title), (1.0, key_title)):
         fig.add_annotation(x=x, y=0.7, text=f"<b>{text}</b>", showarrow=False, font=dict(size=LINE_FONT),
                            xanchor="right" if x == 0 else "left")
-    if note:
+    if note:  # under the legend
         fig.add_annotation(text=note, x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left",
-                           showarrow=False, font=dict(size=12, color="#52525b"), yshift=-4)
+                           showarrow=False, font=dict(size=12, color="#52525b"),
+                           yshift=-34 if len(heads) > 1 else -4)
     fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, plot_bgcolor="white",
-                      legend=dict(orientation="h", x=0, y=1, yanchor="bottom", font=dict(size=12)),
+                      legend=dict(orientation="h", x=0, y=0, yanchor="top", font=dict(size=12)),
                       showlegend=len(heads) > 1)
-    top = (50 if title else 20) + (26 if len(heads) > 1 else 0)
-    return base_layout(fig, top + 40 + ROW * (rows + 1) + (24 if note else 0), title=title,
-                       margin=dict(l=10, r=10, t=top, b=20 + (24 if note else 0)))
+    top, bottom = (50 if title else 20), 20 + (24 if note else 0) + (30 if len(heads) > 1 else 0)
+    return base_layout(fig, top + bottom + ROW * (rows + 1), title=title,
+                       margin=dict(l=10, r=10, t=top, b=bottom))
 
 
 def softmax_walk(q, keys, values, visible, scores, scaled, weights, output, *, key_tokens: Sequence[str],

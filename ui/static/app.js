@@ -81,16 +81,38 @@
           gd.on('plotly_afterplot', () => A.fit(gd));
           // line view (viz/lines.py): pointing at a piece keeps its lines; a click or tap pins that, another
           // click on it (or anywhere else) lets go
-          gd.on('plotly_hover', e => { if (!gd.anatomyPinned) A.keep(gd, e.points[0]); });
-          gd.on('plotly_unhover', () => { if (!gd.anatomyPinned) A.keep(gd, null); });
-          gd.on('plotly_click', e => {
-            const p = e.points[0], key = p && A.pieceKey(p);
-            gd.anatomyPinned = key && key !== gd.anatomyPinned ? key : null;
-            A.keep(gd, gd.anatomyPinned ? p : null);
-          });
+          // (a tap also makes Plotly report a hover and a click: the tap's own handler below answers it)
+          const free = () => !gd.anatomyPinned && Date.now() - (gd.anatomyTouched || 0) > 800;
+          gd.on('plotly_hover', e => { if (free()) A.keep(gd, e.points[0]); });
+          gd.on('plotly_unhover', () => { if (free()) A.keep(gd, null); });
+          gd.addEventListener('mouseleave', () => { if (free()) A.keep(gd, null); });
+          gd.on('plotly_click', e => { if (Date.now() - (gd.anatomyTouched || 0) > 800) A.pin(gd, e.points[0]); });
+          // a tap: Plotly may not report it as a click, so the nearest piece is found here
+          gd.addEventListener('touchend', e => {
+            const t = e.changedTouches[0], p = t && A.nearestPiece(gd, t.clientX, t.clientY);
+            if (p) { gd.anatomyTouched = Date.now(); A.pin(gd, p); }
+          }, {passive: true});
         }
         A.fit(gd);
       });
+    },
+    pin(gd, point) {
+      const key = point && A.pieceKey(point);
+      gd.anatomyPinned = key && key !== gd.anatomyPinned ? key : null;
+      A.keep(gd, gd.anatomyPinned ? point : null);
+    },
+    // The line view's query or key piece whose marker is nearest to a point of the screen (within 40 px).
+    nearestPiece(gd, x, y) {
+      let best = null, dist = 40;
+      (gd._fullData || []).forEach(t => {
+        if (t.meta !== 'queries' && t.meta !== 'keys') return;
+        const layer = gd.querySelector('.scatterlayer .trace' + t.uid);
+        (layer ? Array.from(layer.querySelectorAll('.point')) : []).forEach((el, i) => {
+          const r = el.getBoundingClientRect(), d = Math.hypot(r.x + r.width / 2 - x, r.y + r.height / 2 - y);
+          if (d < dist) { dist = d; best = {data: {meta: t.meta}, pointIndex: i}; }
+        });
+      });
+      return best;
     },
     pieceKey(point) {
       const meta = point.data && point.data.meta;
@@ -101,28 +123,35 @@
     keep(gd, point) {
       const key = point && A.pieceKey(point);
       if (point && !key) return;
-      if (gd.anatomyLinesOf !== gd.layout) {  // a new figure: its full lines, once
-        const idx = gd.data.map((t, i) => t.meta === 'lines' ? i : -1).filter(i => i >= 0);
-        gd.anatomyLinesOf = gd.layout;
-        gd.anatomyLines = {idx, x: idx.map(i => Array.from(gd.data[i].x)), y: idx.map(i => Array.from(gd.data[i].y))};
-        gd.dataset.kept = '';
-      }
-      const o = gd.anatomyLines;
-      if (!o.idx.length || gd.dataset.kept === (key || '')) return;
-      gd.dataset.kept = key || '';
-      let xs = o.x, ys = o.y;
-      if (key) {
-        const end = point.data.meta === 'queries' ? 0 : 1, row = -point.pointIndex;
-        xs = []; ys = [];
-        o.idx.forEach((_, n) => {
-          const x = o.x[n], y = o.y[n], kx = [], ky = [];
+      // each line trace keeps its full points on itself (a restyle keeps the trace object; a new figure brings
+      // new ones)
+      const idx = gd.data.map((t, i) => t.meta === 'lines' ? i : -1).filter(i => i >= 0);
+      if (!idx.length) return;
+      const full = idx.map(i => {
+        const t = gd.data[i];
+        if (!t.anatomyFull) t.anatomyFull = {x: Array.from(t.x), y: Array.from(t.y)};
+        return t.anatomyFull;
+      });
+      if (gd.anatomyKept === (key || '') && gd.anatomyKeptOf === gd.data[idx[0]]) return;
+      gd.anatomyKept = gd.dataset.kept = key || '';
+      gd.anatomyKeptOf = gd.data[idx[0]];
+      gd.anatomyKeptEnd = point ? (point.data.meta === 'queries' ? 0 : 1) : null;
+      gd.anatomyKeptRow = point ? -point.pointIndex : null;
+      // one restyle at a time, each drawing the latest choice: quick pointer moves never leave an older one
+      gd.anatomyRestyle = (gd.anatomyRestyle || Promise.resolve()).then(() => {
+        if (gd.data[idx[0]] !== gd.anatomyKeptOf) return;  // a new figure came meanwhile
+        const end = gd.anatomyKeptEnd, row = gd.anatomyKeptRow;
+        const xs = [], ys = [];
+        full.forEach(({x, y}) => {
+          if (end === null) { xs.push(x); ys.push(y); return; }
+          const kx = [], ky = [];
           for (let s = 0; s + 1 < y.length; s += 3) {
             if (y[s + end] === row) { kx.push(x[s], x[s + 1], null); ky.push(y[s], y[s + 1], null); }
           }
           xs.push(kx); ys.push(ky);
         });
-      }
-      Plotly.restyle(gd, {x: xs, y: ys}, o.idx).catch(() => {});
+        return Plotly.restyle(gd, {x: xs, y: ys}, idx);
+      }).catch(() => {});
     },
     // One figure as a file named by what it shows (layout.meta.export, set by the server): PNG at 3× or SVG, as
     // drawn, or as a 16:9 slide (1920 × 1080, presenter type); the step frame only when asked for.

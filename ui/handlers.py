@@ -14,7 +14,7 @@ import gradio as gr
 
 import viz
 from anatomy import engine, views
-from anatomy.inputs import (MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link, clean_text,
+from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link, clean_text,
                             page_request, parse_link)
 from anatomy.registry import ModelRegistry
 from anatomy.run import Run, StopSignal, Twin
@@ -218,9 +218,9 @@ class Handlers:
         if view.display == "lines":
             return views.lines(trace, view)
         if view.display == "walk":
-            L = trace.encoder_self_attn.shape[0] if view.kind == "encoder" else trace.cross_attn.shape[0]
             if views.walk_row(trace, view) < 0:
                 return viz.empty_figure("No query to follow: nothing was decoded", 300)
+            L = trace.attention(view.kind).weights.shape[0]
             vectors = engine.head_vectors(self.registry.get(key).cpu, trace, view.kind, min(view.layer, L))
             return views.walk_figure(views.walk(trace, view, vectors), view)
         return views.heatmap(trace, view)
@@ -387,8 +387,8 @@ class Handlers:
         layers = self.registry.get(direction if direction in self.registry.entries else None).config.n_decoder_layers
         return {p.layer: layers, p.head: MEAN_HEAD, p.beam: DEFAULTS["beam"], p.max_new: DEFAULTS["max"],
                 p.top_k: DEFAULTS["k"], p.lp: DEFAULTS["lp"],
-                p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"],
-                p.kind_help: views.kind_help(DEFAULTS["view"])}
+                p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"], p.hide: False,
+                p.display: DISPLAYS[0], p.kind_help: views.kind_help(DEFAULTS["view"])}
 
     # ---- the API: Client(url).predict(text=..., direction="de-en", api_name="/translate") ----
 

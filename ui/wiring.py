@@ -46,7 +46,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     if p.examples is not None:
         draw(p.examples.load_input_event.then(h.example_settings, [p.direction],
                                               [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
-                                               p.merge, p.kind_help], **DRAW).then(
+                                               p.merge, p.hide, p.display, p.kind_help], **DRAW).then(
             h.translate_page, [*p.settings, p.signal, p.tab], streamed, **MODEL))
 
     # View controls: .input (a visitor's own change: arrow keys and typed numbers too), not .change (which the

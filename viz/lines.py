@@ -57,7 +57,7 @@ def attention_lines(weights, query_tokens: Sequence, key_tokens: Sequence[str], 
             y = [c for i, j in zip(qi.tolist(), kj.tolist()) for c in (-i, -j, None)]
             fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line=dict(color=colors[head - 1], width=2),
                                      opacity=step / OPACITY_STEPS, hoverinfo="skip", showlegend=False,
-                                     meta=LINES, legendgroup=f"head {head}"))
+                                     meta=LINES))
     if len(heads) > 1:  # a legend entry per head colour
         for head in heads:
             fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"head {head}", meta="legend",

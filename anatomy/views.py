@@ -104,8 +104,9 @@ COMMON_HELP = ("\n\nQueries are rows, keys are columns; each row sums to 1 and e
                "\n\n**Show as**: *heatmap*; *lines* (queries left, keys right, a line per weight with that weight as "
                "its opacity, the heads of the mean in their own colours; point at or tap a piece to keep only its "
                "lines); *softmax walk* (one query of one head through equation 1 with this translation's numbers: "
-               "q, each k, q·k, ÷√d_k, the mask, the softmax, and the weighted sum of the values, the head's output "
-               "before W_o; the query is the decoding step, or the *walk query* piece for encoder self-attention)."
+               "q, each k, q·k, ÷√d_k, the mask, the softmax, and the weighted sum of the values, the head's "
+               "output before W_o; the query is the decoding step, or the *walk query* piece for encoder "
+               "self-attention)."
                "\n\n**Hide special tokens** takes <s>, </s> and <pad> out of the keys and the rows and renormalises "
                "each row over the keys left, so that heads which park attention on </s> show what else they read.")
 
@@ -285,8 +286,8 @@ def walk_figure(w: Walk, view: View) -> go.Figure:
         note = "The walk is the model's own computation: every piece, special tokens included."
     return viz.softmax_walk(w.q, w.k, w.v, w.visible, w.scores, w.scaled, w.weights, w.output, key_tokens=keys,
                             query=query, d_k=d_k, note=note,
-                            title=f"{name(w.kind)} · layer {w.layer}, head {w.head} · query {viz.query_label(query)}: "
-                                  f"softmax(q·kᵀ / √{d_k}) · V, step by step")
+                            title=f"{name(w.kind)} · layer {w.layer}, head {w.head} · query "
+                                  f"{viz.query_label(query)}: softmax(q·kᵀ / √{d_k}) · V, step by step")
 
 
 def summary(trace: Trace, kind: str) -> go.Figure:

@@ -192,3 +192,26 @@ def test_export_names_say_how_the_large_view_is_drawn():
     assert views.export_name("de-en", View.of("encoder", 2, "mean", 0, 3, display="walk", query=4)) == \
         "de-en_encoder-self-attention_layer2_head1_walk-query4"
     assert views.export_name("de-en", View.of("cross", 2, "1", 0, 3, hide=True)).endswith("_no-special")
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_attention_inputs_match_the_model_s_own_pass(norm_first):
+    """Post-LN and pre-LN: q, k, v of every layer and kind give the weights of a teacher-forced pass."""
+    import torch
+
+    from transformer.config import ModelConfig
+    from transformer.model import Transformer
+
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=2,
+                                    n_decoder_layers=2, dropout=0.0, max_len=32, norm_first=norm_first)).eval()
+    src, tgt = torch.tensor([[5, 9, 7, 3]]), torch.tensor([[2, 11, 12]])
+    with torch.no_grad():
+        encoded = model.encode(src, need_weights=True)
+        decoded = model.decode(tgt, encoded, need_weights=True)
+        passes = {"encoder": encoded.self_attn, "decoder": decoded.self_attn, "cross": decoded.cross_attn}
+        for kind, weights in passes.items():
+            for layer, w in enumerate(weights):
+                got = model.attention_inputs(src, tgt, kind, layer)
+                assert torch.allclose(got.weights, w, atol=1e-5), (kind, layer)
+                assert got.q.shape[-1] == 8 and got.heads.shape == got.q.shape

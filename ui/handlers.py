@@ -14,8 +14,8 @@ import gradio as gr
 
 import viz
 from anatomy import engine, views
-from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link, clean_text,
-                            page_request, parse_link)
+from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link,
+                            clean_text, page_request, parse_link)
 from anatomy.registry import ModelRegistry
 from anatomy.run import Run, StopSignal, Twin
 from transformer import Trace
@@ -370,7 +370,8 @@ class Handlers:
         out = {p.link: link, p.beam: link.beam, p.max_new: link.max_new or 0, p.lp: link.length_penalty,
                p.kind: view.kind, p.layer: view.layer, p.head: view.head, p.merge: view.merge,
                p.hide: view.hide, p.display: view.display,
-               p.walk_query: gr.update(maximum=max(view.query, 2), value=view.query), p.kind_help: views.kind_help(view.kind)}
+               p.walk_query: gr.update(maximum=max(view.query, 2), value=view.query),
+               p.kind_help: views.kind_help(view.kind)}
         if link.key:
             out[p.direction] = link.key
         # the placeholder says the page's load events are done (the browser tests wait for it)

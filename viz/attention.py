@@ -64,8 +64,8 @@ def attention_heatmap(weights, query_tokens: Sequence, key_tokens: Sequence[str]
                      title=dict(text=query_title), showline=False)
     fig.update_layout(plot_bgcolor=MASKED_COLOR if hidden is not None else "white")
     if note or (hidden is not None and hidden.any()):
-        fig.add_annotation(text=note or "grey: hidden by the mask", x=1, y=1, xref="paper", yref="paper", xanchor="right",
-                           yanchor="bottom", showarrow=False, font=dict(size=11, color="#52525b"))
+        fig.add_annotation(text=note or "grey: hidden by the mask", x=1, y=1, xref="paper", yref="paper",
+                           xanchor="right", yanchor="bottom", showarrow=False, font=dict(size=11, color="#52525b"))
     if highlight_row is not None and 0 <= highlight_row < Tq:
         fig.add_shape(type="rect", x0=-0.5, x1=Tk - 0.5, y0=highlight_row - 0.5, y1=highlight_row + 0.5,
                       line=dict(color="#f97316", width=3), name=STEP_FRAME)

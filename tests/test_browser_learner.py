@@ -86,6 +86,14 @@ def test_line_view_keeps_the_lines_of_the_piece_under_the_pointer(browser, url, 
         page.wait_for_function(f"{GD}.dataset.kept === ''")
         wait_lines(page, len(every))
         assert sorted(lines_shown(page)) == sorted(every)
+    # the mean of heads: every head in its colour; a click on a head in the legend hides its lines
+    page.locator("#head").get_by_label("mean of heads").check()
+    wait_title(page, "heatmap", "all ")
+    page.locator("#heatmap .legend .traces").filter(has_text="head 2").click()
+    page.wait_for_function(f"{GD}._fullData.filter(t => t.legendgroup === 'head 2')"
+                           ".every(t => t.visible === 'legendonly')")
+    assert page.evaluate(f"{GD}._fullData.filter(t => t.meta === 'lines' && t.legendgroup === 'head 1')"
+                         ".every(t => t.visible === true)")
     # presenter mode: the labels in large type too
     page.get_by_label("Presenter mode").check()
     page.wait_for_function(f"{GD}._fullData.find(t => t.meta === 'keys').textfont.size >= 19")

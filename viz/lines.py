@@ -57,11 +57,11 @@ def attention_lines(weights, query_tokens: Sequence, key_tokens: Sequence[str], 
             y = [c for i, j in zip(qi.tolist(), kj.tolist()) for c in (-i, -j, None)]
             fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line=dict(color=colors[head - 1], width=2),
                                      opacity=step / OPACITY_STEPS, hoverinfo="skip", showlegend=False,
-                                     meta=LINES))
-    if len(heads) > 1:  # a legend entry per head colour
+                                     meta=LINES, legendgroup=f"head {head}"))
+    if len(heads) > 1:  # a legend entry per head colour; a click on it hides or shows that head's lines
         for head in heads:
             fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"head {head}", meta="legend",
-                                     line=dict(color=colors[head - 1], width=3)))
+                                     legendgroup=f"head {head}", line=dict(color=colors[head - 1], width=3)))
     q_full, k_full = [query_label(q) for q in query_tokens], labels(key_tokens)
     q_short = [query_label(q[1] if isinstance(q, tuple) else q, LINE_LABEL) for q in query_tokens]
     k_short = labels(key_tokens, LINE_LABEL)
@@ -82,7 +82,7 @@ def attention_lines(weights, query_tokens: Sequence, key_tokens: Sequence[str], 
                            showarrow=False, font=dict(size=12, color="#52525b"),
                            yshift=-34 if len(heads) > 1 else -4)
     fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, plot_bgcolor="white",
-                      legend=dict(orientation="h", x=0, y=0, yanchor="top", font=dict(size=12)),
+                      legend=dict(orientation="h", x=0, y=0, yanchor="top", font=dict(size=12), traceorder="normal"),
                       showlegend=len(heads) > 1)
     top, bottom = (50 if title else 20), 20 + (24 if note else 0) + (30 if len(heads) > 1 else 0)
     return base_layout(fig, top + bottom + ROW * (rows + 1), title=title,

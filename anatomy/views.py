@@ -103,12 +103,13 @@ COMMON_HELP = ("\n\nQueries are rows, keys are columns; each row sums to 1 and e
                "colour scale. The orange frame marks the step chosen under *Decoding steps* (counted from 1)."
                "\n\n**Show as**: *heatmap*; *lines* (queries left, keys right, a line per weight with that weight as "
                "its opacity, the heads of the mean in their own colours, a click on the legend hides a head; point "
-               "at or tap a piece to keep only its lines); *softmax walk* (one query of one head through equation 1 with this translation's numbers: "
-               "q, each k, q·k, ÷√d_k, the mask, the softmax, and the weighted sum of the values, the head's "
-               "output before W_o; the query is the decoding step, or the *walk query* piece for encoder "
-               "self-attention)."
-               "\n\n**Hide special tokens** takes <s>, </s> and <pad> out of the keys and the rows and renormalises "
-               "each row over the keys left, so that heads which park attention on </s> show what else they read.")
+               "at or tap a piece to keep only its lines); *softmax walk* (one query of one head through equation 1 "
+               "with this translation's numbers: q, each k, q·k, ÷√d_k, the mask, the softmax, and the weighted sum "
+               "of the values, the head's output before W_o; the query is the decoding step, or the *walk query* "
+               "piece for encoder self-attention)."
+               "\n\n**Hide special tokens** takes `<s>`, `</s>` and `<pad>` out of the keys and the rows and "
+               "renormalises each row over the keys left, so that heads which park attention on `</s>` show what "
+               "else they read.")
 
 
 def kind_help(kind: str) -> str:

@@ -133,7 +133,8 @@ def softmax_walk(q, keys, values, visible, scores, scaled, weights, output, *, k
               ("softmax", weights, "coloraxis3", [f"{s:.3f}" for s in weights]))
     for col, (name, z, axis, text) in enumerate(stages, start=2):
         fig.add_trace(go.Heatmap(z=z[:, None], x=[name], y=k_lab, name=name, coloraxis=axis,
-                                 text=np.array(text)[:, None], texttemplate="%{text}", textfont=dict(size=11), ygap=1, hoverongaps=True,
+                                 text=np.array(text)[:, None], texttemplate="%{text}", textfont=dict(size=11),
+                                 ygap=1, hoverongaps=True,
                                  hovertemplate=f"{name} for %{{y}}: %{{text}}<extra></extra>"), row=2, col=col)
     fig.update_xaxes(showticklabels=False, ticks="", showline=False)
     fig.update_yaxes(showticklabels=False, ticks="", showline=False, autorange="reversed", type="category")

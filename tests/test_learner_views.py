@@ -215,3 +215,20 @@ def test_attention_inputs_match_the_model_s_own_pass(norm_first):
                 got = model.attention_inputs(src, tgt, kind, layer)
                 assert torch.allclose(got.weights, w, atol=1e-5), (kind, layer)
                 assert got.q.shape[-1] == 8 and got.heads.shape == got.q.shape
+
+
+def test_every_view_draws_beam_search_and_slow_motion_frames(tiny):
+    """A beam search's best candidate and each frame of a slow-motion replay, in lines and as a walk."""
+    from anatomy.run import StopSignal
+
+    p = tiny.page
+    beam = run_of(tiny, beam=3, max_new=5)
+    for kind in KINDS:
+        for display in ("lines", "walk"):
+            out = tiny.view(beam, None, "heads", kind, 2, "1", False, 2, False, True, display, 3)
+            assert views.name(kind) in title(out[p.heat])
+    slow = run_of(tiny, max_new=3, slow=0.1)
+    frames = list(tiny.show(slow, StopSignal(), "decoder", 1, "1", False, False, True, "walk", 1))
+    walks = [title(f[p.heat]) for f in frames if p.heat in f]
+    assert len(walks) == views.steps(slow.trace) + 1 and all("step by step" in t for t in walks)
+    assert [f[p.step]["value"] for f in frames[:-1]] == list(range(1, views.steps(slow.trace) + 1))

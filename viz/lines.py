@@ -23,6 +23,11 @@ OPACITY_STEPS = 10  # lines are grouped by opacity (one trace each): a trace has
 ROW = 26  # px per label row
 
 
+def stage_titles(d_k: int) -> tuple[str, ...]:
+    """The walk's stage columns, short enough for a phone."""
+    return "q·k", f"÷√{d_k}", "mask", "soft-<br>max"
+
+
 def head_colors(n_heads: int) -> list[str]:
     return [COLORS[h % len(COLORS)] for h in range(n_heads)]
 
@@ -109,12 +114,12 @@ def softmax_walk(q, keys, values, visible, scores, scaled, weights, output, *, k
     k_lab = [f"{j} {k}" for j, k in enumerate(labels(key_tokens), start=1)]
     dims = list(range(1, d_k + 1))
     q_lab = query_label(query)
-    stage_w = 0.075
+    stage_w = 0.1  # room for a number even on a phone
     fig = make_subplots(rows=2, cols=6, shared_yaxes=False, horizontal_spacing=0.012, vertical_spacing=0.04,
-                        column_widths=[0.31, stage_w, stage_w, stage_w, stage_w, 0.31],
+                        column_widths=[0.3, stage_w, stage_w, stage_w, stage_w, 0.3],
                         row_heights=[1.6 / (Tk + 1.6), Tk / (Tk + 1.6)],
                         subplot_titles=[f"q ({q_lab})", "", "", "", "", "output Σ softmax_j · v_j",
-                                        "k_j", "q·k_j", f"÷ √{d_k}", "mask", "softmax", "v_j"])
+                                        "k_j", *stage_titles(d_k), "v_j"])
     vmax = float(max(np.abs(q).max(), np.abs(keys).max(), np.abs(values).max(), np.abs(output).max(), 1e-6))
     vec = dict(coloraxis="coloraxis", xgap=0, ygap=1)
     fig.add_trace(go.Heatmap(z=q[None], x=dims, y=["q"], name="q", **vec,
@@ -127,15 +132,18 @@ def softmax_walk(q, keys, values, visible, scores, scaled, weights, output, *, k
                              hovertemplate="v of %{y}, dim %{x}: %{z:.4f}<extra></extra>"), row=2, col=6)
     masked = np.where(visible, scaled, np.nan)
     smax = float(max(np.abs(scores[visible]).max(initial=0), 1e-6))
-    stages = (("q·k", scores, "coloraxis2", [f"{s:.2f}" for s in scores]),
+    # the numbers as printed (hover shows more digits)
+    stages = (("q·k", scores, "coloraxis2", [f"{s:.1f}" for s in scores]),
               ("scaled", scaled, "coloraxis2", [f"{s:.2f}" for s in scaled]),
               ("masked", masked, "coloraxis2", [f"{s:.2f}" if v else "−∞" for s, v in zip(scaled, visible)]),
-              ("softmax", weights, "coloraxis3", [f"{s:.3f}" for s in weights]))
+              ("softmax", weights, "coloraxis3", [f"{s:.2f}" for s in weights]))
     for col, (name, z, axis, text) in enumerate(stages, start=2):
         fig.add_trace(go.Heatmap(z=z[:, None], x=[name], y=k_lab, name=name, coloraxis=axis,
                                  text=np.array(text)[:, None], texttemplate="%{text}", textfont=dict(size=11),
                                  ygap=1, hoverongaps=True,
-                                 hovertemplate=f"{name} for %{{y}}: %{{text}}<extra></extra>"), row=2, col=col)
+                                 hovertemplate=f"{name} for %{{y}}: "
+                                               + ("%{text}" if name == "masked" else "%{z:.4f}") + "<extra></extra>"),
+                      row=2, col=col)
     fig.update_xaxes(showticklabels=False, ticks="", showline=False)
     fig.update_yaxes(showticklabels=False, ticks="", showline=False, autorange="reversed", type="category")
     fig.update_yaxes(showticklabels=True, row=2, col=1, tickfont=dict(size=11))
@@ -144,8 +152,9 @@ def softmax_walk(q, keys, values, visible, scores, scaled, weights, output, *, k
                       coloraxis=dict(colorscale=DIVERGING_SCALE, cmin=-vmax, cmax=vmax, showscale=False),
                       coloraxis2=dict(colorscale=DIVERGING_SCALE, cmin=-smax, cmax=smax, showscale=False),
                       coloraxis3=dict(colorscale=ATTENTION_SCALE, cmin=0, cmax=1, showscale=False))
-    for ann in fig.layout.annotations:
-        ann.font = dict(size=12)
+    small = set(stage_titles(d_k))
+    for ann in fig.layout.annotations:  # stage titles small enough for a phone's narrow columns
+        ann.font = dict(size=10 if ann.text in small else 12)
     if note:
         fig.add_annotation(text=note, x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left",
                            yshift=-6, showarrow=False, font=dict(size=12, color="#52525b"))

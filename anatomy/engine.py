@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 
 import torch
 
-from transformer import Step, Trace, Translator
+from transformer import HeadVectors, Step, Trace, Translator
 from transformer.checkpoint import Checkpoint
 from transformer.config import EOS_ID
 
@@ -66,3 +66,8 @@ def untrained(twin: Translator, trace: Trace, max_new: int) -> tuple[Trace, str]
     source = twin.tokenizer.decode([i for i in trace.source_ids if i != EOS_ID])
     own = twin.translate(source, max_new_tokens=min(len(trace.output_tokens) + 10, max_new), top_k=1)
     return forced, own.text or f"nothing: its first piece is {own.output_tokens[0] if own.output_tokens else '–'}"
+
+
+def head_vectors(translator: Translator, trace: Trace, kind: str, layer: int) -> HeadVectors:
+    """The per-head q, k, v of one attention kind and layer (from 1) of a trace, from the model that made it."""
+    return translator.head_vectors(trace, kind, layer)

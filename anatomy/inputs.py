@@ -23,6 +23,7 @@ MAX_LP = 3.0
 MAX_LAYERS = 64  # views clamp layers and heads to the model's own counts later (View.fit)
 MEAN_HEAD = "mean"
 KINDS = tuple(KIND_LABELS)  # the attention kinds, in the order the page lists them
+DISPLAYS = ("heatmap", "lines", "walk")  # how the large view draws one kind: a matrix, lines, one query's softmax
 
 # ANSI/VT100 escape sequences (colours, cursor moves) and OSC sequences, removed from visitors' text.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -145,7 +146,8 @@ def api_request(text, direction, beam_size, max_new_tokens, keys) -> tuple[Reque
 
 @dataclass(frozen=True)
 class View:
-    """What the attention views show: kind, layer and head (or their mean), pieces or words, decoding step."""
+    """What the attention views show: kind, layer and head (or their mean), pieces or words, decoding step, special
+    tokens hidden, how the large view draws it, and the encoder query of the softmax walk."""
 
     kind: str = "cross"
     layer: int = MAX_LAYERS  # clamped to the model's last layer: the default view shows the last layer
@@ -153,15 +155,19 @@ class View:
     merge: bool = False
     step: int | None = None  # decoding step t, counted from 1; None: the last one
     plain: bool = False  # piece labels without SentencePiece's ▁ marker
+    hide: bool = False  # start, end and pad pieces hidden, rows renormalised over the keys left
+    display: str = DISPLAYS[0]
+    query: int = 1  # the source piece (from 1) whose encoder self-attention the softmax walk follows
 
     @classmethod
-    def of(cls, kind, layer, head, merge, step=None, plain=False) -> "View":
+    def of(cls, kind, layer, head, merge, step=None, plain=False, hide=False, display=None, query=None) -> "View":
         """From control or link values; anything unreadable becomes the default."""
         head = str(head).strip()
         if not (head.isdigit() and 1 <= int(head) <= MAX_LAYERS):
             head = MEAN_HEAD
         return cls(kind if kind in KINDS else "cross", to_int(layer, 1, MAX_LAYERS, MAX_LAYERS), head, to_flag(merge),
-                   to_int(step, 1, 10_000, 0) or None, to_flag(plain))
+                   to_int(step, 1, 10_000, 0) or None, to_flag(plain), to_flag(hide),
+                   display if display in DISPLAYS else DISPLAYS[0], to_int(query, 1, 10_000, 1))
 
     def fit(self, layers: int, heads: int, steps: int) -> "View":
         """Clamped to a trace's layers, heads and steps (the step filled in: the last one when unset)."""
@@ -191,6 +197,11 @@ def build_link(request: Request, view: View) -> str:
               "merge": int(view.merge)}
     if view.step is not None:
         params["step"] = view.step
+    if view.hide:
+        params["hide"] = 1
+    if view.display != DISPLAYS[0]:
+        params["display"] = view.display
+        params["query"] = view.query
     return "?" + urllib.parse.urlencode(params)
 
 
@@ -202,5 +213,6 @@ def parse_link(query: Mapping[str, str], keys) -> Link:
     return Link(key=q["direction"] if q.get("direction") in keys else None, text=text, notices=tuple(notices),
                 beam=to_int(q.get("beam"), 1, MAX_BEAM, 1), max_new=max_new or None,
                 length_penalty=to_float(q.get("lp"), 0.0, MAX_LP, 1.0),
-                view=View.of(q.get("view"), q.get("layer"), q.get("head"), q.get("merge", ""), q.get("step")),
+                view=View.of(q.get("view"), q.get("layer"), q.get("head"), q.get("merge", ""), q.get("step"),
+                                hide=q.get("hide", ""), display=q.get("display"), query=q.get("query")),
                 presenter=to_flag(q["presenter"]) if "presenter" in q else None)

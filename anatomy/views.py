@@ -13,8 +13,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 import viz
-from transformer import Trace
-from transformer.analysis import DEFINITIONS, trace_head_statistics
+from transformer import HeadVectors, Trace
+from transformer.analysis import DEFINITIONS, HIDDEN_PIECES, trace_head_statistics
 from transformer.architecture import paper_total, parameter_breakdown, tensor_shapes
 from transformer.config import ModelConfig
 from transformer.model import sinusoidal_positional_encoding
@@ -45,13 +45,37 @@ class Arrays:
     causal: bool
     query_groups: list[list[int]]  # for merging pieces into words
     key_groups: list[list[int]]
+    hidden: np.ndarray | None  # (queries, keys): cells a mask hides; None when none is
+    rows: list[int]  # the trace's row of each query shown (hiding special tokens drops some)
+    special_hidden: bool = False
 
 
-def arrays(trace: Trace, kind: str) -> Arrays:
-    """One attention kind of a trace, with the word groups that merging reads (Trace.attention maps the kind)."""
+def arrays(trace: Trace, kind: str, hide: bool = False) -> Arrays:
+    """One attention kind of a trace, with the word groups that merging reads (Trace.attention maps the kind).
+
+    With `hide`, the start, end and pad pieces leave the keys, and the query rows that read (encoder) or produce
+    (decoder positions) one of them leave the rows; each row is renormalised over the keys left. A row that sees
+    none of them (decoder row 1 sees only <s>) stays, all hidden."""
     maps = trace.attention(kind)
-    return Arrays(maps.weights, maps.queries, maps.keys, maps.causal, viz.word_groups(maps.query_pieces),
-                  viz.word_groups(maps.keys))
+    Tq, Tk = len(maps.queries), len(maps.keys)
+    hidden = viz.causal_mask(Tq, Tk) if maps.causal else None
+    rows, cols, w = list(range(Tq)), list(range(Tk)), maps.weights
+    if hide:
+        rows = [i for i in rows if maps.query_pieces[i] not in HIDDEN_PIECES]
+        cols = [j for j in cols if maps.keys[j] not in HIDDEN_PIECES]
+        w = w[:, :, rows][:, :, :, cols]  # (L, h, rows, cols)
+        if hidden is not None:
+            hidden = hidden[np.ix_(rows, cols)]
+            w = np.where(hidden, 0.0, w)
+        total = w.sum(-1, keepdims=True)  # (L, h, rows, 1)
+        w = np.divide(w, total, out=np.zeros_like(w), where=total > 0).astype(np.float32)
+    pieces = [maps.query_pieces[i] for i in rows]
+    keys = [maps.keys[j] for j in cols]
+    return Arrays(w, [maps.queries[i] for i in rows], keys, maps.causal, viz.word_groups(pieces),
+                  viz.word_groups(keys), hidden, rows, hide)
+
+
+HIDE_TITLE = " · special tokens hidden, rows renormalised"
 
 
 @dataclass(frozen=True)
@@ -76,7 +100,16 @@ KINDS: dict[str, Kind] = {
         "hidden by the mask (they are not zero attention). This is what makes left-to-right generation possible.")),
 }
 COMMON_HELP = ("\n\nQueries are rows, keys are columns; each row sums to 1 and every heatmap uses the same 0–1 "
-               "colour scale. The orange frame marks the step chosen under *Decoding steps* (counted from 1).")
+               "colour scale. The orange frame marks the step chosen under *Decoding steps* (counted from 1)."
+               "\n\n**Show as**: *heatmap*; *lines* (queries left, keys right, a line per weight with that weight as "
+               "its opacity, the heads of the mean in their own colours, a click on the legend hides a head; point "
+               "at or tap a piece to keep only its lines); *softmax walk* (one query of one head through equation 1 "
+               "with this translation's numbers: q, each k, q·k, ÷√d_k, the mask, the softmax, and the weighted sum "
+               "of the values, the head's output before W_o; the query is the decoding step, or the *walk query* "
+               "piece for encoder self-attention)."
+               "\n\n**Hide special tokens** takes `<s>`, `</s>` and `<pad>` out of the keys and the rows and "
+               "renormalises each row over the keys left, so that heads which park attention on `</s>` show what "
+               "else they read.")
 
 
 def kind_help(kind: str) -> str:
@@ -142,34 +175,120 @@ def _merge_labels(tokens: list, groups: list[list[int]]) -> list:
 
 def _shown(a: Arrays, weights: np.ndarray, merge: bool, plain: bool = False):
     """Weights, labels and hidden cells as shown: per piece (▁ hidden when plain), or per word when merging."""
-    hidden = viz.causal_mask(len(a.queries), len(a.keys)) if a.causal else None
     if not merge:
         if plain:
-            return weights, viz.plain_labels(a.queries), viz.plain_labels(a.keys), hidden
-        return weights, a.queries, a.keys, hidden
-    w, hidden = viz.merge_attention(weights, a.query_groups, a.key_groups, hidden)
+            return weights, viz.plain_labels(a.queries), viz.plain_labels(a.keys), a.hidden
+        return weights, a.queries, a.keys, a.hidden
+    w, hidden = viz.merge_attention(weights, a.query_groups, a.key_groups, a.hidden)
     return w, _merge_labels(a.queries, a.query_groups), _merge_labels(a.keys, a.key_groups), hidden
+
+
+def _empty_note(hidden, queries, special_hidden: bool) -> str | None:
+    """The note for rows that see no key once special tokens are hidden, or None."""
+    if hidden is None or not special_hidden:
+        return None
+    empty = [viz.query_label(q) for q, row in zip(queries, hidden) if len(row) and row.all()]
+    if not empty:
+        return None
+    return f"row {', '.join(empty)}: sees only hidden special tokens (empty) · grey: hidden"
 
 
 def heatmap(trace: Trace, view: View, prefix_title: str = "") -> go.Figure:
     """The large view: one layer's head (or mean) of one kind; the chosen step framed."""
     kind = KINDS[view.kind]
-    a = arrays(trace, view.kind)
+    a = arrays(trace, view.kind, view.hide)
     matrix, caption = pick(a.weights, view.layer, view.head)
     matrix, q, k, hidden = _shown(a, matrix, view.merge, view.plain)
     highlight = None
     if kind.stepped and not view.merge and steps(trace):
-        highlight = min(view.step or steps(trace), steps(trace)) - 1
+        t = min(view.step or steps(trace), steps(trace)) - 1
+        highlight = a.rows.index(t) if t in a.rows else None
     title = (f"{prefix_title}: " if prefix_title else "") + f"{name(view.kind)} · {caption}" + (
-        " · words" if view.merge else "")
+        " · words" if view.merge else "") + (HIDE_TITLE if view.hide else "")
     return viz.attention_heatmap(matrix, q, k, query_title=kind.query_title, key_title=kind.key_title,
-                                 hidden=hidden, highlight_row=highlight, title=title)
+                                 hidden=hidden, highlight_row=highlight, title=title,
+                                 note=_empty_note(hidden, q, view.hide))
 
 
 def grid(trace: Trace, view: View) -> go.Figure:
-    a = arrays(trace, view.kind)
+    a = arrays(trace, view.kind, view.hide)
     w, q, k, hidden = _shown(a, a.weights, view.merge, view.plain)
-    return viz.attention_grid(w, q, k, hidden=hidden, title=f"{name(view.kind)}: every layer × head")
+    return viz.attention_grid(w, q, k, hidden=hidden, title=f"{name(view.kind)}: every layer × head" + (
+        HIDE_TITLE if view.hide else ""))
+
+
+def lines(trace: Trace, view: View) -> go.Figure:
+    """The line view of one layer: its chosen head, or every head over each other in its own colour."""
+    kind = KINDS[view.kind]
+    a = arrays(trace, view.kind, view.hide)
+    L, H = a.weights.shape[:2]
+    l = min(max(view.layer, 1), L) - 1
+    heads = list(range(1, H + 1)) if view.head == MEAN_HEAD else [min(int(view.head), H)]
+    w, q, k, hidden = _shown(a, a.weights[l, [h - 1 for h in heads]], view.merge, view.plain)  # (n, Tq, Tk)
+    caption = f"layer {l + 1}, " + (f"all {H} heads" if len(heads) > 1 else f"head {heads[0]}")
+    title = f"{name(view.kind)} · {caption} · lines" + (" · words" if view.merge else "") + (
+        HIDE_TITLE if view.hide else "")
+    # a decoder position is labelled by the piece it produces (its hover says what it read too)
+    return viz.attention_lines(w, q, k, heads=heads, hidden=hidden, title=title,
+                               note=_empty_note(hidden, q, view.hide),
+                               query_title="produces" if kind.stepped else "query", key_title="key")
+
+
+@dataclass(frozen=True)
+class Walk:
+    """One query of one head through eq. 1, every stage as the page shows it (Tk keys, d_k dimensions)."""
+
+    kind: str
+    layer: int  # from 1
+    head: int  # from 1
+    row: int  # the query's row in the trace's attention of this kind (from 0)
+    query: object  # its label: a piece or (read, produced)
+    keys: list[str]
+    q: np.ndarray  # (d_k,)
+    k: np.ndarray  # (Tk, d_k)
+    v: np.ndarray  # (Tk, d_k)
+    visible: np.ndarray  # (Tk,) bool: the keys the mask lets this query see
+    scores: np.ndarray  # (Tk,) q·k_j
+    scaled: np.ndarray  # (Tk,) q·k_j / √d_k
+    weights: np.ndarray  # (Tk,) softmax over the visible keys
+    output: np.ndarray  # (d_k,) Σ_j weights_j v_j: the head's output for this query, before W_o
+
+
+def walk_row(trace: Trace, view: View) -> int:
+    """The trace row the softmax walk follows: the decoding step, or the walk query for the encoder (from 0)."""
+    n = len(trace.source_tokens) if view.kind == "encoder" else steps(trace)
+    return min(view.query if view.kind == "encoder" else (view.step or n), n) - 1
+
+
+def walk(trace: Trace, view: View, vectors: HeadVectors) -> Walk:
+    """The walk of the view's query row through the head's q, k and v (the mean of heads has no single q: head 1)."""
+    H = vectors.q.shape[0]
+    head = 1 if view.head == MEAN_HEAD else min(int(view.head), H)
+    row = walk_row(trace, view)
+    maps = trace.attention(view.kind)
+    q, k, v = (a.astype(np.float64) for a in (vectors.q[head - 1, row], vectors.k[head - 1], vectors.v[head - 1]))
+    visible = vectors.visible[row]
+    scores = k @ q  # (Tk,)
+    scaled = scores / np.sqrt(q.shape[-1])
+    shifted = np.exp(np.where(visible, scaled - scaled[visible].max(), -np.inf))
+    weights = shifted / shifted.sum()
+    return Walk(view.kind, vectors.layer, head, row, maps.queries[row], list(maps.keys), q, k, v, visible, scores,
+                scaled, weights, weights @ v)
+
+
+def walk_figure(w: Walk, view: View) -> go.Figure:
+    d_k = len(w.q)
+    keys = viz.plain_labels(w.keys) if view.plain else w.keys
+    query = viz.plain_labels([w.query])[0] if view.plain else w.query
+    note = None
+    if view.head == MEAN_HEAD:
+        note = "The mean of heads has no single q: this is head 1. Choose a head above."
+    elif view.hide or view.merge:
+        note = "The walk is the model's own computation: every piece, special tokens included."
+    return viz.softmax_walk(w.q, w.k, w.v, w.visible, w.scores, w.scaled, w.weights, w.output, key_tokens=keys,
+                            query=query, d_k=d_k, note=note,
+                            title=f"{name(w.kind)} · layer {w.layer}, head {w.head} · query "
+                                  f"{viz.query_label(query)}: softmax(q·kᵀ / √{d_k}) · V, step by step")
 
 
 def summary(trace: Trace, kind: str) -> go.Figure:
@@ -185,6 +304,14 @@ def topk_table(trace: Trace) -> go.Figure:
     return viz.topk_table(trace.output_tokens, trace.top_k, title="Top-k next pieces at every step (bold: emitted)")
 
 
+def _without_special(row: np.ndarray, keys: list[str]) -> tuple[np.ndarray, list[str]]:
+    """One attention row without the special keys, renormalised over the keys left (all zero when none is)."""
+    kept = [j for j, k in enumerate(keys) if k not in HIDDEN_PIECES]
+    row = row[kept]
+    total = row.sum()
+    return (row / total if total > 0 else row).astype(np.float32), [keys[j] for j in kept]
+
+
 def step_figures(trace: Trace, view: View) -> tuple[go.Figure, go.Figure, go.Figure]:
     """Decoding step t (view.step, from 1; the last when unset): its cross-attention row over the source, its
     masked self-attention row over the pieces read so far, and its top-k next pieces."""
@@ -196,6 +323,9 @@ def step_figures(trace: Trace, view: View) -> tuple[go.Figure, go.Figure, go.Fig
     cross, caption = pick(trace.cross_attn[:, :, t], view.layer, view.head)
     selfw, _ = pick(trace.decoder_self_attn[:, :, t, :t + 1], view.layer, view.head)
     src, tgt = list(trace.source_tokens), list(trace.target_tokens[:t + 1])
+    if view.hide:
+        cross, src = _without_special(cross, src)
+        selfw, tgt = _without_special(selfw, tgt)
     if view.merge:
         sg, tg = viz.word_groups(src), viz.word_groups(tgt)
         cross = np.array([cross[g].sum() for g in sg], dtype=np.float32)
@@ -207,27 +337,39 @@ def step_figures(trace: Trace, view: View) -> tuple[go.Figure, go.Figure, go.Fig
     if view.plain:
         query = viz.plain_labels([query])[0]
     produced = viz.plain_label(trace.output_tokens[t]) if view.plain else trace.output_tokens[t]
-    return (viz.attention_row(cross, src, query=query, key_title=KINDS["cross"].key_title,
-                              title=f"Step {t + 1} · {viz.KIND_LABELS['cross']} ({caption})"),
+    hidden = " · special tokens hidden" if view.hide else ""
+    titles = [f"Step {t + 1} · {viz.KIND_LABELS[kind]} ({caption}){hidden}" for kind in ("cross", "decoder")]
+    return (viz.attention_row(cross, src, query=query, key_title=KINDS["cross"].key_title, title=titles[0])
+            if src else viz.empty_figure(f"{titles[0]}: no key left to see", 300),
             viz.attention_row(selfw, tgt, query=query, key_title=KINDS["decoder"].key_title, color="#21918c",
-                              title=f"Step {t + 1} · {viz.KIND_LABELS['decoder']} ({caption})"),
+                              title=titles[1])
+            if tgt else viz.empty_figure(f"{titles[1]}: this step sees only <s>, which is hidden (empty row)", 300),
             viz.topk_bars(trace.top_k[t] if t < len(trace.top_k) else [], chosen=produced,
                           title=f"Step {t + 1}: next-piece probabilities → {viz.label(produced)}"))
 
 
 def export_name(key: str, view: View, figure: str = "") -> str:
     """A figure's download name without extension: direction, step for the step panels, kind, layer, head
-    (`de-en_cross-attention_layer3_head2`); `figure` names one that is not the large view ("step-topk", "grid",
-    "trained", "untrained")."""
+    (`de-en_cross-attention_layer3_head2`), how the large view draws it when not as a heatmap (`lines`,
+    `walk-step4`), `no-special` when special tokens are hidden; `figure` names one that is not the large view
+    ("step-topk", "grid", "trained", "untrained")."""
     kind = viz.KIND_LABELS[{"step-cross": "cross", "step-self": "decoder"}.get(figure, view.kind)].replace(" ", "-")
     head = "mean-of-heads" if view.head == MEAN_HEAD else f"head{view.head}"
     step = f"step{view.step}_" if figure.startswith("step") else ""
+    special = ["no-special"] if view.hide and figure != "step-topk" else []
     if figure == "step-topk":
         return f"{key}_{step}next-piece-probabilities"
     if figure == "grid":
-        return f"{key}_{kind}_all-heads" + ("_words" if view.merge else "")
-    parts = [f"{key}_{step}{kind}", f"layer{view.layer}", head] + (["words"] if view.merge else []) + (
-        [figure] if figure in ("trained", "untrained") else [])
+        return "_".join([f"{key}_{kind}_all-heads"] + (["words"] if view.merge else []) + special)
+    display = []
+    if not figure and view.display == "lines":
+        display = ["lines"]
+    elif not figure and view.display == "walk":
+        head = "head1" if view.head == MEAN_HEAD else head
+        where = f"query{view.query}" if view.kind == "encoder" else f"step{view.step}"
+        return f"{key}_{kind}_layer{view.layer}_{head}_walk-{where}"
+    parts = [f"{key}_{step}{kind}", f"layer{view.layer}", head] + (["words"] if view.merge else []) + display + (
+        [figure] if figure in ("trained", "untrained") else []) + special
     return "_".join(parts)
 
 

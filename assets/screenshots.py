@@ -103,6 +103,38 @@ def main(out: Path) -> None:
             wait_title(page, "grid", "Encoder self-attention")
             shoot(page, "#grid", out / "all-heads.png")
 
+            # the learner views (issue 15): lines, one query's softmax walk, special tokens hidden
+            page.locator("#kind").get_by_label("Cross-attention").check()
+            page.locator("#display").get_by_label("lines", exact=True).check()
+            wait_title(page, "heatmap", "Cross-attention · layer")
+            wait_title(page, "heatmap", "· lines")
+            shoot(page, "#heatmap", out / "lines.png")
+            gd = "document.querySelector('#heatmap .js-plotly-plot')"
+            box = page.evaluate(f"""() => {{ const gd = {gd}, uid = gd._fullData.find(t => t.meta === 'keys').uid;
+                const r = gd.querySelector('.scatterlayer .trace' + uid).querySelectorAll('.point')[1]
+                            .getBoundingClientRect();
+                return [r.x + r.width / 2, r.y + r.height / 2]; }}""")
+            page.mouse.move(*box)  # a key piece under the pointer keeps its lines
+            page.wait_for_function(f"{gd}.dataset.kept === 'keys:1'")
+            time.sleep(0.8)
+            page.locator("#heatmap").screenshot(path=out / "lines-hover.png")
+            print("wrote", out / "lines-hover.png")
+            page.locator("#head").get_by_label("2", exact=True).check()
+            page.locator("#display").get_by_label("softmax walk").check()
+            wait_title(page, "heatmap", "head 2 · query")
+            shoot(page, "#heatmap", out / "softmax-walk.png")
+            page.locator("#display").get_by_label("heatmap", exact=True).check()
+            page.locator("#kind").get_by_label("Decoder masked self-attention").check()
+            page.get_by_label("Hide special tokens").check()
+            wait_title(page, "heatmap", "Decoder masked self-attention · layer")
+            wait_title(page, "heatmap", "special tokens hidden")
+            shoot(page, "#heatmap", out / "special-tokens-hidden.png")
+            page.get_by_label("Hide special tokens").uncheck()
+            page.locator("#head").get_by_label("mean of heads").check()
+            page.locator("#kind").get_by_label("Encoder self-attention").check()
+            wait_title(page, "heatmap", "Encoder self-attention · layer")
+            wait_title(page, "heatmap", "mean of")
+
             page.get_by_role("tab", name="Positional encoding").click()
             page.wait_for_selector("#pe .heatmaplayer image")
             page.wait_for_selector("#pe-rows .heatmaplayer image")
@@ -154,6 +186,13 @@ def main(out: Path) -> None:
             settle(phone, 1.5)
             phone.screenshot(path=out / "phone.png")
             print("wrote", out / "phone.png")
+            phone.goto(link.replace("presenter=1", "presenter=0") + "&view=encoder&display=lines",
+                       wait_until="domcontentloaded")
+            wait_title(phone, "heatmap", "· lines")
+            phone.locator("#heatmap").scroll_into_view_if_needed()
+            settle(phone, 1.5)
+            phone.locator("#heatmap").screenshot(path=out / "phone-lines.png")
+            print("wrote", out / "phone-lines.png")
             browser.close()
     finally:
         demo.close()

@@ -16,7 +16,7 @@ from viz.attention import causal_mask
 
 SRC = ["▁Zwei", "▁Hund", "e", "▁<b>", "▁spielen", ".", "</s>"]
 TGT = ["<s>", "▁Two", "▁dog", "s", "▁play", "."]
-STATS = ("entropy", "focus", "same", "previous", "next", "first", "eos", "monotonic")
+STATS = ("entropy", "focus", "same", "previous", "next", "first", "eos", "special", "monotonic")
 
 
 def heads(*matrices) -> np.ndarray:
@@ -167,7 +167,7 @@ def test_trace_statistics_cover_every_head_in_range(trace):
     assert [s.kind for s in stats] == ["encoder"] * (L * H) + ["decoder"] * (L * H) + ["cross"] * (L * H)
     assert [(s.layer, s.head) for s in stats[:L * H]] == [(l, h) for l in range(1, L + 1) for h in range(1, H + 1)]
     for s in stats:
-        for name in ("focus", "same", "previous", "next", "first", "eos"):
+        for name in ("focus", "same", "previous", "next", "first", "eos", "special"):
             value = getattr(s, name)
             assert value is None or -1e-6 <= value <= 1 + 1e-6, (s, name)
         assert 0 <= s.entropy <= math.log2(n_keys[s.kind]) + 1e-4

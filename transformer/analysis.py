@@ -10,6 +10,7 @@ For one head, w is (queries × keys) with rows summing to 1; every statistic is 
 - next:      w_i,i+1 over rows with a key i+1 (encoder only: the decoder's mask hides it).
 - first:     w_i0 (the first source piece; "<s>" in the decoder).
 - eos:       Σ_j w_ij over keys that are "</s>" (None when no key is).
+- special:   Σ_j w_ij over keys that are the model's start, end or pad piece (HIDDEN_PIECES).
 - monotonic: Pearson correlation of i and the expected key position Σ_j j·w_ij (encoder-decoder attention
              only; 0 when either is constant).
 
@@ -25,6 +26,8 @@ import numpy as np
 from .translator import ATTENTION_KINDS, Trace
 
 EOS_PIECE = "</s>"
+# The pieces a view may hide as structural (start, end, pad; not <unk>, which stands for text).
+HIDDEN_PIECES = frozenset({"<s>", "</s>", "<pad>"})
 # A spread of expected key positions below this is rounding noise, not alignment.
 _CONSTANT = 1e-4
 
@@ -39,6 +42,8 @@ DEFINITIONS: dict[str, str] = {
     "first": "Share of attention on the first key: the first source piece, or <s> in the decoder.",
     "eos": "Share of attention on the end-of-sentence piece </s>, which heads often use as a place to park "
            "attention they do not need.",
+    "special": "Share of attention on the start, end and pad pieces (<s>, </s>, <pad>): what 'Hide special "
+               "tokens' takes away before it renormalises each row.",
     "monotonic": "How well the source positions a head reads move forward together with the target positions it "
                  "writes: 1 for a left-to-right alignment, -1 for a reversed one, 0 for none.",
 }
@@ -58,6 +63,7 @@ class HeadStats:
     next: float | None
     first: float
     eos: float | None
+    special: float
     monotonic: float | None
 
 
@@ -117,6 +123,7 @@ def head_statistics(weights, kind: str, key_tokens: Sequence[str]) -> list[HeadS
         return _mean_rows(np.diagonal(w, offset, axis1=2, axis2=3))
 
     eos_keys = [j for j, t in enumerate(key_tokens) if t == EOS_PIECE]
+    special_keys = [j for j, t in enumerate(key_tokens) if t in HIDDEN_PIECES]
     stats = {
         "entropy": _mean_rows(entropy),
         "focus": focus,
@@ -125,6 +132,7 @@ def head_statistics(weights, kind: str, key_tokens: Sequence[str]) -> list[HeadS
         "next": diagonal(1) if kind == "encoder" else None,  # w[i, i+1]
         "first": _mean_rows(w[..., 0]) if Tk else np.zeros((L, H)),
         "eos": _mean_rows(w[..., eos_keys].sum(-1)) if eos_keys else None,
+        "special": _mean_rows(w[..., special_keys].sum(-1)),
         "monotonic": _monotonic(w) if kind == "cross" else None,
     }
     return [HeadStats(kind, l + 1, h + 1, **{k: None if v is None else float(v[l, h]) for k, v in stats.items()})

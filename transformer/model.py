@@ -123,6 +123,18 @@ class Decoded:
     cross_attn: tuple[Tensor, ...] | None = None  # per layer (B, h, T, S)
 
 
+@dataclass
+class AttentionInputs:
+    """What one attention module of one layer was given, per head, and what eq. 1 made of it (one sentence)."""
+
+    q: Tensor  # (1, h, T_q, d_k)
+    k: Tensor  # (1, h, T_k, d_k)
+    v: Tensor  # (1, h, T_k, d_k)
+    mask: Mask  # (T_q, T_k) for the decoder's self-attention, else None
+    weights: Tensor  # (1, h, T_q, T_k)
+    heads: Tensor  # (1, h, T_q, d_k): each head's output, before the heads are concatenated and W_o applied
+
+
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1..head_h) W_o (paper §3.2.2)."""
 
@@ -234,6 +246,15 @@ class DecoderLayer(_Layer):
         y = self._out(y, self.ffn(self._in(y, 2)), 2)
         return y, self_weights, cross_weights
 
+    def attention_qkv(self, y: Tensor, memory: Tensor, self_mask: Mask, cross: bool) -> tuple[Tensor, Tensor, Tensor]:
+        """The q, k, v this layer's self-attention (or cross-attention) computes from its input y, as `forward`."""
+        h = self._in(y, 0)
+        q, k, v = self.self_attn.query_key_value(h)
+        if not cross:
+            return q, k, v
+        y = self._out(y, self.self_attn.attend(q, k, v, self_mask, False)[0], 0)
+        return (self.cross_attn.query(self._in(y, 1)), *self.cross_attn.key_value(memory))
+
 
 class Transformer(nn.Module):
     def __init__(self, config: ModelConfig):
@@ -342,6 +363,31 @@ class Transformer(nn.Module):
         if need_weights:
             return Decoded(self.logits(y), tuple(self_weights), tuple(cross_weights))
         return Decoded(self.logits(y))
+
+    def attention_inputs(self, src_ids: Tensor, tgt_ids: Tensor, kind: str, layer: int) -> AttentionInputs:
+        """The per-head q, k, v of attention `kind` ("encoder", "decoder", "cross") in layer `layer` (from 0) of a
+        teacher-forced pass over one unpadded sentence pair (1, S), (1, T), each computed by the model's own
+        modules, and eq. 1 applied to them by the same function the model uses."""
+        n_layers = len(self.encoder_layers if kind == "encoder" else self.decoder_layers)
+        if kind not in ("encoder", "decoder", "cross") or not 0 <= layer < n_layers:
+            raise ValueError(f"no {kind!r} attention in layer {layer} (from 0) of a {n_layers}-layer stack")
+        mask = None  # one unpadded sentence: every key is visible, except where the decoder's causal mask hides
+        if kind == "encoder":
+            x = self._embed(src_ids, self.embedding)
+            for enc in self.encoder_layers[:layer]:
+                x, _ = enc(x, None, False)
+            q, k, v = self.encoder_layers[layer].self_attn.query_key_value(self.encoder_layers[layer]._in(x, 0))
+        else:
+            memory = self.encode(src_ids).memory
+            T = tgt_ids.size(1)
+            causal = torch.ones(T, T, dtype=torch.bool, device=tgt_ids.device).tril()  # (T, T)
+            y = self._embed(tgt_ids, self.tgt_embedding or self.embedding)
+            for dec in self.decoder_layers[:layer]:
+                y, _, _ = dec(y, memory, causal, None, False)
+            q, k, v = self.decoder_layers[layer].attention_qkv(y, memory, causal, cross=kind == "cross")
+            mask = causal if kind == "decoder" else None
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+        return AttentionInputs(q, k, v, mask, weights, heads)
 
     def forward(self, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
         """Teacher-forced logits (B, T, vocab_size) for training."""

@@ -66,6 +66,21 @@ class AttentionMaps:
     query_pieces: list[str]
 
 
+@dataclass(frozen=True)
+class HeadVectors:
+    """The per-head queries, keys and values of one attention kind in one layer of a Trace (made on request by
+    Translator.head_vectors), and what eq. 1 made of them."""
+
+    kind: str  # a key of ATTENTION_KINDS
+    layer: int  # counted from 1
+    q: np.ndarray  # (h, Tq, d_k)
+    k: np.ndarray  # (h, Tk, d_k)
+    v: np.ndarray  # (h, Tk, d_k)
+    visible: np.ndarray  # (Tq, Tk) bool: the keys the mask lets each query see
+    weights: np.ndarray  # (h, Tq, Tk)
+    heads: np.ndarray  # (h, Tq, d_k): each head's output before W_o
+
+
 @dataclass
 class Trace:
     """A translation and every attention map of the pass that made it.
@@ -295,6 +310,19 @@ class Translator:
                            list(trace.notices))
         new.candidates = trace.candidates
         return new
+
+    @torch.inference_mode()
+    def head_vectors(self, trace: Trace, kind: str, layer: int) -> HeadVectors:
+        """The per-head q, k, v of `kind` in layer `layer` (from 1) of a teacher-forced pass over the trace's ids:
+        the numbers behind its attention maps, from the model's own modules."""
+        if kind not in ATTENTION_KINDS:
+            raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(ATTENTION_KINDS)}")
+        src = torch.tensor([list(trace.source_ids)], device=self.device)
+        tgt = torch.tensor([_decoder_input(list(trace.output_ids))], device=self.device)
+        got = self.model.attention_inputs(src, tgt, kind, layer - 1)
+        q, k, v, weights, heads = (t[0].float().cpu().numpy() for t in (got.q, got.k, got.v, got.weights, got.heads))
+        visible = np.ones(weights.shape[1:], dtype=bool) if got.mask is None else got.mask.cpu().numpy()
+        return HeadVectors(kind, layer, q, k, v, visible, weights, heads)
 
     def translate_batch(self, texts: list[str], beam_size: int = 1, max_new_tokens: int | None = None,
                         length_penalty: float = 1.0, batch_size: int = 64) -> list[str]:

@@ -14,8 +14,8 @@ import gradio as gr
 
 import viz
 from anatomy import engine, views
-from anatomy.inputs import (MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link, clean_text,
-                            page_request, parse_link)
+from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link,
+                            clean_text, page_request, parse_link)
 from anatomy.registry import ModelRegistry
 from anatomy.run import Run, StopSignal, Twin
 from transformer import Trace
@@ -160,6 +160,8 @@ class Handlers:
                p.step: gr.update(maximum=max(views.steps(run.trace), 2), value=view.step),
                p.layer: gr.update(maximum=max(L, 2), value=view.layer),
                p.head: gr.update(choices=views.head_choices(H), value=view.head),
+               p.walk_query: gr.update(maximum=max(len(trace.source_tokens), 2),
+                                       value=min(view.query, len(trace.source_tokens))),
                **self._view_figures(run.request.key, trace, view)}
         if upto is not None:
             out[p.run_info] = f"Replaying in slow motion: step {upto} of {views.steps(run.trace)}…"
@@ -174,14 +176,15 @@ class Handlers:
                     p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)})
         return out
 
-    def show(self, run: Run | None, signal: StopSignal, kind, layer, head, merge, plain=False):
+    def show(self, run: Run | None, signal: StopSignal, kind, layer, head, merge, plain=False, hide=False,
+             display=None, query=None):
         """Draw a new Run at its step (the last, or a link's); a slow-motion one step by step first. Stop ends the
         replay where it is: the page then shows those steps (and the Run becomes them, so later views and links
         agree)."""
         if run is None:
             yield gr.skip()
             return
-        view = View.of(kind, layer, head, merge, run.step, plain)
+        view = View.of(kind, layer, head, merge, run.step, plain, hide, display, query)
         if not run.replay:
             yield self.present(run, view)
             return
@@ -204,7 +207,7 @@ class Handlers:
         """The large view, the step panels and the output up to the step, each figure with its export name."""
         p = self.page
         step_cross, step_self, step_topk = views.step_figures(trace, view)
-        return {p.heat: plot(views.heatmap(trace, view), views.export_name(key, view)),
+        return {p.heat: plot(self._large(key, trace, view), views.export_name(key, view)),
                 p.step_cross: plot(step_cross, views.export_name(key, view, "step-cross")),
                 p.step_self: plot(step_self, views.export_name(key, view, "step-self")),
                 p.step_topk: plot(step_topk, views.export_name(key, view, "step-topk")),
@@ -217,14 +220,28 @@ class Handlers:
         figures of the page). None: redraw on every change (the comparison follows the whole view)."""
         if run is None or run.replay or tab not in ("heads", "stats"):
             return None
-        return tab, run.request, run.showing, run.trace.text, view.kind, view.merge, view.plain
+        return tab, run.request, run.showing, run.trace.text, view.kind, view.merge, view.plain, view.hide
 
-    def view(self, run: Run | None, twin: Twin | None, tab, drawn, kind, layer, head, merge, step, plain=False):
-        """Kind, layer, head, merge, step or plain labels changed: the large view, the step panels, and the open
-        tab's figures that follow the view, unless they already show what it asks."""
+    def _large(self, key: str, trace: Trace, view: View):
+        """The large view as the view asks: heatmap, lines, or the softmax walk (the model's q, k, v, on request)."""
+        if view.display == "lines":
+            return views.lines(trace, view)
+        if view.display == "walk":
+            if views.walk_row(trace, view) < 0:
+                return viz.empty_figure("No query to follow: nothing was decoded", 300)
+            L = trace.attention(view.kind).weights.shape[0]
+            vectors = engine.head_vectors(self.registry.get(key).cpu, trace, view.kind, min(view.layer, L))
+            return views.walk_figure(views.walk(trace, view, vectors), view)
+        return views.heatmap(trace, view)
+
+    def view(self, run: Run | None, twin: Twin | None, tab, drawn, kind, layer, head, merge, step, plain=False,
+             hide=False, display=None, query=None):
+        """Kind, layer, head, merge, step, plain labels, special tokens, display or walk query changed: the large
+        view, the step panels, and the open tab's figures that follow the view, unless they already show what it
+        asks."""
         if run is None or run.replay:
             return gr.skip()
-        view = View.of(kind, layer, head, merge, step, plain).fit(*views.shape(run.trace))
+        view = View.of(kind, layer, head, merge, step, plain, hide, display, query).fit(*views.shape(run.trace))
         out = self._view_figures(run.request.key, run.trace, view)
         key = self.tab_key(run, tab, view)
         if tab in VIEW_TABS and (key is None or key != drawn):
@@ -262,10 +279,10 @@ class Handlers:
         return getattr(evt.target, "id", None) or "heads"
 
     def tab_view(self, run: Run | None, twin: Twin | None, tab, direction, dims, kind, layer, head, merge, step,
-                 plain=False):
+                 plain=False, hide=False, display=None, query=None):
         """The open tab's contents: figures of the shown trace, or of the chosen model."""
         key = direction if direction in self.registry.entries else self.registry.default_key
-        view = View.of(kind, layer, head, merge, step, plain)
+        view = View.of(kind, layer, head, merge, step, plain, hide, display, query)
         if run is not None:
             view = view.fit(*views.shape(run.trace))
         return {**self._tab(tab, run, twin, key, view, dims), self.page.tab_drawn: self.tab_key(run, tab, view)}
@@ -322,7 +339,8 @@ class Handlers:
                 "(seed 0). Right: the trained translation teacher-forced through the untrained weights, so the cells "
                 "line up. Untrained heads spread their attention almost evenly; training makes them pick.")
 
-    def direction_changed(self, direction, run, twin, tab, dims, kind, layer, head, merge, step, plain=False):
+    def direction_changed(self, direction, run, twin, tab, dims, kind, layer, head, merge, step, plain=False,
+                          hide=False, display=None, query=None):
         """A new Direction: the source's placeholder, the model's dimensions, and the open tab if it shows the model."""
         p = self.page
         entry = self.registry.get(direction if direction in self.registry.entries else None)
@@ -330,7 +348,8 @@ class Handlers:
                p.pe_dims: gr.update(choices=[str(d) for d in range(entry.config.d_model)],
                                     value=[str(d) for d in viz.default_dims(entry.config.d_model)])}
         if tab in ("positional", "architecture", "training"):
-            out.update(self._tab(tab, run, twin, entry.key, View.of(kind, layer, head, merge, step, plain),
+            out.update(self._tab(tab, run, twin, entry.key,
+                                 View.of(kind, layer, head, merge, step, plain, hide, display, query),
                                  viz.default_dims(entry.config.d_model)))
         return out
 
@@ -345,11 +364,12 @@ class Handlers:
 
     # ---- links ----
 
-    def share(self, run: Run | None, kind, layer, head, merge, step, plain=False) -> str:
+    def share(self, run: Run | None, kind, layer, head, merge, step, plain=False, hide=False, display=None,
+              query=None) -> str:
         """The query string of a link to what is on screen; the page prefixes its own address."""
         if run is None:
             raise gr.Error("Translate a sentence first: the link carries its text.")
-        view = View.of(kind, layer, head, merge, step).fit(*views.shape(run.trace))
+        view = View.of(kind, layer, head, merge, step, False, hide, display, query).fit(*views.shape(run.trace))
         return build_link(run.request, view)
 
     def load_link(self, request: gr.Request):
@@ -361,6 +381,8 @@ class Handlers:
         view = link.view.fit(max(c.n_encoder_layers, c.n_decoder_layers), c.n_heads, 10_000)
         out = {p.link: link, p.beam: link.beam, p.max_new: link.max_new or 0, p.lp: link.length_penalty,
                p.kind: view.kind, p.layer: view.layer, p.head: view.head, p.merge: view.merge,
+               p.hide: view.hide, p.display: view.display,
+               p.walk_query: gr.update(maximum=max(view.query, 2), value=view.query),
                p.kind_help: views.kind_help(view.kind)}
         # Hub models join the registry in the background: each page load offers those loaded by then.
         status = self.registry.status()
@@ -380,8 +402,8 @@ class Handlers:
         layers = self.registry.get(direction if direction in self.registry.entries else None).config.n_decoder_layers
         return {p.layer: layers, p.head: MEAN_HEAD, p.beam: DEFAULTS["beam"], p.max_new: DEFAULTS["max"],
                 p.top_k: DEFAULTS["k"], p.lp: DEFAULTS["lp"],
-                p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"],
-                p.kind_help: views.kind_help(DEFAULTS["view"])}
+                p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"], p.hide: False,
+                p.display: DISPLAYS[0], p.kind_help: views.kind_help(DEFAULTS["view"])}
 
     # ---- the API: Client(url).predict(text=..., direction="de-en", api_name="/translate") ----
 

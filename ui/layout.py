@@ -7,7 +7,7 @@ import gradio as gr
 
 import viz
 from anatomy import views
-from anatomy.inputs import MAX_BEAM, MAX_CHARS, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, MEAN_HEAD
+from anatomy.inputs import DISPLAYS, MAX_BEAM, MAX_CHARS, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, MEAN_HEAD
 from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
 
@@ -73,6 +73,9 @@ class Page:
     head: gr.Radio
     merge: gr.Checkbox
     plain: gr.Checkbox
+    hide: gr.Checkbox
+    display: gr.Radio  # anatomy.inputs.DISPLAYS
+    walk_query: gr.Slider
     heat: gr.Plot
     kind_help: gr.Markdown
     # tabs
@@ -106,7 +109,8 @@ class Page:
 
     @property
     def view_controls(self) -> list:
-        return [self.kind, self.layer, self.head, self.merge, self.step, self.plain]
+        return [self.kind, self.layer, self.head, self.merge, self.step, self.plain, self.hide, self.display,
+                self.walk_query]
 
     @property
     def settings(self) -> list:
@@ -115,7 +119,7 @@ class Page:
 
 
 # The figures the export control offers: (label, elem_id).
-EXPORTS = [("Attention heatmap", "heatmap"), ("Step: cross-attention", "step-cross"),
+EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step: cross-attention", "step-cross"),
            ("Step: masked self-attention", "step-self"), ("Step: next-piece probabilities", "step-topk"),
            ("All heads", "grid"), ("Head statistics", "summary"), ("Predictions", "topk-table"),
            ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
@@ -205,6 +209,13 @@ def build_page(registry: ModelRegistry) -> Page:
                                     elem_id="merge")
                 plain = gr.Checkbox(value=False, label="Hide ▁ marker", min_width=140, elem_id="plain",
                                     info="a piece inside a word starts with ·")
+                hide = gr.Checkbox(value=False, label="Hide special tokens", min_width=160, elem_id="hide",
+                                   info="<s>, </s>, <pad>; rows renormalised")
+            with gr.Row():
+                display = gr.Radio([("heatmap", "heatmap"), ("lines", "lines"), ("softmax walk", "walk")],
+                                   value=DISPLAYS[0], label="Show as", min_width=260, elem_id="display")
+                walk_query = gr.Slider(1, 2, value=1, step=1, min_width=200, elem_id="walk-query",
+                                       label="Walk query: source piece (encoder self-attention)")
             gr.Markdown(KEYS, elem_id="keys")
             heat = gr.Plot(empty, show_label=False, elem_id="heatmap")
             with gr.Accordion("What this attention shows", open=False, elem_classes=["anatomy-controls"]):
@@ -299,7 +310,8 @@ def build_page(registry: ModelRegistry) -> Page:
                 src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
                 download=download, share_btn=share_btn, share_url=share_url, share_query=share_query,
                 examples=gallery, step=step, partial=partial, step_cross=step_cross, step_self=step_self,
-                step_topk=step_topk, kind=kind, layer=layer, head=head, merge=merge, plain=plain, heat=heat,
+                step_topk=step_topk, kind=kind, layer=layer, head=head, merge=merge, plain=plain, hide=hide,
+                display=display, walk_query=walk_query, heat=heat,
                 kind_help=kind_help, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
                 topk_table=topk_table,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,

@@ -25,14 +25,16 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     view_inputs = [p.run, p.twin, p.tab, p.tab_drawn, *p.view_controls]
     tab_inputs = [p.run, p.twin, p.tab, p.direction, p.pe_dims, *p.view_controls]
     shown = [p.translation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download, p.step,
-             p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run]
+             p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run,
+             p.walk_query]
     tab_outputs = [p.tab_drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.cmp_trained, p.cmp_untrained,
                    p.compare_text, p.pe, p.pe_sim, p.pe_rows, p.arch, p.card, p.params, p.curves, p.training_md]
     made = [p.run, p.twin, p.run_info]
 
     def draw(event):
         """After a model event made a Run: draw it, then the open tab."""
-        return event.then(h.show, [p.run, p.signal, p.kind, p.layer, p.head, p.merge, p.plain], shown, **DRAW).then(
+        return event.then(h.show, [p.run, p.signal, p.kind, p.layer, p.head, p.merge, p.plain, p.hide, p.display,
+                                   p.walk_query], shown, **DRAW).then(
             h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
     streamed = [*made, p.translation, p.out_chips, p.src_chips]
@@ -44,12 +46,12 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     if p.examples is not None:
         draw(p.examples.load_input_event.then(h.example_settings, [p.direction],
                                               [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
-                                               p.merge, p.kind_help], **DRAW).then(
+                                               p.merge, p.hide, p.display, p.kind_help], **DRAW).then(
             h.translate_page, [*p.settings, p.signal, p.tab], streamed, **MODEL))
 
     # View controls: .input (a visitor's own change: arrow keys and typed numbers too), not .change (which the
     # handlers' own updates of these controls would trigger).
-    gr.on([p.kind.input, p.layer.input, p.head.input, p.merge.input, p.step.input, p.plain.input], h.view, view_inputs,
+    gr.on([c.input for c in p.view_controls], h.view, view_inputs,
           [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs], **VIEW)
     p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
     p.stats.select(h.stat_pick, None, [p.kind, p.layer, p.head], **DRAW).then(
@@ -69,7 +71,8 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.pe_dims.input(h.dims, [p.direction, p.pe_dims], [p.pe], **VIEW)
 
     draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.beam, p.max_new, p.lp, p.kind,
-                                       p.layer, p.head, p.merge, p.step, p.presenter, p.kind_help], **DRAW).then(
+                                       p.layer, p.head, p.merge, p.hide, p.display, p.walk_query, p.step, p.presenter,
+                                       p.kind_help], **DRAW).then(
         h.translate_link, [p.link, p.signal, p.tab], made, **MODEL))
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
     export = [p.export_figure, p.export_frame, p.export_wide]

@@ -25,3 +25,7 @@ __all__ += ["head_multiples", "head_table", "KIND_LABELS", "STAT_LABELS"]
 from .architecture import architecture_diagram, parameter_markdown  # noqa: E402
 
 __all__ += ["architecture_diagram", "parameter_markdown"]
+
+from .lines import attention_lines, softmax_walk  # noqa: E402
+
+__all__ += ["attention_lines", "softmax_walk"]

@@ -31,11 +31,13 @@ def _check(weights: np.ndarray, query_tokens: Sequence, key_tokens: Sequence[str
 
 def attention_heatmap(weights, query_tokens: Sequence, key_tokens: Sequence[str], *,
                       query_title: str = "query", key_title: str = "key", title: str | None = None,
-                      hidden=None, causal: bool = False, highlight_row: int | None = None) -> go.Figure:
+                      hidden=None, causal: bool = False, highlight_row: int | None = None,
+                      note: str | None = None) -> go.Figure:
     """A (queries × keys) attention matrix; row i says where query i looked.
 
     hidden (or causal=True for the decoder's triangular mask) marks cells a mask hides: they
-    are drawn grey and hover as "masked" instead of as zero attention.
+    are drawn grey and hover as "masked" instead of as zero attention. `note` replaces the
+    legend of the grey cells.
     """
     w = as_matrix(weights)
     _check(w, query_tokens, key_tokens)
@@ -59,9 +61,9 @@ def attention_heatmap(weights, query_tokens: Sequence, key_tokens: Sequence[str]
                   yaxis=dict(tickmode="array", tickvals=list(range(Tq)), ticktext=q_lab, autorange="reversed",
                              title=dict(text=query_title), showline=False),
                   plot_bgcolor=MASKED_COLOR if hidden is not None else "white", annotations=[], shapes=[])
-    if hidden is not None and hidden.any():
-        layout["annotations"].append(dict(text="grey: hidden by the mask", x=1, y=1, xref="paper", yref="paper",
-                                          xanchor="right", yanchor="bottom", showarrow=False,
+    if note or (hidden is not None and hidden.any()):
+        layout["annotations"].append(dict(text=note or "grey: hidden by the mask", x=1, y=1, xref="paper",
+                                          yref="paper", xanchor="right", yanchor="bottom", showarrow=False,
                                           font=dict(size=11, color="#52525b")))
     if highlight_row is not None and 0 <= highlight_row < Tq:
         layout["shapes"].append(dict(type="rect", x0=-0.5, x1=Tk - 0.5, y0=highlight_row - 0.5,

@@ -18,7 +18,8 @@ from .common import ATTENTION_SCALE, DIVERGING_SCALE, base_layout, empty_figure
 KIND_LABELS = {"cross": "cross-attention", "encoder": "encoder self-attention",
                "decoder": "decoder masked self-attention"}
 STAT_LABELS = {"entropy": "entropy (bits)", "focus": "focus", "same": "same position", "previous": "previous position",
-               "next": "next position", "first": "first token", "eos": "EOS", "monotonic": "monotonic"}
+               "next": "next position", "first": "first token", "eos": "EOS",
+               "special": "special tokens", "monotonic": "monotonic"}
 # Entropy has no panel: focus is the same quantity on a 0-1 scale that compares across sentence lengths.
 PANELS = ("focus", "monotonic", "same", "previous", "next", "first", "eos")
 SIGNED = {"monotonic"}  # a correlation in [-1, 1]; every other panel is a share in [0, 1]

@@ -69,7 +69,10 @@ def merge_attention(weights, query_groups: Sequence[Sequence[int]], key_groups: 
     if sorted(qs) != list(range(Tq)) or sorted(ks) != list(range(Tk)):
         raise ValueError("groups must partition the query and key positions")
     key_sum = np.stack([w[..., list(g)].sum(-1) for g in key_groups], axis=-1)  # (..., Tq, Wk)
-    merged = np.stack([key_sum[..., list(g), :].mean(-2) for g in query_groups], axis=-2)  # (..., Wq, Wk)
+    # A row that sees no key (all hidden) has no attention to average into its word.
+    sees = np.ones(Tq, dtype=bool) if hidden is None else ~np.asarray(hidden, dtype=bool).all(-1)
+    merged = np.stack([key_sum[..., [i for i in g if sees[i]] or list(g), :].mean(-2) for g in query_groups],
+                      axis=-2)  # (..., Wq, Wk)
     merged_hidden = None
     if hidden is not None:
         h = np.asarray(hidden, dtype=bool)

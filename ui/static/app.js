@@ -1,5 +1,5 @@
-// Transformer Anatomy in the browser: presenter mode, keyboard stepping, figure export and share links. Loaded
-// once with the page (launch(js=...)); the page's events call window.anatomy.*.
+// Transformer Anatomy in the browser: presenter mode, keyboard stepping, figure export, share links and the line
+// view's hover. Loaded once with the page (launch(js=...)); the page's events call window.anatomy.*.
 () => {
   const STEP_FRAME = 'step-frame';  // viz/attention.py names the orange step frame so
   const NARROW = 560;  // px: a figure narrower than this (a phone) gets small margins and short labels
@@ -76,9 +76,82 @@
     scan() {
       // the page's figures only, not the offscreen copies Plotly.toImage draws for an export
       document.querySelectorAll('.js-plotly-plot[data-testid=plotly]').forEach(gd => {
-        if (!gd.anatomyHooked && gd.on) { gd.anatomyHooked = true; gd.on('plotly_afterplot', () => A.fit(gd)); }
+        if (!gd.anatomyHooked && gd.on) {
+          gd.anatomyHooked = true;
+          gd.on('plotly_afterplot', () => A.fit(gd));
+          // line view (viz/lines.py): pointing at a piece keeps its lines; a click or tap pins that, another
+          // click on it (or anywhere else) lets go
+          // (a tap also makes Plotly report a hover and a click: the tap's own handler below answers it)
+          const free = () => !gd.anatomyPinned && Date.now() - (gd.anatomyTouched || 0) > 800;
+          gd.on('plotly_hover', e => { if (free()) A.keep(gd, e.points[0]); });
+          gd.on('plotly_unhover', () => { if (free()) A.keep(gd, null); });
+          gd.addEventListener('mouseleave', () => { if (free()) A.keep(gd, null); });
+          gd.on('plotly_click', e => { if (Date.now() - (gd.anatomyTouched || 0) > 800) A.pin(gd, e.points[0]); });
+          // a tap: Plotly may not report it as a click, so the nearest piece is found here
+          gd.addEventListener('touchend', e => {
+            const t = e.changedTouches[0], p = t && A.nearestPiece(gd, t.clientX, t.clientY);
+            if (p) { gd.anatomyTouched = Date.now(); A.pin(gd, p); }
+          }, {passive: true});
+        }
         A.fit(gd);
       });
+    },
+    pin(gd, point) {
+      const key = point && A.pieceKey(point);
+      gd.anatomyPinned = key && key !== gd.anatomyPinned ? key : null;
+      A.keep(gd, gd.anatomyPinned ? point : null);
+    },
+    // The line view's query or key piece whose marker is nearest to a point of the screen (within 40 px).
+    nearestPiece(gd, x, y) {
+      let best = null, dist = 40;
+      (gd._fullData || []).forEach(t => {
+        if (t.meta !== 'queries' && t.meta !== 'keys') return;
+        const layer = gd.querySelector('.scatterlayer .trace' + t.uid);
+        (layer ? Array.from(layer.querySelectorAll('.point')) : []).forEach((el, i) => {
+          const r = el.getBoundingClientRect(), d = Math.hypot(r.x + r.width / 2 - x, r.y + r.height / 2 - y);
+          if (d < dist) { dist = d; best = {data: {meta: t.meta}, pointIndex: i}; }
+        });
+      });
+      return best;
+    },
+    pieceKey(point) {
+      const meta = point.data && point.data.meta;
+      return meta === 'queries' || meta === 'keys' ? meta + ':' + point.pointIndex : null;
+    },
+    // Only the lines that start (queries) or end (keys) at the point's piece; every line again for null. Line
+    // traces hold segments [query, key, gap] with y = -row, so a piece's lines are found by their end points.
+    keep(gd, point) {
+      const key = point && A.pieceKey(point);
+      if (point && !key) return;
+      // each line trace keeps its full points on itself (a restyle keeps the trace object; a new figure brings
+      // new ones)
+      const idx = gd.data.map((t, i) => t.meta === 'lines' ? i : -1).filter(i => i >= 0);
+      if (!idx.length) return;
+      const full = idx.map(i => {
+        const t = gd.data[i];
+        if (!t.anatomyFull) t.anatomyFull = {x: Array.from(t.x), y: Array.from(t.y)};
+        return t.anatomyFull;
+      });
+      if (gd.anatomyKept === (key || '') && gd.anatomyKeptOf === gd.data[idx[0]]) return;
+      gd.anatomyKept = gd.dataset.kept = key || '';
+      gd.anatomyKeptOf = gd.data[idx[0]];
+      gd.anatomyKeptEnd = point ? (point.data.meta === 'queries' ? 0 : 1) : null;
+      gd.anatomyKeptRow = point ? -point.pointIndex : null;
+      // one restyle at a time, each drawing the latest choice: quick pointer moves never leave an older one
+      gd.anatomyRestyle = (gd.anatomyRestyle || Promise.resolve()).then(() => {
+        if (gd.data[idx[0]] !== gd.anatomyKeptOf) return;  // a new figure came meanwhile
+        const end = gd.anatomyKeptEnd, row = gd.anatomyKeptRow;
+        const xs = [], ys = [];
+        full.forEach(({x, y}) => {
+          if (end === null) { xs.push(x); ys.push(y); return; }
+          const kx = [], ky = [];
+          for (let s = 0; s + 1 < y.length; s += 3) {
+            if (y[s + end] === row) { kx.push(x[s], x[s + 1], null); ky.push(y[s], y[s + 1], null); }
+          }
+          xs.push(kx); ys.push(ky);
+        });
+        return Plotly.restyle(gd, {x: xs, y: ys}, idx);
+      }).catch(() => {});
     },
     // One figure as a file named by what it shows (layout.meta.export, set by the server): PNG at 3× or SVG, as
     // drawn, or as a 16:9 slide (1920 × 1080, presenter type); the step frame only when asked for.

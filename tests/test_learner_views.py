@@ -61,7 +61,7 @@ def test_hidden_special_tokens_drop_the_query_rows_of_special_pieces(run):
 def test_every_view_says_special_tokens_are_hidden(tiny, run):
     p = tiny.page
     for display in ("heatmap", "lines"):
-        out = tiny.view(run, None, "heads", "decoder", 1, "1", False, 1, False, True, display)
+        out = tiny.view(run, None, "heads", None, "decoder", 1, "1", False, 1, False, True, display)
         assert title(out[p.heat]).endswith(views.HIDE_TITLE)
         notes = [a["text"] for a in figure(out[p.heat])["layout"]["annotations"]]
         assert any("sees only hidden special tokens" in n for n in notes), notes
@@ -153,7 +153,7 @@ def test_head_vectors_are_the_model_s_attention(tiny, run):
 
 def test_the_walk_of_the_mean_of_heads_says_it_shows_head_one(tiny, run):
     p = tiny.page
-    out = tiny.view(run, None, "heads", "cross", 1, "mean", False, 2, False, False, "walk")
+    out = tiny.view(run, None, "heads", None, "cross", 1, "mean", False, 2, False, False, "walk")
     assert "head 1" in title(out[p.heat])
     assert any("no single q" in a["text"] for a in figure(out[p.heat])["layout"]["annotations"])
 
@@ -164,7 +164,7 @@ def test_the_walk_of_the_mean_of_heads_says_it_shows_head_one(tiny, run):
 def test_the_line_view_draws_each_weight_with_its_opacity(tiny, run, kind):
     p = tiny.page
     L, H, _ = views.shape(run.trace)
-    out = tiny.view(run, None, "heads", kind, 1, "2", False, None, False, False, "lines")
+    out = tiny.view(run, None, "heads", None, kind, 1, "2", False, None, False, False, "lines")
     fig = figure(out[p.heat])
     assert title(out[p.heat]).endswith("layer 1, head 2 · lines")
     weights = run.trace.attention(kind).weights[0, 1]
@@ -181,7 +181,7 @@ def test_the_line_view_draws_each_weight_with_its_opacity(tiny, run, kind):
     labels = {t["meta"]: t for t in fig["data"] if t.get("meta") in ("queries", "keys")}
     assert len(labels["keys"]["text"]) == weights.shape[1] and labels["keys"]["textfont"]["size"] >= 12
     # the mean of heads: every head over the others, each in its colour
-    out = tiny.view(run, None, "heads", kind, 1, "mean", False, None, False, False, "lines")
+    out = tiny.view(run, None, "heads", None, kind, 1, "mean", False, None, False, False, "lines")
     colours = {t["line"]["color"] for t in figure(out[p.heat])["data"] if t.get("meta") == "lines"}
     assert colours == set(viz.lines.head_colors(H)) and f"all {H} heads" in title(out[p.heat])
 
@@ -225,7 +225,7 @@ def test_every_view_draws_beam_search_and_slow_motion_frames(tiny):
     beam = run_of(tiny, beam=3, max_new=5)
     for kind in KINDS:
         for display in ("lines", "walk"):
-            out = tiny.view(beam, None, "heads", kind, 2, "1", False, 2, False, True, display, 3)
+            out = tiny.view(beam, None, "heads", None, kind, 2, "1", False, 2, False, True, display, 3)
             assert views.name(kind) in title(out[p.heat])
     slow = run_of(tiny, max_new=3, slow=0.1)
     frames = list(tiny.show(slow, StopSignal(), "decoder", 1, "1", False, False, True, "walk", 1))

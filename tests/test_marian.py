@@ -25,9 +25,11 @@ def folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pair(folder):
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
     hf, hf_tok = load_hf(folder)
-    return hf, hf_tok, Translator.from_checkpoint(folder, device="cpu")
+    yield hf, hf_tok, Translator.from_checkpoint(folder, device="cpu")
+    torch.set_num_threads(threads)  # later tests compare with fresh processes, which use the default
 
 
 def _batch(hf_tok, texts):

@@ -318,7 +318,7 @@ class Translator:
         if kind not in ATTENTION_KINDS:
             raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(ATTENTION_KINDS)}")
         src = torch.tensor([list(trace.source_ids)], device=self.device)
-        tgt = torch.tensor([_decoder_input(list(trace.output_ids))], device=self.device)
+        tgt = torch.tensor([_decoder_input(list(trace.output_ids), self.config.decoder_start_id)], device=self.device)
         got = self.model.attention_inputs(src, tgt, kind, layer - 1)
         q, k, v, weights, heads = (t[0].float().cpu().numpy() for t in (got.q, got.k, got.v, got.weights, got.heads))
         visible = np.ones(weights.shape[1:], dtype=bool) if got.mask is None else got.mask.cpu().numpy()

@@ -22,7 +22,7 @@ for pair in "de en" "en de"; do
     schedule=(--epochs 6 --lr 1e-3 --warmup 1000)
   else
     name=general-$1-$2-phase2
-    schedule=(--init-from "training-snapshots/general-$1-$2" --seed 2 --time-budget "${BUDGET:-120m}"
+    schedule=(--init-from "training-snapshots/general-$1-$2" --seed 2 --time-budget "${BUDGET:-100m}"
               --lr 7e-4 --warmup 100)
   fi
   nohup nice -n 10 python -m transformer.train --src "$1" --tgt "$2" \

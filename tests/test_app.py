@@ -288,30 +288,37 @@ def test_view_controls(tiny):
     assert tiny.view(None, None, "heads", None, "cross", 1, "mean", False, 1) == gr.skip()
 
 
-def test_a_layer_head_or_step_change_leaves_the_all_heads_grid_and_statistics_as_drawn(tiny):
+def test_a_view_change_redraws_only_the_figures_it_changes(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=5)
-    drawn = tiny.tab_view(run, None, "heads", "de-en", [], "cross", 1, "mean", False, None)[p.tab_drawn]
+    drawn = tiny.tab_view(run, None, "heads", "de-en", [], "cross", 1, "mean", False, None)[p.drawn]
     moved = tiny.view(run, None, "heads", drawn, "cross", 2, "1", False, 2)
-    assert p.heat in moved and p.grid not in moved and moved[p.tab_drawn] == drawn
-    other_kind = tiny.view(run, None, "heads", drawn, "encoder", 2, "1", False, 2)
-    assert p.grid in other_kind and other_kind[p.tab_drawn] != drawn
-    stats = tiny.view(run, None, "stats", drawn, "cross", 1, "mean", False, 1)  # another tab: drawn anew
+    assert {p.heat, p.step_cross, p.step_self, p.step_topk} <= set(moved) and p.grid not in moved
+    assert moved[p.drawn].tab == drawn.tab
+    head = tiny.view(run, None, "heads", moved[p.drawn], "cross", 2, "2", False, 2)  # the step stays: so do
+    assert {p.heat, p.step_cross, p.step_self} <= set(head)  # its probabilities and the output so far
+    assert p.step_topk not in head and p.partial not in head and p.grid not in head
+    step = tiny.view(run, None, "heads", head[p.drawn], "cross", 2, "2", False, 3)
+    assert p.step_topk in step and p.partial in step
+    other_kind = tiny.view(run, None, "heads", step[p.drawn], "encoder", 2, "1", False, 3)
+    assert p.grid in other_kind and other_kind[p.drawn].tab != drawn.tab
+    stats = tiny.view(run, None, "stats", other_kind[p.drawn], "cross", 1, "mean", False, 1)  # another tab
     assert p.stats in stats
-    assert p.stats not in tiny.view(run, None, "stats", stats[p.tab_drawn], "cross", 2, "mean", False, 3)
-    again = run_of(tiny, max_new=4)  # another translation: drawn anew
-    assert p.grid in tiny.view(again, None, "heads", drawn, "cross", 2, "1", False, 2)
+    assert p.stats not in tiny.view(run, None, "stats", stats[p.drawn], "cross", 2, "mean", False, 3)
+    again = run_of(tiny, max_new=4)  # another translation: everything anew
+    out = tiny.view(again, None, "heads", head[p.drawn], "cross", 2, "2", False, 2)
+    assert p.grid in out and p.step_topk in out
 
 
 def test_tabs_are_drawn_when_opened(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=5)
     heads = tiny.tab_view(run, None, "heads", "de-en", [], "encoder", 1, "mean", False, None)
-    assert set(heads) == {p.grid, p.pick_head, p.tab_drawn}
+    assert set(heads) == {p.grid, p.pick_head, p.drawn}
     assert set(tiny.tab_view(run, None, "stats", "de-en", [], "cross", 1, "mean", False, None)) == {
-        p.summary, p.stats, p.tab_drawn}
+        p.summary, p.stats, p.drawn}
     assert set(tiny.tab_view(run, None, "predictions", "de-en", [], "cross", 1, "mean", False, None)) == {
-        p.topk_table, p.tab_drawn}
+        p.topk_table, p.drawn}
     positional = tiny.tab_view(run, None, "positional", "de-en", ["0", "1", "9"], "cross", 1, "mean", False, None)
     assert len(json.loads(positional[p.pe].plot)["data"]) == 1 + 3
     assert len(json.loads(positional[p.pe_rows].plot)["layout"]["yaxis"]["ticktext"]) == len(run.trace.source_tokens)

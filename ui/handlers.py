@@ -8,6 +8,7 @@ controls, which may have changed since.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import time
 
 import gradio as gr
@@ -28,6 +29,14 @@ from .layout import DEFAULTS, Page
 # when decoding outpaces that); figures are drawn once the trace is complete, outside the model's slot.
 TEXT_INTERVAL = 0.05
 COMPARE = "compare"
+@dataclass(frozen=True)
+class Drawn:
+    """What the figures a view change may leave as they are show now (Handlers.view compares before drawing)."""
+
+    tab: tuple | None = None  # the open tab's view-following figures: Handlers.tab_key
+    step: tuple | None = None  # the next-piece probabilities and the output so far: the run, step and labels
+
+
 VIEW_TABS = ("heads", "stats", COMPARE)  # tabs whose figures follow the view controls
 
 
@@ -203,15 +212,19 @@ class Handlers:
 
     # ---- view changes (no model; per visitor, latest wins) ----
 
-    def _view_figures(self, key: str, trace: Trace, view: View) -> dict:
-        """The large view, the step panels and the output up to the step, each figure with its export name."""
+    def _view_figures(self, key: str, trace: Trace, view: View, step_only: bool = True) -> dict:
+        """The large view, the step panels and the output up to the step, each figure with its export name;
+        without `step_only`, not the two that depend on the step alone (the next-piece probabilities, the
+        output so far)."""
         p = self.page
         step_cross, step_self, step_topk = views.step_figures(trace, view)
-        return {p.heat: plot(self._large(key, trace, view), views.export_name(key, view)),
-                p.step_cross: plot(step_cross, views.export_name(key, view, "step-cross")),
-                p.step_self: plot(step_self, views.export_name(key, view, "step-self")),
-                p.step_topk: plot(step_topk, views.export_name(key, view, "step-topk")),
-                p.partial: views.partial_chips(trace.output_tokens, view.step)}
+        out = {p.heat: plot(self._large(key, trace, view), views.export_name(key, view)),
+               p.step_cross: plot(step_cross, views.export_name(key, view, "step-cross")),
+               p.step_self: plot(step_self, views.export_name(key, view, "step-self"))}
+        if step_only:
+            out.update({p.step_topk: plot(step_topk, views.export_name(key, view, "step-topk")),
+                        p.partial: views.partial_chips(trace.output_tokens, view.step)})
+        return out
 
     @staticmethod
     def tab_key(run: Run | None, tab, view: View) -> tuple | None:
@@ -242,11 +255,12 @@ class Handlers:
         if run is None or run.replay:
             return gr.skip()
         view = View.of(kind, layer, head, merge, step, plain, hide, display, query).fit(*views.shape(run.trace))
-        out = self._view_figures(run.request.key, run.trace, view)
-        key = self.tab_key(run, tab, view)
-        if tab in VIEW_TABS and (key is None or key != drawn):
+        drawn = drawn if isinstance(drawn, Drawn) else Drawn()
+        now = Drawn(self.tab_key(run, tab, view), (run.request, run.showing, run.trace.text, view.step, view.plain))
+        out = self._view_figures(run.request.key, run.trace, view, step_only=now.step != drawn.step)
+        if tab in VIEW_TABS and (now.tab is None or now.tab != drawn.tab):
             out.update(self._tab(tab, run, twin, run.request.key, view, []))
-        out[self.page.tab_drawn] = key
+        out[self.page.drawn] = now
         return out
 
     @staticmethod
@@ -285,7 +299,7 @@ class Handlers:
         view = View.of(kind, layer, head, merge, step, plain, hide, display, query)
         if run is not None:
             view = view.fit(*views.shape(run.trace))
-        return {**self._tab(tab, run, twin, key, view, dims), self.page.tab_drawn: self.tab_key(run, tab, view)}
+        return {**self._tab(tab, run, twin, key, view, dims), self.page.drawn: Drawn(self.tab_key(run, tab, view))}
 
     def _tab(self, tab: str, run: Run | None, twin: Twin | None, key: str, view: View, dims) -> dict:
         p = self.page

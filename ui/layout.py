@@ -28,7 +28,7 @@ class Page:
     signal: gr.State  # anatomy.run.StopSignal, per visitor
     tab: gr.State  # the id of the open tab (TAB_IDS)
     link: gr.State  # anatomy.inputs.Link read from the page's address
-    tab_drawn: gr.State  # what the open tab's view-following figures show (Handlers.tab_key); None: redraw
+    drawn: gr.State  # ui.handlers.Drawn: what the figures a view change may leave alone show
     # header
     presenter: gr.Checkbox
     export_figure: gr.Dropdown  # the elem_id of the figure to export
@@ -301,7 +301,7 @@ def build_page(registry: ModelRegistry) -> Page:
         api_btn = gr.Button("api")
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(TAB_IDS[0]),
-                link=gr.State(None), tab_drawn=gr.State(None), presenter=presenter, export_figure=export_figure,
+                link=gr.State(None), drawn=gr.State(None), presenter=presenter, export_figure=export_figure,
                 export_frame=export_frame,
                 export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, direction=direction,
                 model_notices=model_notices, text=text,

@@ -22,12 +22,12 @@ def js(call: str) -> str:
 
 def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p = page
-    view_inputs = [p.run, p.twin, p.tab, p.tab_drawn, *p.view_controls]
+    view_inputs = [p.run, p.twin, p.tab, p.drawn, *p.view_controls]
     tab_inputs = [p.run, p.twin, p.tab, p.direction, p.pe_dims, *p.view_controls]
     shown = [p.translation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download, p.step,
              p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run,
              p.walk_query]
-    tab_outputs = [p.tab_drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.cmp_trained, p.cmp_untrained,
+    tab_outputs = [p.drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.cmp_trained, p.cmp_untrained,
                    p.compare_text, p.pe, p.pe_sim, p.pe_rows, p.arch, p.card, p.params, p.curves, p.training_md]
     made = [p.run, p.twin, p.run_info]
 

@@ -3,14 +3,16 @@
 # priority; progress goes to $RUNS/general-SRC-TGT.log. Run it again after an interruption: it resumes.
 # The run directories and the best checkpoints so far live outside the work tree, in $RUNS.
 #
-# Two phases, because the machine holding phase 1's resume state was lost after its first epoch:
+# Phases, because the machine holding a run's state is not always kept between sessions:
 #   phase 1 (PHASE=1): from scratch, 6 epochs scheduled; its epoch-1 best is training-snapshots/general-*.
-#   phase 2 (default): from those weights and tokenizers, a fresh optimizer, a new data order (seed 2) and a
-#   schedule that decays to 0 over a fixed budget of training time.
+#   phase 2 (PHASE=2): from those weights and tokenizers, a fresh optimizer, a new data order (seed 2) and a
+#   schedule that decays to 0 over 100 minutes of training (1.2 epochs; val BLEU mean 8.6 -> 16.3 de-en).
+#   phase 3 (default): from phase 2's best when this machine still has it, else from the snapshot, over a long
+#   budget ($BUDGET, default 8h) that later sessions resume: rerun this script after an interruption.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-~/.cache/transformer-anatomy/runs}
-PHASE=${PHASE:-2}
+PHASE=${PHASE:-3}
 mkdir -p "$RUNS"
 # Batches of varying shapes fragment glibc's heap: without these a run grew past 9 GB in an hour. Large blocks
 # from mmap are handed back to the system when freed.
@@ -20,10 +22,16 @@ for pair in "de en" "en de"; do
   if [ "$PHASE" = 1 ]; then
     name=general-$1-$2
     schedule=(--epochs 6 --lr 1e-3 --warmup 1000)
-  else
+  elif [ "$PHASE" = 2 ]; then
     name=general-$1-$2-phase2
     schedule=(--init-from "training-snapshots/general-$1-$2" --seed 2 --time-budget "${BUDGET:-100m}"
               --lr 7e-4 --warmup 100)
+  else
+    name=general-$1-$2-phase3
+    start=$RUNS/general-$1-$2-phase2/best
+    [ -f "$start/model.safetensors" ] || start=training-snapshots/general-$1-$2
+    [ -f "$RUNS/$name/state.pt" ] || echo "$name starts from $start"
+    schedule=(--init-from "$start" --seed 3 --time-budget "${BUDGET:-8h}" --lr 5e-4 --warmup 200)
   fi
   nohup nice -n 10 python -m transformer.train --src "$1" --tgt "$2" \
     --corpus tatoeba --corpus multi30k --corpus newstest:0.6 --corpus europarl-v7-head20k:0.3 \

@@ -270,7 +270,8 @@ def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
     client = Client(served.url, verbose=False, download_files=False)
     assert client.predict(text=SECRET, direction="de-en", max_new_tokens=3, api_name="/translate")[2] is not None
     client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, api_name="/translate_page")
-    page = client.predict("cross", 1, "mean", False, False, api_name="/show")  # the same session: its Run
+    page = client.predict("cross", 1, "mean", False, False, False, "heatmap", 1,
+                          api_name="/show")  # the same session: its Run
     assert any(isinstance(v, dict) and str(v.get("path", "")).endswith(".json") for v in page)  # the trace download
     link = httpx.get(served.url, params={"direction": "de-en", "text": SECRET}, timeout=30)
     assert link.status_code == 200

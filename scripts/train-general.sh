@@ -4,9 +4,10 @@
 # The run directories and the best checkpoints so far live outside the work tree, in $RUNS.
 #
 # Phases, because the machine holding a run's state is not always kept between sessions:
-#   phase 1 (PHASE=1): from scratch, 6 epochs scheduled; its epoch-1 best is training-snapshots/general-*.
-#   phase 2 (PHASE=2): from those weights and tokenizers, a fresh optimizer, a new data order (seed 2) and a
-#   schedule that decays to 0 over 100 minutes of training (1.2 epochs; val BLEU mean 8.6 -> 16.3 de-en).
+#   phase 1 (PHASE=1): from scratch, 6 epochs scheduled; stopped after epoch 1 (its best is in git history).
+#   phase 2 (PHASE=2): from phase 1's best, a fresh optimizer, a new data order (seed 2) and a schedule that
+#   decays to 0 over 100 minutes of training (1.2 epochs; val BLEU mean 8.6 -> 16.3 de-en). Its best is now
+#   training-snapshots/general-* (so PHASE=2 would start from there today).
 #   phase 3 (default): from phase 2's best when this machine still has it, else from the snapshot, over a long
 #   budget ($BUDGET, default 8h) that later sessions resume: rerun this script after an interruption.
 set -euo pipefail

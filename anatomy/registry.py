@@ -265,7 +265,6 @@ class ModelRegistry:
         self.entries = {e.key: e for e in entries}  # replaced, never changed in place: readers need no lock
         self.notices = notices
         self.pending: list[str] = []  # Hub models still loading in the background
-        self._loaded: list[tuple[str, Checkpoint]] = [(e.source, e.checkpoint) for e in entries if not e.untrained]
         self._lock = threading.Lock()
 
     @classmethod
@@ -302,8 +301,8 @@ class ModelRegistry:
             with self._lock:
                 entries = dict(self.entries)
                 if loaded:
-                    self._loaded += loaded
-                    key, label = name_models(self._loaded)[-1]
+                    trained = [(e.source, e.checkpoint) for e in entries.values() if not e.untrained]
+                    key, label = name_models(trained + loaded)[-1]
                     while key in entries:  # an untrained stand-in holds the pair's key
                         key += "-hub"
                     translator, metrics, card = extras[0]

@@ -176,11 +176,6 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
-def loss_fn(logits: torch.Tensor, target: torch.Tensor, label_smoothing: float) -> torch.Tensor:
-    return F.cross_entropy(logits.flatten(0, 1), target.flatten(), ignore_index=PAD_ID,
-                           label_smoothing=label_smoothing)
-
-
 @torch.inference_mode()
 def validate(model: Transformer, tokenizer: Tokenizer, src_ids: list[list[int]], tgt_ids: list[list[int]],
              references: list[str], device: torch.device, batch_size: int = 100) -> dict:

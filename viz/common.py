@@ -24,26 +24,26 @@ TEMPLATE = go.layout.Template(layout=dict(
 TEMPLATE_JSON = TEMPLATE.to_plotly_json()
 
 
-def base_layout(fig: go.Figure, height: int, *, title: str | None = None, margin: dict | None = None) -> go.Figure:
+def _frame(height: int, title: str | None, margin: dict | None) -> dict:
     """Height (gr.Plot has none of its own), margins, template; a title only when asked for."""
     m = dict(l=60, r=20, t=40 if title else 20, b=40)
     m.update(margin or {})
-    fig.update_layout(template=TEMPLATE, height=int(height), margin=m, showlegend=fig.layout.showlegend)
+    frame = dict(template=TEMPLATE_JSON, height=int(height), margin=m)
     if title:
-        fig.update_layout(title=dict(text=title, x=0.01, xanchor="left", font=dict(size=14)))
-    return fig
+        frame["title"] = dict(text=title, x=0.01, xanchor="left", font=dict(size=14))
+    return frame
+
+
+def base_layout(fig: go.Figure, height: int, *, title: str | None = None, margin: dict | None = None) -> go.Figure:
+    """The shared frame (_frame) on a figure built with Plotly's objects."""
+    return fig.update_layout(_frame(height, title, margin), showlegend=fig.layout.showlegend)
 
 
 def json_figure(data: list[dict], layout: dict, height: int, *, title: str | None = None,
                 margin: dict | None = None) -> go.Figure:
-    """base_layout's look for a figure written as Plotly JSON, built without Plotly's validation: validating
-    every property is most of the time a figure takes, and the page draws several per click."""
-    m = dict(l=60, r=20, t=40 if title else 20, b=40)
-    m.update(margin or {})
-    layout = dict(layout, template=TEMPLATE_JSON, height=int(height), margin=m)
-    if title:
-        layout["title"] = dict(text=title, x=0.01, xanchor="left", font=dict(size=14))
-    return go.Figure(data=data, layout=layout, _validate=False)
+    """The shared frame on a figure written as Plotly JSON, built without Plotly's validation: validating every
+    property is most of the time a figure takes, and the page draws several per click."""
+    return go.Figure(data=data, layout={**layout, **_frame(height, title, margin)}, _validate=False)
 
 
 def empty_figure(message: str, height: int = 260) -> go.Figure:

@@ -226,3 +226,33 @@ def test_a_link_with_empty_values_opens_a_working_page(page, url):
     wait_title(page, "heatmap", "Cross-attention")
     assert "Error" not in page.inner_text("body")
     assert not page.errors, page.errors
+
+
+def test_a_view_change_draws_each_figure_once_already_fitted(page, url, key):
+    """Gradio would draw a new figure, then draw it again after its resize, then app.js would fit it (narrow step
+    panels, the large view above the fold) in a third drawing: one drawing, fitted, is all a view change costs."""
+    page.add_init_script("""(() => { window.__draws = [];
+        const hook = () => document.querySelectorAll('.js-plotly-plot').forEach(gd => {
+          if (gd.__counted || !gd.on) return;
+          gd.__counted = true;
+          gd.on('plotly_afterplot', () => { if (gd.isConnected) window.__draws.push(gd.closest('[id]').id); });
+        });
+        new MutationObserver(hook).observe(document, {childList: true, subtree: true}); })()""")
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}", wait_until="domcontentloaded")
+    page.wait_for_selector("#heatmap .heatmaplayer image")
+    wait_title(page, "step-topk", "Step ")
+    page.wait_for_timeout(1000)
+    page.evaluate("window.__draws = []")
+    page.locator("#head").get_by_label("2", exact=True).check()
+    wait_title(page, "heatmap", "head 2")
+    wait_title(page, "step-cross", "head 2")
+    page.wait_for_timeout(1000)  # Gradio's resize comes 100 ms after a drawing; a fit right after it
+    assert sorted(page.evaluate("window.__draws")) == ["heatmap", "step-cross", "step-self"]
+    fitted = page.evaluate("""() => ['heatmap', 'step-cross'].map(id => {
+        const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+        return {width: gd.parentElement.clientWidth, font: gd._fullLayout.font.size, height: gd._fullLayout.height,
+                bottom: gd.getBoundingClientRect().bottom}; })""")
+    large, step = fitted
+    assert large["bottom"] <= 1000  # the large view ends above the fold (1000 px window)
+    assert step["width"] < 560 and step["font"] == 10  # narrow: app.js's small type, from the first drawing on
+    assert not page.errors, page.errors

@@ -12,8 +12,13 @@
       A.on = !!on;
       document.body.classList.toggle('anatomy-presenter', A.on);
       if (!A.observer) {
-        // new figures, and tabs coming into view (a class or style change), get the current mode
-        A.observer = new MutationObserver(() => A.scan());
+        // new figures, and tabs coming into view (a class or style change), get the current mode, once per frame;
+        // Plotly's drawing changes its own figures' insides by the hundred, which never needs a fit
+        A.observer = new MutationObserver(records => {
+          if (records.some(r => !r.target.closest('.js-plotly-plot')) && !A.frame) {
+            A.frame = requestAnimationFrame(() => { A.frame = 0; A.scan(); });
+          }
+        });
         A.observer.observe(document.body, {childList: true, subtree: true, attributes: true,
                                            attributeFilter: ['class', 'style']});
         window.addEventListener('resize', () => A.scan());
@@ -21,6 +26,7 @@
       A.scan();
       window.dispatchEvent(new Event('resize'));
     },
+    // A drawn figure's base values (its own, before any mode changed them).
     base(gd) {
       const f = gd._fullLayout, m = f.margin;
       return {font: f.font.size, title: (f.title && f.title.font) ? f.title.font.size : f.font.size,
@@ -30,6 +36,17 @@
               yticks: f.yaxis && gd.layout.yaxis && gd.layout.yaxis.ticktext,
               xangle: gd.layout.xaxis && gd.layout.xaxis.tickangle,
               ytitle: f.yaxis && f.yaxis.title && f.yaxis.title.text};
+    },
+    // The same from a figure not drawn yet: its layout, else Plotly's defaults (the template's font; titles
+    // 1.4 times the font; margins 80/80/100/80).
+    rawBase(data, layout) {
+      const font = layout.font?.size ?? layout.template?.layout?.font?.size ?? 12, m = layout.margin || {};
+      return {font, title: layout.title?.font?.size ?? Math.round(font * 1.4), height: layout.height ?? 450,
+              l: m.l ?? 80, r: m.r ?? 80, t: m.t ?? 100, b: m.b ?? 80,
+              notes: (layout.annotations || []).map(a => a.font?.size ?? font),
+              text: data.map(t => t.textfont?.size || null),
+              yticks: layout.yaxis?.ticktext, xangle: layout.xaxis?.tickangle,
+              ytitle: layout.yaxis ? layout.yaxis.title?.text ?? '' : undefined};
     },
     // The layout changes for a mode: presenter (k = scale) and/or narrow, from the figure's own base values.
     sized(gd, b, k, height, narrow) {
@@ -50,30 +67,85 @@
       }
       return u;
     },
+    // Where a figure is drawn: presenter mode or not, narrow (a phone) or not, and the height it may take.
+    modeOf(gd) {
+      const narrow = gd.parentElement.clientWidth < NARROW, room = Math.max(360, window.innerHeight - 24);
+      const large = !!gd.closest('#heatmap'), top = gd.getBoundingClientRect().top + window.scrollY;
+      // the large view beside the settings ends above the fold (the window's first screen)
+      const fold = large && top < 0.6 * window.innerHeight ? Math.max(360, window.innerHeight - top - 16) : Infinity;
+      return {key: [A.on, narrow, A.on ? room : fold].join(), narrow, room, large, fold};
+    },
+    // A figure's layout update (paths as Plotly.relayout takes them) and trace text sizes for a mode.
+    update(gd, b, mode) {
+      const k = A.on && !mode.narrow ? A.scale : 1;
+      // presenter: the large view fills the window's height, others at most that; width: null drops the width
+      // fixed at first draw, so the figure fills its container again
+      const height = !A.on ? Math.min(b.height, Math.round(mode.fold))
+        : mode.large ? mode.room : Math.min(Math.round(b.height * k), mode.room);
+      return {layout: Object.assign({autosize: true, width: null}, A.sized(gd, b, k, height, mode.narrow)),
+              text: b.text.map(s => s && s * k)};
+    },
     fit(gd) {
       if (!gd._fullLayout || !window.Plotly || !gd.offsetParent) return;  // hidden (another tab): when shown
       if (gd.layout !== gd.anatomyLayout) {
         gd.anatomyLayout = gd.layout; gd.anatomyBase = A.base(gd); gd.anatomyMode = null;
       }
-      const narrow = gd.parentElement.clientWidth < NARROW, room = Math.max(360, window.innerHeight - 24);
-      const large = !!gd.closest('#heatmap'), top = gd.getBoundingClientRect().top + window.scrollY;
-      // the large view beside the settings ends above the fold (the window's first screen)
-      const fold = large && top < 0.6 * window.innerHeight ? Math.max(360, window.innerHeight - top - 16) : Infinity;
-      const mode = [A.on, narrow, A.on ? room : fold].join();
-      if (gd.anatomyMode === mode) return;
-      gd.anatomyMode = mode;
-      const b = gd.anatomyBase, k = A.on && !narrow ? A.scale : 1;
-      // presenter: the large view fills the window's height, others at most that; width: null drops the width
-      // fixed at first draw, so the figure fills its container again
-      const height = !A.on ? Math.min(b.height, Math.round(fold))
-        : large ? room : Math.min(Math.round(b.height * k), room);
-      const u = Object.assign({autosize: true, width: null}, A.sized(gd, b, k, height, narrow));
-      Plotly.relayout(gd, u).then(() => {
-        const sizes = b.text.map(s => s && s * k);
-        if (sizes.some(s => s)) return Plotly.restyle(gd, {'textfont.size': sizes});
+      const mode = A.modeOf(gd);
+      if (gd.anatomyMode === mode.key) return;
+      gd.anatomyMode = mode.key;
+      const {layout, text} = A.update(gd, gd.anatomyBase, mode);
+      if (A.holds(gd, layout)) return;
+      Plotly.relayout(gd, layout).then(() => {
+        if (text.some(s => s)) return Plotly.restyle(gd, {'textfont.size': text});
       }).catch(() => {});
     },
+    // A new figure of the page, fitted to its mode before its first drawing (else it would be drawn twice).
+    prefit(gd, data, layout) {
+      if (!gd.offsetParent || !gd.matches('[data-testid=plotly]') || !gd.parentElement) return;
+      const base = A.rawBase(data, layout), mode = A.modeOf(gd), {layout: u, text} = A.update(gd, base, mode);
+      Object.entries(u).forEach(([path, v]) => { if (v !== null) A.put(layout, path, v); });
+      text.forEach((size, i) => { if (size) data[i].textfont = Object.assign({}, data[i].textfont, {size}); });
+      Object.assign(gd, {anatomyLayout: layout, anatomyBase: base, anatomyMode: mode.key});
+    },
+    // Once plotly.js is loaded (with the first figure): Gradio draws every new figure with Plotly.react and then
+    // calls Plots.resize, which draws it all again 100 ms later. Fit the figure before the first drawing, and
+    // skip the second when the figure already fills its box.
+    wrap() {
+      if (!window.Plotly || Plotly.anatomyWrapped) return;
+      Plotly.anatomyWrapped = true;
+      const react = Plotly.react, resize = Plotly.Plots.resize;
+      Plotly.react = function (gd, data, layout) {
+        if (gd instanceof Element && Array.isArray(data) && layout) A.prefit(gd, data, layout);
+        return react.apply(this, arguments);
+      };
+      Plotly.Plots.resize = function (gd) {
+        const f = gd instanceof Element && gd._fullLayout;
+        if (f && gd.offsetParent && !gd.layout.width) {
+          const box = getComputedStyle(gd);
+          if (Math.abs(parseFloat(box.width) - f.width) <= 1 && Math.abs(parseFloat(box.height) - f.height) <= 1) {
+            return Promise.resolve(gd);
+          }
+        }
+        return resize.apply(this, arguments);
+      };
+    },
+    // Sets a value in a layout object by a Plotly path ('margin.l', 'annotations[0].font.size').
+    put(layout, path, value) {
+      const keys = path.replace(/\[(\d+)\]/g, '.$1').split('.'), last = keys.pop();
+      keys.reduce((o, key) => (o[key] = o[key] || {}), layout)[last] = value;
+    },
+    // Whether a figure is drawn with every value of a layout update.
+    holds(gd, u) {
+      return Object.entries(u).every(([path, want]) => {
+        if (path === 'width') return want === null && gd.layout.width == null;
+        if (path === 'autosize') return gd.layout.autosize === want;
+        const have = path.replace(/\[(\d+)\]/g, '.$1').split('.').reduce((o, key) => o && o[key], gd._fullLayout);
+        return Array.isArray(want) ? Array.isArray(have) && want.length === have.length
+          && want.every((v, i) => v === have[i]) : have === want;
+      });
+    },
     scan() {
+      A.wrap();
       // the page's figures only, not the offscreen copies Plotly.toImage draws for an export
       document.querySelectorAll('.js-plotly-plot[data-testid=plotly]').forEach(gd => {
         if (!gd.anatomyHooked && gd.on) {
@@ -163,11 +235,8 @@
       let size = {width: gd._fullLayout.width, height: gd._fullLayout.height, scale: format === 'png' ? 3 : 1};
       if (wide) {
         size = {width: 1920, height: 1080, scale: 1};
-        Object.entries(A.sized(gd, gd.anatomyBase || A.base(gd), A.scale, 1080, false)).forEach(([path, v]) => {
-          const keys = path.replace(/\[(\d+)\]/g, '.$1').split('.'), last = keys.pop();
-          const at = keys.reduce((o, key) => (o[key] = o[key] || {}), layout);
-          at[last] = v;
-        });
+        Object.entries(A.sized(gd, gd.anatomyBase || A.base(gd), A.scale, 1080, false))
+          .forEach(([path, v]) => A.put(layout, path, v));
       }
       Object.assign(layout, {width: size.width, height: size.height});
       const name = ((layout.meta && layout.meta.export) || 'transformer-anatomy_' + elemId) + (wide ? '_16x9' : '');

@@ -167,38 +167,31 @@ def token_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_to
                   seed: int) -> list[list[int]]:
     """Index lists of similar-length pairs, each padding to at most ~max_tokens, in shuffled order (lengths in
     tokens, without EOS/BOS)."""
-    rng = random.Random(seed)
-    lengths = [max(a, b) + 1 for a, b in zip(src_lengths, tgt_lengths)]
-    # Sort by length with random tie-breaking so each epoch groups pairs differently.
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], rng.random()))
-    batches, current, longest = [], [], 0
-    for i in order:
-        longest_if_added = max(longest, lengths[i])
-        if current and longest_if_added * (len(current) + 1) > max_tokens:
-            batches.append(current)
-            current, longest_if_added = [], lengths[i]
-        current.append(i)
-        longest = longest_if_added
-    if current:
-        batches.append(current)
-    rng.shuffle(batches)
-    return batches
+    return _length_batches(src_lengths, tgt_lengths, seed, lambda longest, n, targets: longest * n > max_tokens)
 
 
 def target_token_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], tokens: int,
                          seed: int) -> list[list[int]]:
     """Index lists of similar-length pairs holding about `tokens` non-pad target tokens each (target + EOS), in
     shuffled order: the paper's batching (~25k target tokens per step), whatever the number of devices."""
+    return _length_batches(src_lengths, tgt_lengths, seed, lambda longest, n, targets: targets > tokens)
+
+
+def _length_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], seed: int,
+                    over: Callable[[int, int, int], bool]) -> list[list[int]]:
+    """Pairs sorted by length (ties broken at random, so each epoch groups them differently), cut where adding
+    the next would put the batch `over` its budget, given the batch's longest pair (+1), its pairs and its
+    target tokens (+1 each); the batches in shuffled order."""
     rng = random.Random(seed)
     lengths = [max(a, b) + 1 for a, b in zip(src_lengths, tgt_lengths)]
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], rng.random()))
-    batches, current, count = [], [], 0
+    batches, current, longest, targets = [], [], 0, 0
     for i in order:
-        if current and count + tgt_lengths[i] + 1 > tokens:
+        if current and over(max(longest, lengths[i]), len(current) + 1, targets + tgt_lengths[i] + 1):
             batches.append(current)
-            current, count = [], 0
+            current, longest, targets = [], 0, 0
         current.append(i)
-        count += tgt_lengths[i] + 1
+        longest, targets = max(longest, lengths[i]), targets + tgt_lengths[i] + 1
     if current:
         batches.append(current)
     rng.shuffle(batches)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -38,6 +39,17 @@ def languages(checkpoint: Path) -> tuple[str, str]:
 
 def sentence(source_lang: str) -> str:
     return SENTENCES.get(source_lang, SENTENCES["de"])
+
+
+def median_ms(fn, repeats: int) -> float:
+    """Median milliseconds of `repeats` calls of fn, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
 
 
 def free_port() -> int:

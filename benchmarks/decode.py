@@ -15,7 +15,6 @@ natural_capture_ms=…
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ import torch
 if not __package__:  # run as a file (python benchmarks/decode.py): put the repo root on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import default_checkpoint, languages, sentence  # noqa: E402
+from benchmarks.common import default_checkpoint, languages, median_ms, sentence  # noqa: E402
 from transformer import Translator, data  # noqa: E402
 from transformer.checkpoint import Checkpoint  # noqa: E402
 from transformer.config import BOS_ID, EOS_ID, ModelConfig, PRESETS  # noqa: E402
@@ -52,16 +51,6 @@ def load(path: Path) -> tuple[Translator, bool]:
     tok = Tokenizer.train(sources[:5000] + targets[:5000], vocab_size=8000)
     model = Transformer(ModelConfig(vocab_size=tok.vocab_size, max_len=256, **PRESETS["small"])).eval()
     return Translator(Checkpoint(model, tok, src, tgt, "random-init"), torch.device("cpu")), False
-
-
-def median_ms(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1000 * statistics.median(times)
 
 
 def natural_capture_ms(translator: Translator, text: str, repeats: int = 7) -> float:

@@ -48,7 +48,7 @@ import httpx
 if not __package__:  # run as a file (python benchmarks/page.py): put the repo root on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, default_checkpoint, sentence, start_app  # noqa: E402
+from benchmarks.common import ROOT, default_checkpoint, median_ms, sentence, start_app  # noqa: E402
 
 # Every element this script touches, by the elem_ids of app.py: update here when the layout changes.
 SELECTORS = {
@@ -339,13 +339,7 @@ def server_ms(key: str, text: str, repeats: int = 5) -> float:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        run(text)  # warm-up
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            run(text)
-            times.append(time.perf_counter() - t0)
-        return 1000 * statistics.median(times)
+        return median_ms(lambda: run(text), repeats)
     except Exception as err:  # a changed handler signature: report, keep the other figures
         warn(f"server_ms: the handlers failed ({type(err).__name__}: {err}); adapt app_translation")
         return float("nan")

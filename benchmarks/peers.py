@@ -22,10 +22,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -33,7 +31,7 @@ import torch
 if not __package__:  # run as a file (python benchmarks/peers.py): put the repo root on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import default_checkpoint, sentence  # noqa: E402
+from benchmarks.common import default_checkpoint, median_ms, sentence  # noqa: E402
 from transformer import checkpoint, marian  # noqa: E402
 from transformer.model import Transformer  # noqa: E402
 from transformer.search import greedy_steps  # noqa: E402
@@ -42,16 +40,6 @@ BASE = dict(vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6, e
             decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048, max_position_embeddings=512)
 TINY = dict(vocab_size=300, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
             decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64)
-
-
-def median_ms(fn, runs: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
 
 
 def random_marian(folder: Path, sizes: dict, tokenizer) -> None:

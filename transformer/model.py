@@ -40,6 +40,11 @@ def split_order(d_model: int) -> Tensor:
     return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
 
 
+def causal_mask(T: int, device: torch.device) -> Tensor:
+    """(T, T) bool, True where query i may see key j (j <= i): the decoder's mask of eq. 1."""
+    return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+
+
 def lengths_mask(lengths: Tensor, T: int) -> Tensor:
     """(B,) lengths -> (B, T) bool, True at the first lengths[b] positions of row b."""
     return torch.arange(T, device=lengths.device)[None, :] < lengths[:, None]
@@ -341,7 +346,7 @@ class Transformer(nn.Module):
         if cache is None:
             if tgt_lengths is None:
                 tgt_lengths = right_padded_lengths(tgt_ids, self.config.pad_id, minimum=1)
-            causal = torch.ones(T, T, dtype=torch.bool, device=tgt_ids.device).tril()  # (T, T)
+            causal = causal_mask(T, tgt_ids.device)  # (T, T)
             self_mask = causal & lengths_mask(tgt_lengths, T)[:, None, None, :]  # (B, 1, T, T)
         elif T == 1:
             self_mask = None  # one new query sees every cached position
@@ -380,7 +385,7 @@ class Transformer(nn.Module):
         else:
             memory = self.encode(src_ids).memory
             T = tgt_ids.size(1)
-            causal = torch.ones(T, T, dtype=torch.bool, device=tgt_ids.device).tril()  # (T, T)
+            causal = causal_mask(T, tgt_ids.device)  # (T, T)
             y = self._embed(tgt_ids, self.tgt_embedding or self.embedding)
             for dec in self.decoder_layers[:layer]:
                 y, _, _ = dec(y, memory, causal, None, False)

@@ -9,7 +9,7 @@ import pytest
 from tests.browser import TIMEOUT, needs_chromium, plot_text, wait_title
 
 pytestmark = [needs_chromium, pytest.mark.slow]
-SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."  # 15 pieces for the shipped de-en model
+SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."  # 14–15 pieces for the shipped de-en models
 KIND_NAMES = {"encoder": "Encoder self-attention", "decoder": "Decoder masked self-attention",
               "cross": "Cross-attention"}
 GD = "document.querySelector('#heatmap .js-plotly-plot')"
@@ -103,7 +103,8 @@ def test_line_view_keeps_the_lines_of_the_piece_under_the_pointer(browser, url, 
 def test_line_view_on_a_phone_reads_and_answers_taps(browser, url, key, shipped):
     from anatomy import engine
 
-    assert len(engine.source_pieces(shipped.anatomy.registry.get(key).cpu, SENTENCE)) == 15
+    n = len(engine.source_pieces(shipped.anatomy.registry.get(key).cpu, SENTENCE))
+    assert n >= 14  # a column of 14 or more labels on a 390 px phone
     page = open_page(browser, url, {"text": SENTENCE, "direction": key, "view": "encoder", "display": "lines"},
                      viewport={"width": 390, "height": 844}, device_scale_factor=2, has_touch=True, is_mobile=True)
     wait_title(page, "heatmap", "· lines")
@@ -112,7 +113,7 @@ def test_line_view_on_a_phone_reads_and_answers_taps(browser, url, key, shipped)
     width = page.evaluate("document.querySelector('#heatmap').getBoundingClientRect()")
     for meta in ("queries", "keys"):
         boxes = label_boxes(page, meta)
-        assert len(boxes) == 15
+        assert len(boxes) == n
         assert all(b["size"] >= 12 for b in boxes), boxes
         for a, b in zip(boxes, boxes[1:]):  # one under the other, apart
             assert a["y"] + a["h"] <= b["y"] + 0.5, (a, b)

@@ -35,7 +35,7 @@
               text: gd.data.map(t => (t.textfont && t.textfont.size) || null),  // e.g. numbers in table cells
               yticks: f.yaxis && gd.layout.yaxis && gd.layout.yaxis.ticktext,
               xangle: gd.layout.xaxis && gd.layout.xaxis.tickangle,
-              ytitle: f.yaxis && f.yaxis.title && f.yaxis.title.text};
+              ytitle: f.yaxis && f.yaxis.title && f.yaxis.title.text, titleText: gd.layout.title?.text};
     },
     // The same from a figure not drawn yet: its layout, else Plotly's defaults (the template's font; titles
     // 1.4 times the font; margins 80/80/100/80).
@@ -46,7 +46,7 @@
               notes: (layout.annotations || []).map(a => a.font?.size ?? font),
               text: data.map(t => t.textfont?.size || null),
               yticks: layout.yaxis?.ticktext, xangle: layout.xaxis?.tickangle,
-              ytitle: layout.yaxis ? layout.yaxis.title?.text ?? '' : undefined};
+              ytitle: layout.yaxis ? layout.yaxis.title?.text ?? '' : undefined, titleText: layout.title?.text};
     },
     // The layout changes for a mode: presenter (k = scale) and/or narrow, from the figure's own base values.
     sized(gd, b, k, height, narrow) {
@@ -60,10 +60,19 @@
       if (narrow) {
         Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 80), 'margin.r': Math.min(b.r, 10),
                           'margin.b': Math.min(b.b, 90)});
-        if (b.yticks) u['yaxis.ticktext'] = b.yticks.map(t => t.length > 13 ? t.slice(0, 12).replace(/&[a-z]*$/, '') + '…'
+        if (b.yticks) u['yaxis.ticktext'] = b.yticks.map(t => t.length > 12 ? t.slice(0, 11).replace(/&[a-z]*$/, '') + '…'
                                                                  : t);
       } else if (b.yticks) {
         u['yaxis.ticktext'] = b.yticks;
+      }
+      // a phone: a title too long for the figure would run under the toolbar, so what comes before its first
+      // ' · ' gets a line of its own (width guessed at 0.55 em a character, the toolbar's camera ~60 px; side by
+      // side panels on a wide screen keep one line each, so that they stay aligned)
+      if (typeof b.titleText === 'string') {
+        const long = b.titleText.replace(/<[^>]*>/g, '').length * 0.55 * b.title > gd.parentElement.clientWidth - 60;
+        const split = narrow && window.innerWidth < NARROW && long && b.titleText.includes(' · ');
+        u['title.text'] = split ? b.titleText.replace(' · ', '<br>') : b.titleText;
+        if (split) u['margin.t'] = b.t + Math.round(1.2 * b.title);
       }
       return u;
     },

@@ -6,12 +6,13 @@
 # Phases, because the machine holding a run's state is not always kept between sessions:
 #   phase 1 (PHASE=1): from scratch, 6 epochs scheduled; stopped after epoch 1 (its best is in git history).
 #   phase 2 (PHASE=2): from phase 1's best, a fresh optimizer, a new data order (seed 2) and a schedule that
-#   decays to 0 over 100 minutes of training (1.2 epochs; val BLEU mean 8.6 -> 16.3 de-en). Its best is now
-#   training-snapshots/general-* (so PHASE=2 would start from there today).
+#   decays to 0 over 100 minutes of training (1.2 epochs; val BLEU mean 8.6 -> 16.3 de-en; its best is in git
+#   history).
 #   phase 3 (PHASE=3): from phase 2's best, seed 3, peak lr 5e-4, warmup 200, decaying to 0 over 110 minutes of
-#   training (1.7 epochs; val BLEU mean 16.3 -> 19.8 de-en, 13.7 -> 17.0 en-de). Its best stays in $RUNS.
-#   phase 4 (default): from phase 3's best when this machine still has it, else from the snapshots (phase 2's
-#   best), seed 4, peak lr 3e-4, decaying to 0 over $BUDGET of training (default 4h) that later sessions
+#   training (1.7 epochs; val BLEU mean 16.3 -> 19.8 de-en, 13.7 -> 17.0 en-de). Its best is
+#   training-snapshots/general-*.
+#   phase 4 (default): from phase 3's best when this machine still has it, else from the snapshots (the same
+#   weights), seed 4, peak lr 3e-4, decaying to 0 over $BUDGET of training (default 4h) that later sessions
 #   resume: rerun this script after an interruption.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -47,7 +47,6 @@ class Arrays:
     key_groups: list[list[int]]
     hidden: np.ndarray | None  # (queries, keys): cells a mask hides; None when none is
     rows: list[int]  # the trace's row of each query shown (hiding special tokens drops some)
-    special_hidden: bool = False
 
 
 def arrays(trace: Trace, kind: str, hide: bool = False) -> Arrays:
@@ -61,18 +60,27 @@ def arrays(trace: Trace, kind: str, hide: bool = False) -> Arrays:
     hidden = viz.causal_mask(Tq, Tk) if maps.causal else None
     rows, cols, w = list(range(Tq)), list(range(Tk)), maps.weights
     if hide:
-        rows = [i for i in rows if maps.query_pieces[i] not in HIDDEN_PIECES]
-        cols = [j for j in cols if maps.keys[j] not in HIDDEN_PIECES]
+        rows, cols = _ordinary(maps.query_pieces), _ordinary(maps.keys)
         w = w[:, :, rows][:, :, :, cols]  # (L, h, rows, cols)
         if hidden is not None:
             hidden = hidden[np.ix_(rows, cols)]
             w = np.where(hidden, 0.0, w)
-        total = w.sum(-1, keepdims=True)  # (L, h, rows, 1)
-        w = np.divide(w, total, out=np.zeros_like(w), where=total > 0).astype(np.float32)
+        w = _renormalised(w)
     pieces = [maps.query_pieces[i] for i in rows]
     keys = [maps.keys[j] for j in cols]
     return Arrays(w, [maps.queries[i] for i in rows], keys, maps.causal, viz.word_groups(pieces),
-                  viz.word_groups(keys), hidden, rows, hide)
+                  viz.word_groups(keys), hidden, rows)
+
+
+def _ordinary(pieces: list[str]) -> list[int]:
+    """The positions of the pieces that are not start, end or pad."""
+    return [i for i, piece in enumerate(pieces) if piece not in HIDDEN_PIECES]
+
+
+def _renormalised(w: np.ndarray) -> np.ndarray:
+    """Each row (last axis) rescaled to sum to 1; a row with nothing left stays all zero."""
+    total = w.sum(-1, keepdims=True)
+    return np.divide(w, total, out=np.zeros_like(w), where=total > 0).astype(np.float32)
 
 
 HIDE_TITLE = " · special tokens hidden, rows renormalised"
@@ -306,10 +314,8 @@ def topk_table(trace: Trace) -> go.Figure:
 
 def _without_special(row: np.ndarray, keys: list[str]) -> tuple[np.ndarray, list[str]]:
     """One attention row without the special keys, renormalised over the keys left (all zero when none is)."""
-    kept = [j for j, k in enumerate(keys) if k not in HIDDEN_PIECES]
-    row = row[kept]
-    total = row.sum()
-    return (row / total if total > 0 else row).astype(np.float32), [keys[j] for j in kept]
+    kept = _ordinary(keys)
+    return _renormalised(row[kept]), [keys[j] for j in kept]
 
 
 def step_figures(trace: Trace, view: View) -> tuple[go.Figure, go.Figure, go.Figure]:

@@ -8,7 +8,6 @@ controls, which may have changed since.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 import time
 
 import gradio as gr
@@ -29,7 +28,9 @@ from .layout import DEFAULTS, Page
 # when decoding outpaces that); figures are drawn once the trace is complete, outside the model's slot.
 TEXT_INTERVAL = 0.05
 COMPARE = "compare"
-@dataclass(frozen=True)
+
+
+@dataclasses.dataclass(frozen=True)
 class Drawn:
     """What the figures a view change may leave as they are show now (Handlers.view compares before drawing)."""
 

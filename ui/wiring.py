@@ -29,6 +29,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
              p.walk_query]
     tab_outputs = [p.drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.cmp_trained, p.cmp_untrained,
                    p.compare_text, p.pe, p.pe_sim, p.pe_rows, p.arch, p.card, p.params, p.curves, p.training_md]
+    view_outputs = [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs]
     made = [p.run, p.twin, p.run_info]
 
     def draw(event):
@@ -51,13 +52,12 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     # View controls: .input (a visitor's own change: arrow keys and typed numbers too), not .change (which the
     # handlers' own updates of these controls would trigger).
-    gr.on([c.input for c in p.view_controls], h.view, view_inputs,
-          [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs], **VIEW)
+    gr.on([c.input for c in p.view_controls], h.view, view_inputs, view_outputs, **VIEW)
     p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
     p.stats.select(h.stat_pick, None, [p.kind, p.layer, p.head], **DRAW).then(
-        h.view, view_inputs, [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs], **VIEW)
+        h.view, view_inputs, view_outputs, **VIEW)
     p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).then(
-        h.view, view_inputs, [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs], **VIEW)
+        h.view, view_inputs, view_outputs, **VIEW)
 
     # Tabs: computed when opened; the untrained twin only for its own tab (a model pass).
     compare = next(t for t in p.tabs if t.id == "compare")

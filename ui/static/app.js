@@ -26,20 +26,9 @@
       A.scan();
       window.dispatchEvent(new Event('resize'));
     },
-    // A drawn figure's base values (its own, before any mode changed them).
-    base(gd) {
-      const f = gd._fullLayout, m = f.margin;
-      return {font: f.font.size, title: (f.title && f.title.font) ? f.title.font.size : f.font.size,
-              height: f.height, l: m.l, r: m.r, t: m.t, b: m.b,
-              notes: (f.annotations || []).map(a => a.font.size),
-              text: gd.data.map(t => (t.textfont && t.textfont.size) || null),  // e.g. numbers in table cells
-              yticks: f.yaxis && gd.layout.yaxis && gd.layout.yaxis.ticktext,
-              xangle: gd.layout.xaxis && gd.layout.xaxis.tickangle,
-              ytitle: f.yaxis && f.yaxis.title && f.yaxis.title.text, titleText: gd.layout.title?.text};
-    },
-    // The same from a figure not drawn yet: its layout, else Plotly's defaults (the template's font; titles
-    // 1.4 times the font; margins 80/80/100/80).
-    rawBase(data, layout) {
+    // A figure's base values, from its own layout (before any mode changed it), else Plotly's defaults (the
+    // template's font; titles 1.4 times the font; margins 80/80/100/80).
+    base(data, layout) {
       const font = layout.font?.size ?? layout.template?.layout?.font?.size ?? 12, m = layout.margin || {};
       return {font, title: layout.title?.font?.size ?? Math.round(font * 1.4), height: layout.height ?? 450,
               l: m.l ?? 80, r: m.r ?? 80, t: m.t ?? 100, b: m.b ?? 80,
@@ -97,7 +86,7 @@
     fit(gd) {
       if (!gd._fullLayout || !window.Plotly || !gd.offsetParent) return;  // hidden (another tab): when shown
       if (gd.layout !== gd.anatomyLayout) {
-        gd.anatomyLayout = gd.layout; gd.anatomyBase = A.base(gd); gd.anatomyMode = null;
+        gd.anatomyLayout = gd.layout; gd.anatomyBase = A.base(gd.data, gd.layout); gd.anatomyMode = null;
       }
       const mode = A.modeOf(gd);
       if (gd.anatomyMode === mode.key) return;
@@ -111,7 +100,7 @@
     // A new figure of the page, fitted to its mode before its first drawing (else it would be drawn twice).
     prefit(gd, data, layout) {
       if (!gd.offsetParent || !gd.matches('[data-testid=plotly]') || !gd.parentElement) return;
-      const base = A.rawBase(data, layout), mode = A.modeOf(gd), {layout: u, text} = A.update(gd, base, mode);
+      const base = A.base(data, layout), mode = A.modeOf(gd), {layout: u, text} = A.update(gd, base, mode);
       Object.entries(u).forEach(([path, v]) => { if (v !== null) A.put(layout, path, v); });
       text.forEach((size, i) => { if (size) data[i].textfont = Object.assign({}, data[i].textfont, {size}); });
       Object.assign(gd, {anatomyLayout: layout, anatomyBase: base, anatomyMode: mode.key});
@@ -138,9 +127,11 @@
         return resize.apply(this, arguments);
       };
     },
-    // Sets a value in a layout object by a Plotly path ('margin.l', 'annotations[0].font.size').
+    // A Plotly path ('margin.l', 'annotations[0].font.size') as its keys.
+    pathKeys: path => path.replace(/\[(\d+)\]/g, '.$1').split('.'),
+    // Sets a value in a layout object by a Plotly path.
     put(layout, path, value) {
-      const keys = path.replace(/\[(\d+)\]/g, '.$1').split('.'), last = keys.pop();
+      const keys = A.pathKeys(path), last = keys.pop();
       keys.reduce((o, key) => (o[key] = o[key] || {}), layout)[last] = value;
     },
     // Whether a figure is drawn with every value of a layout update.
@@ -148,7 +139,7 @@
       return Object.entries(u).every(([path, want]) => {
         if (path === 'width') return want === null && gd.layout.width == null;
         if (path === 'autosize') return gd.layout.autosize === want;
-        const have = path.replace(/\[(\d+)\]/g, '.$1').split('.').reduce((o, key) => o && o[key], gd._fullLayout);
+        const have = A.pathKeys(path).reduce((o, key) => o && o[key], gd._fullLayout);
         return Array.isArray(want) ? Array.isArray(have) && want.length === have.length
           && want.every((v, i) => v === have[i]) : have === want;
       });
@@ -244,7 +235,7 @@
       let size = {width: gd._fullLayout.width, height: gd._fullLayout.height, scale: format === 'png' ? 3 : 1};
       if (wide) {
         size = {width: 1920, height: 1080, scale: 1};
-        Object.entries(A.sized(gd, gd.anatomyBase || A.base(gd), A.scale, 1080, false))
+        Object.entries(A.sized(gd, gd.anatomyBase || A.base(gd.data, gd.layout), A.scale, 1080, false))
           .forEach(([path, v]) => A.put(layout, path, v));
       }
       Object.assign(layout, {width: size.width, height: size.height});

@@ -12,6 +12,7 @@ import urllib.parse
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+from transformer.checkpoint import Decoding
 from viz import KIND_LABELS
 
 MAX_CHARS = 500
@@ -59,14 +60,14 @@ def _finite(value) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def to_int(value, lo: int, hi: int, default: int) -> int:
+def to_int(value, lo: int, hi: int, default: int | None) -> int | None:
     """Any value as an integer in [lo, hi]: numbers and numeric strings are rounded down and clamped; anything
     else is `default`."""
     number = _finite(value)
     return default if number is None else max(lo, min(hi, int(number)))
 
 
-def to_float(value, lo: float, hi: float, default: float, digits: int = 1) -> float:
+def to_float(value, lo: float, hi: float, default: float | None, digits: int = 1) -> float | None:
     """Any value as a finite float in [lo, hi], rounded to the sliders' grid; `default` when unreadable."""
     number = _finite(value)
     return default if number is None else round(min(max(number, lo), hi), digits)
@@ -130,18 +131,22 @@ def api_int(name: str, value, hi: int, automatic: bool = False) -> tuple[int | N
     return number, ""
 
 
-def api_request(text, direction, beam_size, max_new_tokens, keys) -> tuple[Request | None, str]:
-    """The /translate arguments (any JSON values) as a Request, or None and the notice that says why not."""
+def api_request(text, direction, beam_size, max_new_tokens, decodings: Mapping[str, Decoding]
+                ) -> tuple[Request | None, str]:
+    """The /translate arguments (any JSON values) as a Request, or None and the notice that says why not.
+    `decodings`: each model key's own decoding, which a null beam_size and the length penalty take."""
     clean, notices = clean_text(text)
     if not clean:
         return None, " ".join(notices + ["Nothing to translate: text is empty."])
-    if not isinstance(direction, str) or direction not in keys:
-        return None, f"Unknown direction {_show(direction)}; available: {', '.join(keys)}."
+    if not isinstance(direction, str) or direction not in decodings:
+        return None, f"Unknown direction {_show(direction)}; available: {', '.join(decodings)}."
     beam, problem = api_int("beam_size", beam_size, MAX_BEAM, automatic=True)
     limit, problem_max = api_int("max_new_tokens", max_new_tokens, MAX_NEW_TOKENS, automatic=True)
     if problem or problem_max:
         return None, " ".join(p for p in (problem, problem_max) if p)
-    return Request(direction, clean, beam or 1, limit, notices=tuple(notices)), ""
+    own = decodings[direction]
+    return Request(direction, clean, beam or own.beam_size, limit, length_penalty=own.length_penalty,
+                   notices=tuple(notices)), ""
 
 
 @dataclass(frozen=True)
@@ -182,12 +187,17 @@ class Link:
 
     key: str | None = None  # None: the default direction
     text: str = ""
-    beam: int = 1
+    beam: int | None = None  # None: the model's own (Checkpoint.decoding)
     max_new: int | None = None
-    length_penalty: float = 1.0
+    length_penalty: float | None = None  # None: the model's own
     view: View = field(default_factory=View)
     presenter: bool | None = None  # None: leave the page's setting
     notices: tuple[str, ...] = ()  # what clean_text changed in the text
+
+    def decoded_as(self, own: Decoding) -> Link:
+        """The settings the link leaves out taken from its model's own decoding."""
+        return replace(self, beam=self.beam or own.beam_size,
+                       length_penalty=own.length_penalty if self.length_penalty is None else self.length_penalty)
 
 
 def build_link(request: Request, view: View) -> str:
@@ -211,8 +221,8 @@ def parse_link(query: Mapping[str, str], keys) -> Link:
     max_new = to_int(q.get("max"), 0, MAX_NEW_TOKENS, 0)
     text, notices = clean_text(q.get("text", ""))
     return Link(key=q["direction"] if q.get("direction") in keys else None, text=text, notices=tuple(notices),
-                beam=to_int(q.get("beam"), 1, MAX_BEAM, 1), max_new=max_new or None,
-                length_penalty=to_float(q.get("lp"), 0.0, MAX_LP, 1.0),
+                beam=to_int(q.get("beam"), 1, MAX_BEAM, None), max_new=max_new or None,
+                length_penalty=to_float(q.get("lp"), 0.0, MAX_LP, None),
                 view=View.of(q.get("view"), q.get("layer"), q.get("head"), q.get("merge", ""), q.get("step"),
                                 hide=q.get("hide", ""), display=q.get("display"), query=q.get("query")),
                 presenter=to_flag(q["presenter"]) if "presenter" in q else None)

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from transformer import Translator
-from transformer.checkpoint import Checkpoint, CheckpointError, resolve
+from transformer.checkpoint import Checkpoint, CheckpointError, Decoding, resolve
 from transformer.config import PRESETS, ModelConfig
 from transformer.data import LANGUAGE_NAMES
 from transformer.model import Transformer
@@ -89,6 +89,10 @@ class ModelEntry:
     @property
     def config(self) -> ModelConfig:
         return self.checkpoint.config
+
+    @property
+    def decoding(self) -> Decoding:
+        return self.checkpoint.decoding
 
     @property
     def examples(self) -> list[str]:

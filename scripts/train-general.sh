@@ -34,13 +34,13 @@ for pair in "de en" "en de"; do
   elif [ "$PHASE" = 3 ]; then
     name=general-$1-$2-phase3
     start=$RUNS/general-$1-$2-phase2/best
-    [ -f "$start/model.safetensors" ] || start=training-snapshots/general-$1-$2
+    [ -f "$start/model.safetensors" ] || start=checkpoints/general-$1-$2
     [ -f "$RUNS/$name/state.pt" ] || echo "$name starts from $start"
     schedule=(--init-from "$start" --seed 3 --time-budget "${BUDGET:-110m}" --lr 5e-4 --warmup 200)
   else
     name=general-$1-$2-phase4
     start=$RUNS/general-$1-$2-phase3/best
-    [ -f "$start/model.safetensors" ] || start=training-snapshots/general-$1-$2
+    [ -f "$start/model.safetensors" ] || start=checkpoints/general-$1-$2
     [ -f "$RUNS/$name/state.pt" ] || echo "$name starts from $start"
     schedule=(--init-from "$start" --seed 4 --time-budget "${BUDGET:-4h}" --lr 3e-4 --warmup 100)
   fi

@@ -41,16 +41,22 @@ def make_tokenizer() -> Tokenizer:
 
 
 def make_checkpoint(folder: Path, source_lang: str = "de", target_lang: str = "en", seed: int = 0,
-                    tokenizer: Tokenizer | None = None, domain: str | None = None, **config) -> Path:
-    """A TINY checkpoint (`config` overrides its sizes) with random weights."""
+                    tokenizer: Tokenizer | None = None, domain: str | None = None, decoding: dict | None = None,
+                    **config) -> Path:
+    """A TINY checkpoint (`config` overrides its sizes) with random weights; `decoding` as a model card writes it
+    into config.json."""
     tokenizer = tokenizer or make_tokenizer()
     torch.manual_seed(seed)
     model = Transformer(ModelConfig(vocab_size=tokenizer.vocab_size, **{**TINY, **config}))
     log = "".join(json.dumps(r) + "\n" for r in METRICS)
-    return checkpoint.save(folder, model, tokenizer, source_lang=source_lang, target_lang=target_lang, domain=domain,
-                           training={"steps": 10, "train_time_s": 60.0, "device": "cpu"},
-                           metrics={k: METRICS[-1][k] for k in ("epoch", "val_loss", "val_bleu", "val_chrf")},
-                           metrics_log=log, dtype=torch.float32)
+    checkpoint.save(folder, model, tokenizer, source_lang=source_lang, target_lang=target_lang, domain=domain,
+                    training={"steps": 10, "train_time_s": 60.0, "device": "cpu"},
+                    metrics={k: METRICS[-1][k] for k in ("epoch", "val_loss", "val_bleu", "val_chrf")},
+                    metrics_log=log, dtype=torch.float32)
+    if decoding:
+        meta = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**meta, "decoding": decoding}, indent=2) + "\n")
+    return folder
 
 
 def translate(h: Handlers, text=SENTENCE, key="de-en", beam=1, max_new=0, device="cpu", top_k=5, lp=1.0, slow=0.0,

@@ -67,7 +67,8 @@ def folders(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("checkpoints")
     tok = make_tokenizer()
     make_checkpoint(root / "tiny-de-en", "de", "en", seed=0, tokenizer=tok)
-    make_checkpoint(root / "tiny-en-de", "en", "de", seed=1, tokenizer=tok)
+    make_checkpoint(root / "tiny-en-de", "en", "de", seed=1, tokenizer=tok,
+                    decoding={"beam_size": 3, "length_penalty": 0.6})  # its card's choice; tiny-de-en has none
     broken = root / "broken"
     shutil.copytree(root / "tiny-de-en", broken)
     (broken / "model.safetensors").write_bytes(b"not safetensors")

@@ -26,6 +26,7 @@ from anatomy.registry import ModelRegistry, cuda_available, default_sources, dev
 from anatomy.run import StopSignal  # noqa: E402
 from tests.app_fixtures import SENTENCE, make_checkpoint, make_tokenizer, run_of, show, title, translate  # noqa: E402
 from transformer import Trace  # noqa: E402
+from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -338,12 +339,14 @@ def test_static_figures_are_cached_with_bounded_caches(tiny):
         assert cached.cache_info().maxsize is not None
 
 
-def test_examples_reset_the_settings(tiny):
+def test_examples_reset_the_settings_to_their_models_own_decoding(tiny):
     p = tiny.page
     out = tiny.example_settings("de-en")
     assert (out[p.layer], out[p.head]) == (2, "mean")
     assert (out[p.beam], out[p.max_new], out[p.top_k], out[p.lp], out[p.slow], out[p.kind], out[p.merge]) == (
-        1, 0, 5, 1.0, 0.0, "cross", False)
+        DEFAULT_BEAM, 0, 5, DEFAULT_LENGTH_PENALTY, 0.0, "cross", False)  # tiny-de-en's card chose nothing
+    out = tiny.example_settings("en-de")
+    assert (out[p.beam], out[p.lp]) == (3, 0.6)
 
 
 def test_the_default_output_limit_bounds_degenerate_input(tiny):

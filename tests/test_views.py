@@ -16,6 +16,7 @@ from anatomy import views
 from anatomy.inputs import MAX_CHARS, Request, View, build_link, parse_link
 from anatomy.run import StopSignal
 from tests.app_fixtures import drawn, run_of, show, title
+from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
 from transformer.analysis import trace_head_statistics
 
 
@@ -109,6 +110,20 @@ def test_link_restores_the_exact_view(tiny):
     assert "step=4" in out[p.run_info] and "view=decoder" in out[p.run_info]
     with pytest.raises(gr.Error):
         tiny.share(None, "cross", 1, "mean", False, 1)
+
+
+def test_a_link_or_api_call_without_decoding_settings_gets_the_models_own(tiny):
+    p = tiny.page
+    for key, beam, lp in (("en-de", 3, 0.6), ("de-en", DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY)):
+        loaded = tiny.load_link(Req(f"direction={key}&text=Zwei+Hunde."))
+        assert (loaded[p.beam], loaded[p.lp]) == (beam, lp)  # tiny-en-de's card chose beam 3, α 0.6
+        request = tiny.translate_link(loaded[p.link], StopSignal(), "heads")[p.run].request
+        assert (request.beam, request.length_penalty) == (beam, lp)
+        trace = tiny.api_translate("Zwei Hunde.", key, None, 4)[2]
+        assert trace["settings"]["beam_size"] == beam and trace["settings"]["length_penalty"] == lp
+    loaded = tiny.load_link(Req("direction=en-de&text=Zwei+Hunde.&beam=1&lp=1.2"))
+    assert (loaded[p.beam], loaded[p.lp]) == (1, 1.2)  # a link's own settings win
+    assert tiny.api_translate("Zwei Hunde.", "en-de", 2, 4)[2]["settings"]["beam_size"] == 2
 
 
 HOSTILE_LINKS = [

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 
 from . import data
+from .checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
 from .evaluate import score
-from .translate import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
 from .translator import Translator
 
 

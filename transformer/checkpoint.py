@@ -27,6 +27,10 @@ FILES = ("config.json", "model.safetensors", "tokenizer.model")
 # What a Hub download fetches: our files, or a MarianMT folder's (pytorch_model.bin only when it has no safetensors).
 HUB_PATTERNS = [*FILES, *marian.TOKENIZER_FILES, "tokenizer_config.json", "generation_config.json", "metrics.jsonl",
                 "README.md"]
+# For a checkpoint whose card chose nothing. Chosen on Multi30k val: beam 5 with length penalty 1.4 gave +2.1 BLEU
+# over greedy for de->en (37.9 -> 40.0) and +1.2 for en->de (35.8 -> 37.0).
+DEFAULT_BEAM = 5
+DEFAULT_LENGTH_PENALTY = 1.4
 
 
 class CheckpointError(ValueError):
@@ -45,6 +49,20 @@ class Checkpoint:
     @property
     def config(self) -> ModelConfig:
         return self.model.config
+
+    @property
+    def decoding(self) -> Decoding:
+        """How this model translates unless told otherwise: what its model card chose on val (config.json
+        "decoding", written by `python -m transformer.card`), else the defaults."""
+        chosen = self.meta.get("decoding") or {}
+        return Decoding(int(chosen.get("beam_size", DEFAULT_BEAM)),
+                        float(chosen.get("length_penalty", DEFAULT_LENGTH_PENALTY)))
+
+
+@dataclass(frozen=True)
+class Decoding:
+    beam_size: int = DEFAULT_BEAM  # 1: greedy
+    length_penalty: float = DEFAULT_LENGTH_PENALTY  # beam score = log-probability / length**length_penalty
 
 
 def resolve(path_or_id: str | Path, patterns: list[str] = HUB_PATTERNS) -> Path:

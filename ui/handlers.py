@@ -111,6 +111,7 @@ class Handlers:
         if link is None or not link.text:
             return gr.skip()
         key = link.key or self.registry.default_key
+        link = link.decoded_as(self.registry.get(key).decoding)
         request = Request(key, link.text, link.beam, link.max_new, "auto", DEFAULTS["k"], link.length_penalty,
                           notices=link.notices)
         translator, notice = self.registry.translator(key, "auto")
@@ -392,7 +393,9 @@ class Handlers:
         for translate_link."""
         p = self.page
         link = parse_link(dict(request.query_params) if request is not None else {}, self.registry.entries)
-        c = self.registry.get(link.key).config
+        entry = self.registry.get(link.key)
+        link = link.decoded_as(entry.decoding)
+        c = entry.config
         view = link.view.fit(max(c.n_encoder_layers, c.n_decoder_layers), c.n_heads, 10_000)
         out = {p.link: link, p.beam: link.beam, p.max_new: link.max_new or 0, p.lp: link.length_penalty,
                p.kind: view.kind, p.layer: view.layer, p.head: view.head, p.merge: view.merge,
@@ -412,11 +415,12 @@ class Handlers:
         return out
 
     def example_settings(self, direction):
-        """An example runs with the default settings and view: put the controls back to them."""
+        """An example runs with the default settings and view (its model's own decoding): put the controls back
+        to them."""
         p = self.page
-        layers = self.registry.get(direction if direction in self.registry.entries else None).config.n_decoder_layers
-        return {p.layer: layers, p.head: MEAN_HEAD, p.beam: DEFAULTS["beam"], p.max_new: DEFAULTS["max"],
-                p.top_k: DEFAULTS["k"], p.lp: DEFAULTS["lp"],
+        entry = self.registry.get(direction if direction in self.registry.entries else None)
+        return {p.layer: entry.config.n_decoder_layers, p.head: MEAN_HEAD, p.beam: entry.decoding.beam_size,
+                p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"], p.lp: entry.decoding.length_penalty,
                 p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"], p.hide: False,
                 p.display: DISPLAYS[0], p.kind_help: views.kind_help(DEFAULTS["view"])}
 
@@ -428,12 +432,14 @@ class Handlers:
 
         Returns (translation, notice, trace). The notice is empty when all went well; otherwise it says what
         happened (bad input, unknown direction, truncation, untrained model), and the translation is empty or
-        partial. beam_size: 1-8 (null: 1); max_new_tokens: 1-200 (null: automatic). The trace is the Trace as JSON
+        partial. beam_size: 1-8 (null: the model's own, as its card chose; the length penalty is always the
+        model's own); max_new_tokens: 1-200 (null: automatic). The trace is the Trace as JSON
         (see Trace.to_dict; attention as nested lists [layer][head][query][key]; Trace.from_dict reads it back),
         or None when nothing was translated.
         """
         try:
-            request, problem = api_request(text, direction, beam_size, max_new_tokens, self.registry.entries)
+            request, problem = api_request(text, direction, beam_size, max_new_tokens,
+                                           {key: e.decoding for key, e in self.registry.entries.items()})
             if request is None:
                 return "", problem, None
             translator, notice = self.registry.translator(request.key, request.device)

@@ -14,7 +14,8 @@ from anatomy.run import StopSignal
 from .figures import plot
 from .prose import HOW_TO_READ, INTRO
 
-DEFAULTS = {"beam": 1, "max": 0, "k": 5, "lp": 1.0, "slow": 0.0, "view": "cross", "merge": False}  # layer: the last
+# layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
+DEFAULTS = {"max": 0, "k": 5, "slow": 0.0, "view": "cross", "merge": False}
 TAB_IDS = ("heads", "stats", "predictions", "compare", "positional", "architecture", "training", "help")
 
 
@@ -157,14 +158,14 @@ def build_page(registry: ModelRegistry) -> Page:
             text = gr.Textbox(label="Source text", lines=2, max_length=MAX_CHARS, elem_id="source-text",
                               placeholder=f"e.g. {(entry0.examples or [''])[0]}")
             with gr.Row(elem_classes=["anatomy-controls"]):
-                beam = gr.Slider(1, MAX_BEAM, value=DEFAULTS["beam"], step=1, label="Beam size (1 = greedy)")
+                beam = gr.Slider(1, MAX_BEAM, value=entry0.decoding.beam_size, step=1, label="Beam size (1 = greedy)")
                 max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,
                                     label="Max new tokens (0 = automatic: 1.5 × source + 10)")
             with gr.Accordion("More settings", open=False, elem_classes=["anatomy-controls"]):
                 device = gr.Radio(device_choices(), value="auto", label="Device",
                                   info="cuda is offered only when this machine has a GPU")
                 top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULTS["k"], step=1, label="Top-k pieces to record per step")
-                lp = gr.Slider(0.0, 3.0, value=DEFAULTS["lp"], step=0.1,
+                lp = gr.Slider(0.0, 3.0, value=entry0.decoding.length_penalty, step=0.1,
                                label="Length penalty α (beam score = log p / length^α)")
             # slow motion and Stop stay in presenter mode: they are for talks
             slow = gr.Slider(0.0, MAX_SLOW, value=DEFAULTS["slow"], step=0.1, elem_id="slow",

@@ -4,16 +4,17 @@
 # The run directories and the best checkpoints so far live outside the work tree, in $RUNS.
 #
 # Phases, because the machine holding a run's state is not always kept between sessions:
-#   phase 1 (PHASE=1): from scratch, 6 epochs scheduled; stopped after epoch 1 (its best is in git history).
+#   phase 1 (PHASE=1): from scratch, 6 epochs scheduled; stopped after epoch 1 (its best: git show
+#   1c70d17:training-snapshots/general-SRC-TGT/...).
 #   phase 2 (PHASE=2): from phase 1's best, a fresh optimizer, a new data order (seed 2) and a schedule that
-#   decays to 0 over 100 minutes of training (1.2 epochs; val BLEU mean 8.6 -> 16.3 de-en; its best is in git
-#   history).
+#   decays to 0 over 100 minutes of training (1.2 epochs; val BLEU mean 8.6 -> 16.3 de-en; its best: commit
+#   241fae2, training-snapshots/).
 #   phase 3 (PHASE=3): from phase 2's best, seed 3, peak lr 5e-4, warmup 200, decaying to 0 over 110 minutes of
-#   training (1.7 epochs; val BLEU mean 16.3 -> 19.8 de-en, 13.7 -> 17.0 en-de). Its best is
-#   training-snapshots/general-*.
-#   phase 4 (default): from phase 3's best when this machine still has it, else from the snapshots (the same
-#   weights), seed 4, peak lr 3e-4, decaying to 0 over $BUDGET of training (default 4h) that later sessions
-#   resume: rerun this script after an interruption.
+#   training (1.7 epochs; val BLEU mean 16.3 -> 19.8 de-en, 13.7 -> 17.0 en-de). Its best ships as
+#   checkpoints/general-*.
+#   phase 4 (default): from phase 3's best when this machine still has it, else from checkpoints/general-* (the
+#   same weights), seed 4, peak lr 3e-4, decaying to 0 over $BUDGET of training (default 4h) that later
+#   sessions resume: rerun this script after an interruption.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-~/.cache/transformer-anatomy/runs}
@@ -29,7 +30,7 @@ for pair in "de en" "en de"; do
     schedule=(--epochs 6 --lr 1e-3 --warmup 1000)
   elif [ "$PHASE" = 2 ]; then
     name=general-$1-$2-phase2
-    schedule=(--init-from "training-snapshots/general-$1-$2" --seed 2 --time-budget "${BUDGET:-100m}"
+    schedule=(--init-from "$RUNS/general-$1-$2/best" --seed 2 --time-budget "${BUDGET:-100m}"
               --lr 7e-4 --warmup 100)
   elif [ "$PHASE" = 3 ]; then
     name=general-$1-$2-phase3

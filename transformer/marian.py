@@ -338,7 +338,7 @@ batch = tokenizer(["..."], return_tensors="pt", padding=True)
 print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))
 ```
 
-Default `generate()` is greedy decoding, as the project's app; pass `num_beams=5` for beam search. The
+Default `generate()` is greedy decoding; pass `num_beams=5` for beam search. The
 residual stream's dimensions are permuted (Marian's sinusoidal encoding puts all sines before all cosines;
 the paper interleaves them): the computation is the same. Ids: pad {config.pad_id}, eos {config.eos_id},
 decoder start {config.decoder_start_id}.

@@ -18,8 +18,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
-SENTENCE = {"de": "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park.",
-            "en": "A man in a red hat is sitting on a bench in the park."}
+SENTENCE = {"de": "Mein Bruder wohnt seit drei Jahren in Berlin.",
+            "en": "My brother has lived in Berlin for three years."}
 
 
 def wait_title(page, elem_id: str, fragment: str) -> None:

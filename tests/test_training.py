@@ -14,7 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from transformer import Translator, data, train
+from transformer import Translator, checkpoint, data, train
 
 from .conftest import TINY_MODEL_ARGS, write_corpus
 
@@ -144,8 +144,14 @@ def test_init_from_starts_with_the_checkpoints_weights_and_tokenizer(copy_checkp
     start, end = load_file(copy_checkpoint / "model.safetensors"), load_file(frozen / "model.safetensors")
     assert all(torch.equal(start[k], end[k]) for k in start)
     assert (frozen / "tokenizer.model").read_bytes() == (copy_checkpoint / "tokenizer.model").read_bytes()
-    assert json.loads((frozen / "config.json").read_text())["metrics"]["val_bleu"] > 90  # trained, not random
-    assert json.loads((frozen / "config.json").read_text())["training"]["recipe"]["init_from"] == str(copy_checkpoint)
+    meta = json.loads((frozen / "config.json").read_text())
+    assert meta["metrics"]["val_bleu"] > 90  # trained, not random
+    assert meta["training"]["recipe"]["init_from"] == str(copy_checkpoint)
+    # The run it started from is kept in brief; a run from this one would list both.
+    before = json.loads((copy_checkpoint / "config.json").read_text())
+    assert meta["training"]["earlier"] == checkpoint.lineage(before)
+    assert checkpoint.lineage(meta)[0]["steps"] == before["training"]["steps"]
+    assert checkpoint.lineage(meta)[1]["init_from"] == str(copy_checkpoint) and len(checkpoint.lineage(meta)) == 2
 
     with pytest.raises(SystemExit, match="--init-from .* holds ModelConfig"):
         run("wider", "--d-model", "128")

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from . import data
-from .checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
+from .checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, lineage
 from .evaluate import score
 from .translator import Translator
 
@@ -166,6 +166,7 @@ that have a val split); test sets were never used.
   training on {training.get('device', 'cpu')} ({training.get('threads')} thread(s) of a 2-core machine));
   the table is the whole run, including resumed continuations. tokens/s depends on what else shared the
   machine (the two directions trained side by side).
+{runs_table(lineage(meta))}
 
 {epoch_table(metrics_log, [m['name'] for m in mix if m.get('val_pairs')])}
 
@@ -183,6 +184,21 @@ print(translator.translate("{results['example_source']}", beam_size={results['be
 
 {limits(names, src, tgt, results)}
 """
+
+
+def runs_table(runs: list[dict]) -> str:
+    """The runs behind the weights when there were several (each warm-started from the one before), else ""."""
+    if len(runs) < 2:
+        return ""
+    rows = [f"| {i} | {'scratch' if not r['init_from'] else f'run {i - 1}'} | {r['seed']} | {r['lr']:g} | "
+            f"{r['warmup']} | {r['epochs']} | {r['steps']} | {r['train_time_s'] / 60:.0f} | {r['val_bleu']:.2f} |"
+            for i, r in enumerate(runs, 1)]
+    total = sum(r["train_time_s"] for r in runs) / 3600
+    return (f"\nThe weights went through {len(runs)} runs, {total:.1f} hours of training in all: each run after the "
+            "first starts from the best weights of the one before (the same tokenizer; a fresh optimizer, data order "
+            "and learning-rate schedule). The recipe above and the epoch table below are the last run's.\n\n"
+            "| run | from | seed | peak lr | warmup | epochs | steps | minutes | val BLEU (greedy, mean) |\n"
+            "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
 def limits(names: list[str], src: str, tgt: str, results: dict) -> str:

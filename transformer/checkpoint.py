@@ -59,6 +59,17 @@ class Checkpoint:
                         float(chosen.get("length_penalty", DEFAULT_LENGTH_PENALTY)))
 
 
+def lineage(meta: dict) -> list[dict]:
+    """The training runs behind a checkpoint's weights, oldest first: the runs it was warm-started from
+    (config.json training.earlier) and its own, each in brief."""
+    training = meta.get("training") or {}
+    recipe = training.get("recipe") or {}
+    own = {key: recipe.get(key) for key in ("init_from", "seed", "lr", "warmup", "schedule")}
+    own.update({key: training.get(key) for key in ("epochs", "steps", "train_time_s")})
+    own["val_bleu"] = (meta.get("metrics") or {}).get("val_bleu")
+    return [*training.get("earlier", []), own]
+
+
 @dataclass(frozen=True)
 class Decoding:
     beam_size: int = DEFAULT_BEAM  # 1: greedy

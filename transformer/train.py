@@ -489,7 +489,8 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
                                               "epochs": result["epoch"],
                                               "steps": pos["step"], "train_time_s": result["elapsed_s"],
                                               "device": str(device), "threads": args.threads,
-                                              "processes": ranks.world},
+                                              "processes": ranks.world,
+                                              **({"earlier": checkpoint.lineage(start.meta)} if start else {})},
                                     metrics={k: v for k, v in result.items() if k == "epoch" or k.startswith("val_")},
                                     metrics_log=metrics_log)
                     say(f"saved {out} (val BLEU {result['val_bleu']})")

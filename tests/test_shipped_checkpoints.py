@@ -18,7 +18,7 @@ CASES = {
     "general-de-en": [
         ("Warum wollt ihr in Australien arbeiten?", [("why",), ("australia",), ("work",)]),
         ("Sie interessiert sich sehr für Schach.", [("interest",), ("chess",)]),
-        ("Eine Gruppe von Kindern spielt im Wasser unter einer Brücke.", [("children",), ("water",), ("bridge",)]),
+        ("Zwei Frauen stehen vor einer Schulklasse und sprechen über ein Buch.", [("two",), ("women",), ("book",)]),
         ("Dies ist heute nicht der Fall.", [("case",), ("today",)]),
         ("Eine Mannschaft baut sich mit der Zeit auf.", [("team",), ("time",)]),
     ],

@@ -206,11 +206,16 @@ def limits(names: list[str], src: str, tgt: str, results: dict) -> str:
     ranked = sorted(results["corpora"], key=lambda n: -results["corpora"][n]["beam"]["bleu"])
     best = ", ".join(f"{corpus_info(n).domain} ({results['corpora'][n]['beam']['bleu']:.0f} BLEU)" for n in ranked)
     seen = ", ".join(corpus_info(n).domain for n in names)
-    return (f"It has seen only {seen}: in that order of quality on val, {best}. Short everyday sentences and "
-            "simple descriptions of scenes translate best. Long, technical, literary or news text, names and rare "
-            f"words often come out wrong or are dropped; it knows only {data.LANGUAGE_NAMES.get(src, src)} as input "
+    return (f"It was trained on {seen}, and nothing else. On val it scores, best first: {best}. Short sentences "
+            "like those it was trained on translate best. Long, technical or literary text, names and rare words "
+            f"often come out wrong or are dropped; it knows only {data.LANGUAGE_NAMES.get(src, src)} as input "
             f"and writes only {data.LANGUAGE_NAMES.get(tgt, tgt)}. It is a small teaching model trained on a few hundred "
             "thousand sentence pairs on two CPU cores, not a production translator.")
+
+
+def usage_example(sources: list[str]) -> str:
+    """A short val sentence for the card's usage example: the kind of sentence the model is made for."""
+    return next((s for s in sources if 4 <= len(s.split()) <= 10), sources[0])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -254,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
     results["length_penalty"] = lp
     for name in sets:
         results["corpora"][name]["beam"] = beams[lp][name]
-    example = next(iter(sets.values()))[0][0]
+    example = usage_example(next(iter(sets.values()))[0])
     results["example_source"] = example
     results["example_output"] = translator.translate(example, beam_size=args.beam, length_penalty=lp).text
     meta = json.loads((args.checkpoint / "config.json").read_text())

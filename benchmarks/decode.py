@@ -3,11 +3,12 @@
 Uses --checkpoint (default checkpoints/general-de-en if present, else checkpoints/multi30k-de-en; a
 random-init model of the small preset if the folder has no weights) on a ~20-word sentence in its source
 language (benchmarks/common.py). Every variant generates exactly N tokens (EOS is masked out) so each does
-the same work, except natural_capture_ms: Translator.translate as the app runs it (greedy, natural EOS,
-full attention capture, 1 thread). --quick skips the length sweep and batches 50 sentences, not 200.
-The last line is machine-readable (wrapped here):
+the same work, except the natural_* figures: Translator.translate as the app runs it (natural EOS, full
+attention capture, 1 thread), greedy as it streams (natural_capture_ms) and with the model's own beam size and
+length penalty, a click's default (natural_beam_ms). --quick skips the length sweep and batches 50 sentences,
+not 200. The last line is machine-readable (wrapped here):
 naive_ms=… cached_ms=… capture_ms=… beam5_ms=… tok_per_s=… speedup=… capture_overhead=…
-natural_capture_ms=…
+natural_capture_ms=… natural_beam_ms=…
 
     python benchmarks/decode.py --quick
     python -m benchmarks.decode --checkpoint checkpoints/multi30k-en-de
@@ -53,13 +54,15 @@ def load(path: Path) -> tuple[Translator, bool]:
     return Translator(Checkpoint(model, tok, src, tgt, "random-init"), torch.device("cpu")), False
 
 
-def natural_capture_ms(translator: Translator, text: str, repeats: int = 7) -> float:
-    """Median ms of Translator.translate(text) as the app runs it: greedy, natural EOS, full attention
-    capture, on 1 thread (the app's default), after a warm-up."""
+def natural_capture_ms(translator: Translator, text: str, repeats: int = 7, beam_size: int = 1,
+                       length_penalty: float = 1.0) -> float:
+    """Median ms of Translator.translate(text) as the app runs it: natural EOS, full attention capture, on
+    1 thread (the app's default), after a warm-up; greedy unless a beam is given."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return median_ms(lambda: translator.translate(text), repeats)
+        return median_ms(lambda: translator.translate(text, beam_size=beam_size, length_penalty=length_penalty),
+                         repeats)
     finally:
         torch.set_num_threads(threads)
 
@@ -117,6 +120,11 @@ def main() -> None:
     trace = translator.translate(text)
     print(f"greedy with full capture, natural EOS ({len(trace.output_tokens)} tokens, 1 thread): "
           f"{natural:.1f} ms  [{trace.text}]")
+    own = ck.decoding
+    natural_beam = natural_capture_ms(translator, text, max(7, r), own.beam_size, own.length_penalty)
+    trace = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty)
+    print(f"the model's own decoding (beam {own.beam_size}, length penalty {own.length_penalty}) with full capture, "
+          f"natural EOS ({len(trace.output_tokens)} tokens, 1 thread): {natural_beam:.1f} ms  [{trace.text}]")
 
     n_batch = 50 if args.quick else 200
     sources = data.read_lines(data.resolve_data_dir(), "val", ck.source_lang)[:n_batch]
@@ -129,7 +137,7 @@ def main() -> None:
     print(f"batch: {len(sources)} val sentences, {n_tokens} target tokens in {seconds:.2f} s (2 threads)")
     print(f"naive_ms={naive:.1f} cached_ms={cached:.1f} capture_ms={captured:.1f} beam5_ms={beam5:.1f} "
           f"tok_per_s={tok_per_s:.1f} speedup={naive / cached:.2f} capture_overhead={captured / cached:.2f} "
-          f"natural_capture_ms={natural:.1f}")
+          f"natural_capture_ms={natural:.1f} natural_beam_ms={natural_beam:.1f}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Starts `python app.py` on a free loopback port (every folder in checkpoints/), opens a fresh 1600×1000 page
 per run and translates the benchmark sentence of benchmarks/common.py in the direction of the default
-checkpoint (benchmarks/decode.py's). The first click after the server starts is reported on its own
+checkpoint (benchmarks/decode.py's), with the page's default settings: the model's own beam size and length
+penalty (beam 5 for the shipped models, so the first piece arrives with the whole translation). The first click after the server starts is reported on its own
 (first_click_all_s); the other page figures are medians over --runs warm clicks. A figure counts as drawn
 when Plotly's `plotly_afterplot` fires on it with this translation's pieces as its labels (and the view's
 layer, head and step in its title), never for a placeholder. Figures, in seconds unless named _ms:
@@ -15,7 +16,8 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
                   radio: focus + Space) → the affected figures redrawn; median over all that redrew
   server_ms       in-process: the translate handler and the open tab's figures, consumed to the last figure
                   serialized to JSON, 1 thread, median of 5 (see app_translation: adapt it when app.py moves)
-  capture_ms      decode.py's natural_capture_ms of the sentence (Translator.translate, 1 thread)
+  capture_ms      decode.py's natural capture of the sentence with the model's own decoding (Translator.translate,
+                  1 thread)
   crowdN_last_s   N raw-HTTP clients replay at once the queue events a page sent for one click (the
                   translation and the follow-up events it chains) → when the last one finished
   first_click_all_s  all_s of the first click after the server started
@@ -41,7 +43,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import httpx
 
@@ -49,6 +51,9 @@ if not __package__:  # run as a file (python benchmarks/page.py): put the repo r
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import ROOT, default_checkpoint, median_ms, sentence, start_app  # noqa: E402
+
+if TYPE_CHECKING:
+    from transformer.checkpoint import Decoding
 
 # Every element this script touches, by the elem_ids of app.py: update here when the layout changes.
 SELECTORS = {
@@ -301,7 +306,7 @@ def view_changes(page: Page, trace: dict, timeout_s: float) -> tuple[dict[str, f
 # In-process measurements
 # --------------------------------------------------------------------------------------------
 
-def app_translation(key: str) -> Callable[[str], int]:
+def app_translation(key: str, own: Decoding) -> Callable[[str], int]:
     """The one place that imports the app's handler code (ui/handlers.py): adapt it when the handlers move.
 
     Returns a function that runs, as the page's Translate click does on the server, the translate handler to its
@@ -318,7 +323,7 @@ def app_translation(key: str) -> Callable[[str], int]:
 
     def run(text: str) -> int:
         signal = StopSignal()
-        *_, made = h.translate_page(key, text, 1, 0, "cpu", 5, 1.0, 0.0, signal, "heads")
+        *_, made = h.translate_page(key, text, own.beam_size, 0, "cpu", 5, own.length_penalty, 0.0, signal, "heads")
         page_run = made[h.page.run]
         outputs = [v for shown in h.show(page_run, signal, "cross", layer, MEAN_HEAD, False) for v in shown.values()]
         outputs += list(h.tab_view(page_run, None, "heads", key, [], "cross", layer, MEAN_HEAD, False, None).values())
@@ -327,12 +332,12 @@ def app_translation(key: str) -> Callable[[str], int]:
     return run
 
 
-def server_ms(key: str, text: str, repeats: int = 5) -> float:
+def server_ms(key: str, text: str, own: Decoding, repeats: int = 5) -> float:
     """Median ms of app_translation's work on 1 thread, after a warm-up; nan when the handlers moved."""
     import torch
 
     try:
-        run = app_translation(key)
+        run = app_translation(key, own)
     except Exception as err:  # ImportError, AttributeError, …: the handlers moved, adapt app_translation
         warn(f"server_ms: cannot import the app's handlers ({type(err).__name__}: {err}); adapt app_translation")
         return float("nan")
@@ -443,7 +448,8 @@ def main() -> None:
     translator, _ = load(checkpoint)
     ck = translator.checkpoint
     key, text = f"{ck.source_lang}-{ck.target_lang}", sentence(ck.source_lang)
-    local = translator.translate(text)
+    own = ck.decoding  # what the page's sliders start from, so what a click decodes with
+    local = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty)
     expected = {f: getattr(local, f) for f in PIECES} | {"layers": local.cross_attn.shape[0]}
     print(f"sentence ({key}, {len(text.split())} words, {len(local.source_tokens)} → {len(local.output_tokens)} "
           f"pieces): {text}")
@@ -452,8 +458,9 @@ def main() -> None:
         proc, url = start_app(ROOT / "checkpoints", log)
         print(f"app: {url} (log {log.name})")
         try:
-            capture = natural_capture_ms(translator, text)
-            server = server_ms(key, text)
+            capture = natural_capture_ms(translator, text, beam_size=own.beam_size,
+                                         length_penalty=own.length_penalty)
+            server = server_ms(key, text, own)
             print(f"in-process, 1 thread: capture {capture:.1f} ms, translate handler + figures {server:.1f} ms")
             first, warm, views, joins = browse(args, url, key, text, expected)
             events = translation_events(joins, text)

@@ -222,7 +222,11 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     ranks, device = join_ranks(args.device)
     try:
-        return _train(args, ranks, device)
+        result = _train(args, ranks, device)
+        # Gloo can abort a process that tears down while a peer still talks to it (rank 0 saving its state):
+        # leave together.
+        ranks.barrier()
+        return result
     finally:
         if ranks.world > 1:
             dist.destroy_process_group()

@@ -171,6 +171,8 @@ def test_model_figures():
                                   {"epoch": 2, "train_loss": 4, "val_loss": 3, "val_bleu": 9.5}])
     assert {t.name for t in curves.data} == {"train loss", "val loss", "val BLEU"}
     assert any("9.5" in a.text for a in curves.layout.annotations)
+    assert curves.layout.xaxis.dtick == 1  # two epochs: ticks at whole epochs only
+    assert viz.training_curves([{"epoch": e, "train_loss": 1.0} for e in range(1, 41)]).layout.xaxis.dtick == 4
     mixed = viz.training_curves([{"epoch": 1, "train_loss": 5, "val_bleu": 6.0, "val_bleu_tatoeba": 9.0,
                                   "val_bleu_newstest": 3.0}])
     by_name = {t.name: list(t.y) for t in mixed.data}

@@ -87,7 +87,9 @@ def training_curves(records: Sequence[dict], *, title: str | None = None) -> go.
         best, at = max(bleus)
         fig.add_annotation(x=at, y=best, text=f"best BLEU {best:.1f}", row=1, col=2, showarrow=True, arrowhead=2,
                            ay=-30)
-    fig.update_xaxes(title=dict(text="epoch"), showgrid=True, gridcolor="#f3f4f6")
+    # Epochs are whole numbers: ticks between them (1.2, 1.4, ...) would name epochs that never ran.
+    fig.update_xaxes(title=dict(text="epoch"), showgrid=True, gridcolor="#f3f4f6", tick0=0,
+                     dtick=max(1, -(-max(epochs) // 10)))
     fig.update_yaxes(showgrid=True, gridcolor="#f3f4f6")
     fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.25))
     return base_layout(fig, 340, title=title, margin=dict(b=80, t=50 if not title else 70))

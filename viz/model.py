@@ -1,6 +1,7 @@
 """The model as a whole: where its parameters live, and how training went."""
 from __future__ import annotations
 
+import math
 import re
 from typing import Iterable, Sequence
 
@@ -89,7 +90,7 @@ def training_curves(records: Sequence[dict], *, title: str | None = None) -> go.
                            ay=-30)
     # Epochs are whole numbers: ticks between them (1.2, 1.4, ...) would name epochs that never ran.
     fig.update_xaxes(title=dict(text="epoch"), showgrid=True, gridcolor="#f3f4f6", tick0=0,
-                     dtick=max(1, -(-max(epochs) // 10)))
+                     dtick=max(1, math.ceil(max(epochs) / 10)))
     fig.update_yaxes(showgrid=True, gridcolor="#f3f4f6")
     fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.25))
     return base_layout(fig, 340, title=title, margin=dict(b=80, t=50 if not title else 70))

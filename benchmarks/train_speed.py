@@ -1,14 +1,16 @@
 """Training throughput of our Transformer vs torch.nn.Transformer at the same size, on this CPU, and of
-data-parallel training with 1 and 2 processes.
+data-parallel training with 1 and 2 processes, and of bf16 autocast (and, with --compile, torch.compile) against
+eager fp32 at one thread.
 
 Same batches (real Multi30k lengths), same embeddings/PE/projection in front and behind;
 prints target tokens/s of each and the ratio ours/torch. Then `torchrun`s 1 and 2 processes (gloo, one thread
 each, the same batch size per process, DDP as transformer.train uses it) and appends the total target tokens/s
-across ranks and their ratio to the last line.
+across ranks and their ratio to the last line; then fp32_tok_s, bf16_tok_s and bf16_vs_fp32 (and compile_vs_eager).
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import re
 import statistics
@@ -100,11 +102,31 @@ def procs_tok_s(n: int, args: argparse.Namespace) -> float:
     return float(found.group(1))
 
 
+def tokens_per_s(model: nn.Module, batches: list[data.Batch], amp: torch.dtype | None = None,
+                 warmup: int = 2) -> float:
+    """Median target tokens/s of full training steps (forward, loss, backward, AdamW), after `warmup` steps."""
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model.train()
+    times = []
+    for b in batches:
+        t0 = time.perf_counter()
+        with torch.autocast("cpu", dtype=amp or torch.float32, enabled=amp is not None):
+            logits = model(b.src, b.tgt_in)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), b.tgt_out.flatten(), ignore_index=PAD_ID)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        times.append((time.perf_counter() - t0) / b.n_tokens)
+    return 1.0 / statistics.median(times[warmup:])
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--max-tokens", type=int, default=2500)
+    p.add_argument("--compile", action="store_true",
+                   help="also time torch.compile of the model at 1 thread under bf16 (compile_vs_eager=)")
     p.add_argument("--procs-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.procs_worker:
@@ -114,23 +136,31 @@ def main() -> None:
     config = ModelConfig(vocab_size=vocab, max_len=256, **PRESETS["small"])
     rates = {}
     for name, model in (("ours", Transformer(config)), ("torch", TorchReference(config))):
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        model.train()
-        times = []
-        for b in batches:
-            t0 = time.perf_counter()
-            logits = model(b.src, b.tgt_in)
-            loss = F.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(), ignore_index=PAD_ID)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            times.append((time.perf_counter() - t0) / b.n_tokens)
-        rates[name] = 1.0 / statistics.median(times[2:])
+        rates[name] = tokens_per_s(model, batches)
         print(f"{name}: {rates[name]:.0f} target tokens/s")
     procs = {n: procs_tok_s(n, args) for n in (1, 2)}
-    print(f"threads={args.threads} ours_tok_s={rates['ours']:.0f} torch_tok_s={rates['torch']:.0f} "
-          f"ratio={rates['ours'] / rates['torch']:.2f} procs1_tok_s={procs[1]:.0f} procs2_tok_s={procs[2]:.0f} "
-          f"procs2_vs_1={procs[2] / procs[1]:.2f}")
+    # Precision at 1 thread, as the general models train: the same model, weights and batches.
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = Transformer(config)
+    start = copy.deepcopy(model.state_dict())
+    precision = {}
+    for name, amp in (("fp32", None), ("bf16", torch.bfloat16)):
+        model.load_state_dict(start)
+        precision[name] = tokens_per_s(model, batches, amp)
+        print(f"1 thread, {name}: {precision[name]:.0f} target tokens/s")
+    line = (f"threads={args.threads} ours_tok_s={rates['ours']:.0f} torch_tok_s={rates['torch']:.0f} "
+            f"ratio={rates['ours'] / rates['torch']:.2f} procs1_tok_s={procs[1]:.0f} procs2_tok_s={procs[2]:.0f} "
+            f"procs2_vs_1={procs[2] / procs[1]:.2f} fp32_tok_s={precision['fp32']:.0f} "
+            f"bf16_tok_s={precision['bf16']:.0f} bf16_vs_fp32={precision['bf16'] / precision['fp32']:.2f}")
+    if args.compile:
+        model.load_state_dict(start)
+        # Each new batch shape compiles anew until dynamic shapes kick in: time only after every shape was seen.
+        compiled = torch.compile(model, dynamic=True)
+        rate = tokens_per_s(compiled, batches + batches, torch.bfloat16, warmup=len(batches))
+        print(f"1 thread, bf16, compiled: {rate:.0f} target tokens/s")
+        line += f" compile_tok_s={rate:.0f} compile_vs_eager={rate / precision['bf16']:.2f}"
+    print(line)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,10 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+import sacrebleu
 import torch
 from safetensors.torch import load_file
 
-from transformer import Translator, checkpoint, data, train
+from transformer import Translator, checkpoint, data, tokens_seen, train
 
 from .conftest import TINY_MODEL_ARGS, write_corpus
 
@@ -163,13 +165,54 @@ def test_init_from_starts_with_the_checkpoints_weights_and_tokenizer(copy_checkp
 
 
 def test_bf16_autocast_trains_like_fp32(copy_data, tmp_path):
-    losses = {}
+    results = {}
     for precision in ("fp32", "bf16"):
         threads = torch.get_num_threads()
-        result = train.main(["--src", "de", "--tgt", "en", "--data-dir", str(copy_data),
-                             "--out", str(tmp_path / precision), "--run-dir", str(tmp_path / f"{precision}-run"),
-                             "--epochs", "1", "--max-train-pairs", "600", "--precision", precision, *TINY_MODEL_ARGS])
+        results[precision] = train.main(["--src", "de", "--tgt", "en", "--data-dir", str(copy_data),
+                                         "--out", str(tmp_path / precision), "--run-dir",
+                                         str(tmp_path / f"{precision}-run"), "--epochs", "3",
+                                         "--precision", precision, *TINY_MODEL_ARGS, "--warmup", "20"])
         torch.set_num_threads(threads)
-        losses[precision] = result["train_loss"]
-    assert losses["bf16"] != losses["fp32"]  # autocast did run in bf16
-    assert losses["bf16"] == pytest.approx(losses["fp32"], rel=0.03)
+    fp32, bf16 = results["fp32"], results["bf16"]
+    assert fp32["step"] == bf16["step"] >= 50
+    assert bf16["train_loss"] != fp32["train_loss"]  # autocast did run in bf16
+    assert bf16["train_loss"] == pytest.approx(fp32["train_loss"], rel=0.03)
+    meta = json.loads((tmp_path / "bf16" / "config.json").read_text())
+    assert meta["training"]["autocast"] == "bfloat16"
+    assert json.loads((tmp_path / "fp32" / "config.json").read_text())["training"]["autocast"] == "float32"
+    # Loaded like any checkpoint, it translates as the fp32-trained one does.
+    sources, targets = data.read_pairs(copy_data, "val", "de", "en")
+    outputs = {p: Translator.from_checkpoint(tmp_path / p, device="cpu").translate_batch(sources) for p in results}
+    bleu = {p: sacrebleu.corpus_bleu(outputs[p], [targets]).score for p in results}
+    assert bleu["bf16"] > 10 and bleu["bf16"] == pytest.approx(bleu["fp32"], rel=0.1)
+
+
+def test_auto_precision_is_bf16_where_the_cpu_runs_it():
+    cpu = torch.device("cpu")
+    native = train.native_bf16(cpu)
+    assert native == bool(torch.cpu._is_avx512_bf16_supported() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    assert train.autocast_dtype("auto", cpu) == (torch.bfloat16 if native else None)
+    assert train.autocast_dtype("fp32", cpu) is None
+
+
+def test_target_tokens_are_counted_and_replayed_exactly(copy_checkpoint, copy_data, tmp_path):
+    """The count a run keeps equals the replay from its seed and steps; a warm-started run adds its own."""
+    meta = json.loads((copy_checkpoint / "config.json").read_text())
+    counted = meta["training"]["target_tokens"]
+    replayed = copy_checkpoint.parent / "replayed"
+    shutil.copytree(copy_checkpoint, replayed)
+    config = json.loads((replayed / "config.json").read_text())
+    del config["training"]["target_tokens"], config["training"]["target_tokens_seen"]
+    (replayed / "config.json").write_text(json.dumps(config))
+    assert tokens_seen.main([str(replayed), "--data-dir", str(copy_data), "--write"])["target_tokens"] == counted > 0
+    assert json.loads((replayed / "config.json").read_text())["training"]["target_tokens_seen"] == counted
+
+    threads = torch.get_num_threads()
+    train.main(["--src", "de", "--tgt", "en", "--data-dir", str(copy_data), "--out", str(tmp_path / "more"),
+                "--run-dir", str(tmp_path / "more-run"), "--epochs", "1", "--max-train-pairs", "300",
+                "--init-from", str(copy_checkpoint), *TINY_MODEL_ARGS])
+    torch.set_num_threads(threads)
+    more = json.loads((tmp_path / "more" / "config.json").read_text())["training"]
+    assert more["target_tokens_seen"] == counted + more["target_tokens"]
+    assert more["train_hours_total"] == pytest.approx(
+        (meta["training"]["train_time_s"] + more["train_time_s"]) / 3600, abs=0.01)

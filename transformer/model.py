@@ -69,7 +69,7 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Mask, *,
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, T_q, T_k)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1)
+    weights = scores.float().softmax(dim=-1).to(v.dtype)  # fp32 softmax under autocast too
     return F.dropout(weights, dropout_p) @ v, weights
 
 

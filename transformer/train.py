@@ -82,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="linear: warmup to --lr, then linear decay to 0 at the end; paper: "
                    "d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) (--lr unused)")
     p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
-                   help="autocast dtype; auto: bf16 on GPUs that have it, else fp32 (fp16 adds a gradient scaler)")
+                   help="autocast dtype; auto: bf16 on GPUs and CPUs that run it natively, else fp32 (fp16 adds a "
+                        "gradient scaler)")
     p.add_argument("--compile", action="store_true", help="torch.compile the model for training")
     p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
     p.add_argument("--warmup", type=int, default=400, help="linear warmup steps")
@@ -170,9 +171,17 @@ def join_ranks(requested: str) -> tuple[Ranks, torch.device]:
     return ranks, device
 
 
+def native_bf16(device: torch.device) -> bool:
+    """Whether this device computes bf16 in hardware; on a CPU without AVX512-BF16/AMX, torch emulates it
+    (slower than fp32)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return bool(torch.cpu._is_avx512_bf16_supported() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     if precision == "auto":
-        return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else None
+        return torch.bfloat16 if native_bf16(device) else None
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
@@ -250,7 +259,7 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
     sizes: list[int] = []  # training pairs of each corpus
 
     def epoch_pairs(epoch: int) -> list[int]:
-        return data.draw_mix(sizes, weights, random.Random(args.seed * 1_000_003 + epoch))
+        return data.draw_mix(sizes, weights, mix_rng(args.seed, epoch))
 
     start = None
     if args.init_from:
@@ -318,7 +327,7 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9,
                                   weight_decay=args.weight_decay)
     state_path = run_dir / "state.pt"
-    pos = {"epoch": 0, "batch": 0, "step": 0, "elapsed_s": 0.0, "best_bleu": -1.0}
+    pos = {"epoch": 0, "batch": 0, "step": 0, "elapsed_s": 0.0, "best_bleu": -1.0, "target_tokens": 0}
     # Rank 0 reads the state and hands it to the others: a run may resume on another number of ranks, and
     # other machines need not see rank 0's disk.
     state = ranks.share(torch.load(state_path, map_location="cpu", weights_only=True)
@@ -330,10 +339,11 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
         if ema is not model:
             ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
-        pos = state["position"]
+        pos = {"target_tokens": None, **state["position"]}  # None: saved before tokens were counted
         say(f"resumed from {state_path}: epoch {pos['epoch'] + 1}, batch {pos['batch']}, step {pos['step']}"
             + (f" (saved by {state['world']} processes, now {ranks.world})"
                if state.get("world", 1) != ranks.world else ""))
+    earlier = checkpoint.lineage(start.meta) if start else []
     metrics_path = run_dir / "metrics.jsonl"
     if state is None and ranks.main:
         metrics_path.write_text("")
@@ -364,14 +374,7 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
                                 "world": ranks.world}, state_path)
 
     def epoch_batches(epoch: int) -> list[list[int]]:
-        """The steps of an epoch as index lists of the whole step (every rank's share): the same lists on any
-        number of ranks, so a run resumes anywhere."""
-        drawn = epoch_pairs(epoch)
-        seed = args.seed * 1000 + epoch
-        s, t = [train_s.lengths[i] for i in drawn], [train_t.lengths[i] for i in drawn]
-        batches = (data.target_token_batches(s, t, args.tokens_per_batch, seed) if args.tokens_per_batch
-                   else data.token_batches(s, t, (args.max_tokens or 2500) * parts, seed))
-        return [[drawn[i] for i in b] for b in batches]
+        return steps_of_epoch(args, epoch, sizes, weights, train_s.lengths, train_t.lengths, parts)
 
     with stop_signals() as stop_requested:  # a signal arrived: save the position and leave after this step
         budget = args.time_budget
@@ -438,6 +441,8 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
                 pos["step"] += 1
                 pos["batch"] += 1
                 pos["elapsed_s"] += dt
+                if pos["target_tokens"] is not None:
+                    pos["target_tokens"] += n_tokens
                 epoch_time += dt
                 epoch_loss += loss_sum
                 epoch_tokens += n_tokens
@@ -494,7 +499,10 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
                                               "steps": pos["step"], "train_time_s": result["elapsed_s"],
                                               "device": str(device), "threads": args.threads,
                                               "processes": ranks.world,
-                                              **({"earlier": checkpoint.lineage(start.meta)} if start else {})},
+                                              "autocast": str(amp or torch.float32).removeprefix("torch."),
+                                              "compiled": args.compile, "target_tokens": pos["target_tokens"],
+                                              **totals(earlier, pos["target_tokens"], pos["elapsed_s"]),
+                                              **({"earlier": earlier} if start else {})},
                                     metrics={k: v for k, v in result.items() if k == "epoch" or k.startswith("val_")},
                                     metrics_log=metrics_log)
                     say(f"saved {out} (val BLEU {result['val_bleu']})")
@@ -508,6 +516,31 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
             if out_of_time:
                 break
         return result
+
+
+def mix_rng(seed: int, epoch: int) -> random.Random:
+    """Draws an epoch's pairs from the mix."""
+    return random.Random(seed * 1_000_003 + epoch)
+
+
+def steps_of_epoch(args: argparse.Namespace, epoch: int, sizes: list[int], weights: list[float],
+                   src_lengths: list[int], tgt_lengths: list[int], parts: int) -> list[list[int]]:
+    """The steps of an epoch as index lists of the whole step (every rank's share): the same lists on any
+    number of ranks, so a run resumes anywhere (and its token count can be replayed from its seed)."""
+    drawn = data.draw_mix(sizes, weights, mix_rng(args.seed, epoch))
+    seed = args.seed * 1000 + epoch
+    s, t = [src_lengths[i] for i in drawn], [tgt_lengths[i] for i in drawn]
+    batches = (data.target_token_batches(s, t, args.tokens_per_batch, seed) if args.tokens_per_batch
+               else data.token_batches(s, t, (args.max_tokens or 2500) * parts, seed))
+    return [[drawn[i] for i in b] for b in batches]
+
+
+def totals(earlier: list[dict], target_tokens: int | None, train_time_s: float) -> dict:
+    """What all runs behind the weights add up to: target tokens (None while a run's count is unknown) and
+    hours of training."""
+    counts = [run.get("target_tokens") for run in earlier] + [target_tokens]
+    hours = (sum(run.get("train_time_s") or 0.0 for run in earlier) + train_time_s) / 3600
+    return {"target_tokens_seen": None if None in counts else sum(counts), "train_hours_total": round(hours, 2)}
 
 
 def resolve_corpora(args: argparse.Namespace) -> list[data.CorpusSpec]:

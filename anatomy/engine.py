@@ -1,7 +1,7 @@
 """The only calls into the Translator: load, translate (whole or streamed), teacher-force, the untrained twin.
 
 Kept in one small module so that a change of the Translator's API is a change here only. Every trace made here
-carries its direction key in `trace.settings["direction"]`.
+carries its direction key in `trace.settings.direction`.
 """
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import torch
 
 from transformer import HeadVectors, Step, Trace, Translator
 from transformer.checkpoint import Checkpoint
-from transformer.config import EOS_ID
 
 from .inputs import Request
 
@@ -31,7 +30,7 @@ def source_pieces(translator: Translator, text: str) -> list[str]:
 
 
 def _tagged(trace: Trace, request: Request) -> Trace:
-    return dataclasses.replace(trace, settings={**trace.settings, "direction": request.key})
+    return dataclasses.replace(trace, settings=dataclasses.replace(trace.settings, direction=request.key))
 
 
 def translate(translator: Translator, request: Request) -> Trace:
@@ -43,7 +42,7 @@ def translate(translator: Translator, request: Request) -> Trace:
 def stream(translator: Translator, request: Request, stopped: Callable[[], bool]) -> Iterator[Step | Trace]:
     """Greedy decoding, one Step per piece as soon as it exists; the last item is the finished Trace of the same
     pass. When `stopped()` turns true between two pieces, decoding ends there and the Trace holds the pieces so
-    far (its settings say "stopped")."""
+    far (`settings.stopped`)."""
     for item in translator.stream(request.text, max_new_tokens=request.max_new, top_k=request.top_k, stop=stopped):
         yield _tagged(item, request) if isinstance(item, Trace) else item
 
@@ -63,7 +62,8 @@ def untrained(twin: Translator, trace: Trace, max_new: int) -> tuple[Trace, str]
     """The trace's output teacher-forced through the untrained twin (same pieces, so the attention maps line up
     cell by cell), and what the twin writes on its own."""
     forced = twin.force_output(list(trace.source_ids), list(trace.output_ids), top_k=1)
-    source = twin.tokenizer.decode([i for i in trace.source_ids if i != EOS_ID])
+    # The model's own end marker (opus-mt: 0), not ours: id 3 is an ordinary piece there.
+    source = twin.tokenizer.decode([i for i in trace.source_ids if i != twin.config.eos_id])
     own = twin.translate(source, max_new_tokens=min(len(trace.output_tokens) + 10, max_new), top_k=1)
     return forced, own.text or f"nothing: its first piece is {own.output_tokens[0] if own.output_tokens else '–'}"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from transformer.checkpoint import Decoding
-from viz import KIND_LABELS
+from transformer.kinds import CROSS, DECODER, ENCODER
 
 MAX_CHARS = 500
 MAX_BEAM = 8
@@ -23,7 +23,7 @@ MAX_SLOW = 2.0  # seconds per piece in slow motion
 MAX_LP = 3.0
 MAX_LAYERS = 64  # views clamp layers and heads to the model's own counts later (View.fit)
 MEAN_HEAD = "mean"
-KINDS = tuple(KIND_LABELS)  # the attention kinds, in the order the page lists them
+PAGE_KINDS = (CROSS, ENCODER, DECODER)  # the attention kinds, in the order the page lists them
 DISPLAYS = ("heatmap", "lines", "walk")  # how the large view draws one kind: a matrix, lines, one query's softmax
 
 # ANSI/VT100 escape sequences (colours, cursor moves) and OSC sequences, removed from visitors' text.
@@ -154,7 +154,7 @@ class View:
     """What the attention views show: kind, layer and head (or their mean), pieces or words, decoding step, special
     tokens hidden, how the large view draws it, and the encoder query of the softmax walk."""
 
-    kind: str = "cross"
+    kind: str = CROSS.name  # an attention kind's name (transformer.kinds)
     layer: int = MAX_LAYERS  # clamped to the model's last layer: the default view shows the last layer
     head: str = MEAN_HEAD  # "mean" or "1", "2", ...
     merge: bool = False
@@ -170,7 +170,8 @@ class View:
         head = str(head).strip()
         if not (head.isdigit() and 1 <= int(head) <= MAX_LAYERS):
             head = MEAN_HEAD
-        return cls(kind if kind in KINDS else "cross", to_int(layer, 1, MAX_LAYERS, MAX_LAYERS), head, to_flag(merge),
+        kind = kind if any(kind == k.name for k in PAGE_KINDS) else CROSS.name
+        return cls(kind, to_int(layer, 1, MAX_LAYERS, MAX_LAYERS), head, to_flag(merge),
                    to_int(step, 1, 10_000, 0) or None, to_flag(plain), to_flag(hide),
                    display if display in DISPLAYS else DISPLAYS[0], to_int(query, 1, 10_000, 1))
 

@@ -99,6 +99,23 @@ class ModelEntry:
         return examples_for(self.source_lang, self.checkpoint.meta.get("domain"))
 
     @property
+    def training_data(self) -> str:
+        """What the model learnt from, as its config.json or model card says ("" when neither does): the corpora
+        of our training runs, else an opus-mt card's `dataset:` line, else where a MarianMT model comes from."""
+        meta = self.checkpoint.meta
+        training = meta.get("training") or {}
+        names = [c["name"] for c in training.get("corpora") or []
+                 if isinstance(c, dict) and isinstance(c.get("name"), str)]
+        if names:
+            return ", ".join(names)
+        if isinstance(training.get("data"), str) and training["data"].strip():
+            return training["data"].strip()
+        card = re.search(r"^\W*dataset:\s*(\S.*)$", self.card, flags=re.M | re.I)
+        if card:
+            return card.group(1).strip()
+        return meta["origin"] if isinstance(meta.get("origin"), str) else ""
+
+    @property
     def cpu(self) -> Translator:
         return self.translator("cpu")
 

@@ -28,19 +28,28 @@ if not __package__:  # run as a file (python benchmarks/decode.py): put the repo
 from benchmarks.common import default_checkpoint, languages, median_ms, sentence  # noqa: E402
 from transformer import Translator, data  # noqa: E402
 from transformer.checkpoint import Checkpoint  # noqa: E402
-from transformer.config import BOS_ID, EOS_ID, ModelConfig, PRESETS  # noqa: E402
+from transformer.config import ModelConfig, PRESETS  # noqa: E402
 from transformer.model import Transformer  # noqa: E402
 from transformer.search import beam_search, greedy  # noqa: E402
 from transformer.tokenizer import Tokenizer  # noqa: E402
 
 
 class NoEOS(Transformer):
-    """The same model with EOS made impossible, so every run generates exactly N tokens."""
+    """The same model with its EOS made impossible, so every run generates exactly N tokens. The ids its
+    decoding never chooses (opus-mt's pad) are banned here too, so that naive_greedy, which reads the logits
+    directly, chooses what the search does."""
 
     def logits(self, y: torch.Tensor) -> torch.Tensor:
         out = super().logits(y)
-        out[..., EOS_ID] = float("-inf")
+        out[..., [self.config.eos_id, *self.config.suppress_ids]] = float("-inf")
         return out
+
+    @classmethod
+    def of(cls, model: Transformer) -> "NoEOS":
+        """`model`'s weights in a NoEOS."""
+        no_eos = cls(model.config).eval()
+        no_eos.load_state_dict(model.state_dict())
+        return no_eos
 
 
 def load(path: Path) -> tuple[Translator, bool]:
@@ -72,7 +81,7 @@ def naive_greedy(model: Transformer, src: torch.Tensor, n: int) -> list[int]:
     """Encode once, then re-decode the whole prefix at every step (no cache), projecting only
     the last position to the vocabulary, as the seed articles' greedy_decode does."""
     encoded = model.encode(src)
-    ys = torch.tensor([[BOS_ID]])
+    ys = torch.tensor([[model.config.decoder_start_id]])  # <s> for ours; opus-mt has none and starts from its pad
     for _ in range(n):
         next_id = model.decode(ys, encoded, last_only=True).logits[0, -1].argmax()
         ys = torch.cat([ys, next_id.view(1, 1)], dim=1)
@@ -92,8 +101,7 @@ def main() -> None:
     ck = translator.checkpoint
     text = sentence(ck.source_lang)
     model = translator.model
-    no_eos = NoEOS(model.config).eval()
-    no_eos.load_state_dict(model.state_dict())
+    no_eos = NoEOS.of(model)
     capture = Translator(Checkpoint(no_eos, translator.tokenizer, ck.source_lang, ck.target_lang, "bench"),
                          torch.device("cpu"))
     src_ids, _ = translator.encode_source(text)

@@ -1,10 +1,11 @@
 """What a visitor waits for: the served app driven by headless Chromium, from the click on Translate.
 
-Starts `python app.py` on a free loopback port (every folder in checkpoints/), opens a fresh 1600×1000 page
-per run and translates the benchmark sentence of benchmarks/common.py in the direction of the default
-checkpoint (benchmarks/decode.py's), with the page's default settings: the model's own beam size and length
-penalty (beam 5 for the shipped models, so the first piece arrives with the whole translation). The first click after the server starts is reported on its own
-(first_click_all_s); the other page figures are medians over --runs warm clicks. A figure counts as drawn
+Starts `python app.py` on a free loopback port (every folder in --checkpoints, default checkpoints/), opens a
+fresh 1600×1000 page per run and translates the benchmark sentence of benchmarks/common.py with the app's default
+model (the first checkpoint folder by name: general-de-en of the shipped ones), with the page's default settings:
+the model's own beam size and length penalty (beam 5 for the shipped models, so the first piece arrives with the
+whole translation). The first click after the server starts is reported on its own (first_click_all_s); the
+other page figures are medians over --runs warm clicks. A figure counts as drawn
 when Plotly's `plotly_afterplot` fires on it with this translation's pieces as its labels (and the view's
 layer, head and step in its title), never for a placeholder. Figures, in seconds unless named _ms:
 
@@ -13,21 +14,25 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
   all_s           click → every figure in view drawn: heatmap, the three decoding-step panels and the open
                   tab's (All heads)
   view_s          a layer, head or step change, by mouse and by keyboard (slider: focus + arrow key; head
-                  radio: focus + Space) → the affected figures redrawn; median over all that redrew
+                  radio: focus + Space) → the affected figures redrawn; median over all of them
   server_ms       in-process: the translate handler and the open tab's figures, consumed to the last figure
-                  serialized to JSON, 1 thread, median of 5 (see app_translation: adapt it when app.py moves)
+                  serialized to JSON, 1 thread, median of 5 (see app_translation: adapt it when ui/handlers.py
+                  changes)
   capture_ms      decode.py's natural capture of the sentence with the model's own decoding (Translator.translate,
                   1 thread)
   crowdN_last_s   N raw-HTTP clients replay at once the queue events a page sent for one click (the
                   translation and the follow-up events it chains) → when the last one finished
   first_click_all_s  all_s of the first click after the server started
 
-The last line is machine-readable (wrapped here), `nan` for what could not be measured:
+The last line is machine-readable (wrapped here):
 first_piece_s=… heatmap_s=… all_s=… view_s=… server_ms=… capture_ms=… crowd16_last_s=…
 first_click_all_s=…
+A figure that cannot be measured (not drawn in time, a control that did not change, a failed visitor, handlers
+that moved) ends the run at once with the reason and exit status 1: no figure is ever left out or guessed.
 
     python benchmarks/page.py
     python -m benchmarks.page --runs 7 --crowd 32
+    python benchmarks/page.py --checkpoints my-checkpoints --runs 1 --crowd 2
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ import argparse
 import contextlib
 import html
 import json
+import os
 import re
 import statistics
 import sys
@@ -50,12 +56,13 @@ import httpx
 if not __package__:  # run as a file (python benchmarks/page.py): put the repo root on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, default_checkpoint, median_ms, sentence, start_app  # noqa: E402
+from benchmarks.common import ROOT, median_ms, sentence, start_app  # noqa: E402
 
 if TYPE_CHECKING:
     from transformer.checkpoint import Decoding
+    from ui.handlers import Handlers
 
-# Every element this script touches, by the elem_ids of app.py: update here when the layout changes.
+# Every element this script touches, by the elem_ids of ui/layout.py: update here when the layout changes.
 SELECTORS = {
     "source": "#source-text textarea",
     "translate": "#translate",
@@ -77,13 +84,13 @@ FIGURES = {
 }
 IN_VIEW = tuple(FIGURES)
 PIECES = ("source_tokens", "target_tokens", "output_tokens")  # the Trace fields the figures label
-AFFECTED = {  # the figures a view change redraws (app.py: layer.release, head.input, step.release)
+AFFECTED = {  # the figures a view change redraws (ui/wiring.py: the view controls' .input events)
     "layer": ("heatmap", "step_cross", "step_self"),
     "head": ("heatmap", "step_cross", "step_self"),
     "step": ("heatmap", "step_cross", "step_self", "step_topk"),
 }
 MEAN_HEAD = "mean"  # the head radio's value for the mean of the heads
-# What a figure's title says about the view it shows (app.py's captions), as regular expressions.
+# What a figure's title says about the view it shows (anatomy/attention_views.py's titles), as regular expressions.
 CAPTIONS = {"head": r"layer {layer}, head {head}\b", "mean": r"layer {layer}, mean of", "step": r"Step {step}\b"}
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                 "--disable-sync", "--no-first-run"]
@@ -129,14 +136,8 @@ INIT_JS = """
 """
 
 
-def warn(message: str) -> None:
-    print(f"page.py: {message}", file=sys.stderr)
-
-
-def median(values: list[float]) -> float:
-    """The median of the values measured (nan: failed, left out); nan when none was."""
-    values = [v for v in values if v == v]
-    return statistics.median(values) if values else float("nan")
+class MeasurementFailed(Exception):
+    """A figure could not be measured; its message says which and why. It ends the run (exit status 1)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,11 +235,13 @@ def translate(page: Page, text: str, trace: dict, settle_s: float) -> dict:
     done = page.drawn(trace, IN_VIEW, view, click, page.timeout_s)
     missing = sorted(set(IN_VIEW) - set(done))
     if missing:
-        warn(f"not drawn with this translation within {page.timeout_s:.0f} s: {', '.join(missing)}")
+        raise MeasurementFailed(f"not drawn with this translation within {page.timeout_s:.0f} s: "
+                                f"{', '.join(missing)}")
     first = page.bench("firstPiece")
-    return {"first_piece_s": (first - click) / 1000 if first is not None else float("nan"),
-            "heatmap_s": (done["heatmap"] - click) / 1000 if "heatmap" in done else float("nan"),
-            "all_s": (max(done.values()) - click) / 1000 if not missing else float("nan")}
+    if first is None:
+        raise MeasurementFailed("the Translation box stayed empty although every figure was drawn")
+    return {"first_piece_s": (first - click) / 1000, "heatmap_s": (done["heatmap"] - click) / 1000,
+            "all_s": (max(done.values()) - click) / 1000}
 
 
 def current_view(page: Page) -> dict:
@@ -257,10 +260,10 @@ def click_slider(page: Page, name: str, value: int) -> None:
     page.page.mouse.click(x, box["y"] + box["height"] / 2)
 
 
-def view_changes(page: Page, trace: dict, timeout_s: float) -> tuple[dict[str, float], list[str]]:
+def view_changes(page: Page, trace: dict, timeout_s: float) -> dict[str, float]:
     """Head, layer and step changed by mouse, then by keyboard; seconds until the affected figures showed the
-    new view, by change, and the changes after which they never did."""
-    times, missed = {}, []
+    new view, by change."""
+    times = {}
     view = current_view(page)
     L, T = view["layer"], view["step"]
     head_values = [page.page.locator(SELECTORS["head_radio"]).nth(i).get_attribute("value")
@@ -292,62 +295,68 @@ def view_changes(page: Page, trace: dict, timeout_s: float) -> tuple[dict[str, f
             page.page.wait_for_timeout(50)  # the control has taken the new value
             view = current_view(page)
             if view == before:
-                warn(f"{what} by {device}: the control did not change")
-                continue
+                raise MeasurementFailed(f"{what} by {device}: the control did not change")
             done = page.drawn(trace, AFFECTED[what], view, since, timeout_s)
-            if len(done) == len(AFFECTED[what]):
-                times[f"{what}/{device}"] = (max(done.values()) - since) / 1000
-            else:
-                missed.append(f"{what} by {device}")
-    return times, missed
+            missing = sorted(set(AFFECTED[what]) - set(done))
+            if missing:
+                raise MeasurementFailed(f"{what} by {device}: {', '.join(missing)} not redrawn within "
+                                        f"{timeout_s:.0f} s (--view-timeout)")
+            times[f"{what}/{device}"] = (max(done.values()) - since) / 1000
+    return times
 
 
 # --------------------------------------------------------------------------------------------
 # In-process measurements
 # --------------------------------------------------------------------------------------------
 
-def app_translation(key: str, own: Decoding) -> Callable[[str], int]:
-    """The one place that imports the app's handler code (ui/handlers.py): adapt it when the handlers move.
+def in_process_app(checkpoints: Path) -> Handlers:
+    """The app's handlers on the checkpoints the server gets, built in this process as app.py builds them."""
+    os.environ["ANATOMY_CHECKPOINT_DIR"] = str(checkpoints)  # what start_app gives the server
+    with contextlib.redirect_stdout(sys.stderr):  # what the app prints while it builds is not a figure
+        import ui
+        return ui.create_app().anatomy
+
+
+def app_translation(h: Handlers, key: str, own: Decoding) -> Callable[[str], int]:
+    """The one place that calls the app's handlers (ui/handlers.py): adapt it when they change.
 
     Returns a function that runs, as the page's Translate click does on the server, the translate handler to its
     last output, the drawing of that Run (`show`), then the open tab's figures (`tab_view`, All heads on a fresh
     page), and serializes every figure to JSON (returns the bytes, so nothing is optimised away)."""
-    with contextlib.redirect_stdout(sys.stderr):  # what the app prints while it builds is not a figure
-        import ui
-        from anatomy.run import StopSignal
-        demo = ui.create_app()
     from gradio.components.plot import PlotData
 
-    h = demo.anatomy
+    from anatomy.inputs import View
+    from anatomy.run import StopSignal
+    from ui.values import Inputs, PageSettings
+
     layer = h.registry.get(key).config.n_decoder_layers
+    view = View.of("cross", layer, MEAN_HEAD, False)  # the default view: see translate()
 
     def run(text: str) -> int:
-        signal = StopSignal()
-        *_, made = h.translate_page(key, text, own.beam_size, 0, "cpu", 5, own.length_penalty, 0.0, signal, "heads")
-        page_run = made[h.page.run]
-        outputs = [v for shown in h.show(page_run, signal, "cross", layer, MEAN_HEAD, False) for v in shown.values()]
-        outputs += list(h.tab_view(page_run, None, "heads", key, [], "cross", layer, MEAN_HEAD, False, None).values())
+        settings = PageSettings(key=key, text=text, beam=own.beam_size, max_new=0, device="cpu", top_k=5,
+                                length_penalty=own.length_penalty, slow=0.0)
+        asked = Inputs(settings, view=view, signal=StopSignal())  # All heads: a fresh page's tab
+        *_, made = h.translate_page(asked)
+        page = Inputs(settings, view=view, run=made[h.page.run], signal=asked.signal)
+        outputs = [v for shown in h.show(page) for v in shown.values()]
+        outputs += h.tab_view(page).values()
         return sum(len(v.model_dump_json()) for v in outputs if isinstance(v, PlotData))
 
     return run
 
 
-def server_ms(key: str, text: str, own: Decoding, repeats: int = 5) -> float:
-    """Median ms of app_translation's work on 1 thread, after a warm-up; nan when the handlers moved."""
+def server_ms(h: Handlers, key: str, text: str, own: Decoding, repeats: int = 5) -> float:
+    """Median ms of app_translation's work on 1 thread, after a warm-up."""
     import torch
 
-    try:
-        run = app_translation(key, own)
-    except Exception as err:  # ImportError, AttributeError, …: the handlers moved, adapt app_translation
-        warn(f"server_ms: cannot import the app's handlers ({type(err).__name__}: {err}); adapt app_translation")
-        return float("nan")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
+        run = app_translation(h, key, own)
         return median_ms(lambda: run(text), repeats)
-    except Exception as err:  # a changed handler signature: report, keep the other figures
-        warn(f"server_ms: the handlers failed ({type(err).__name__}: {err}); adapt app_translation")
-        return float("nan")
+    except Exception as err:  # a handler's changed signature or output: say where to adapt
+        raise MeasurementFailed(f"server_ms: the handlers failed ({type(err).__name__}: {err}); "
+                                "adapt app_translation") from err
     finally:
         torch.set_num_threads(threads)
 
@@ -387,7 +396,7 @@ def crowd(join_url: str, events: list[dict], clients: int, timeout_s: float) -> 
     def visitor():
         try:
             results.append(replay(join_url, events, start, timeout_s))
-        except Exception as err:  # counted below: one failure makes the figure nan
+        except Exception as err:  # counted below: one failure fails the figure
             results.append(err)
 
     threads = [threading.Thread(target=visitor) for _ in range(clients)]
@@ -402,91 +411,96 @@ def crowd(join_url: str, events: list[dict], clients: int, timeout_s: float) -> 
         t.join()
     failed = [r for r in results if isinstance(r, Exception)]
     if failed:
-        warn(f"crowd: {len(failed)} of {clients} visitors failed, e.g. {failed[0]}")
-        return float("nan")
+        raise MeasurementFailed(f"crowd: {len(failed)} of {clients} visitors failed, e.g. "
+                                f"{type(failed[0]).__name__}: {failed[0]}")
     return max(results) - t0
 
 
 # --------------------------------------------------------------------------------------------
 
-def expected_trace(url: str, text: str, key: str, local: dict) -> dict:
-    """The served translation's pieces and layer count (the /translate API); the in-process ones when the API
-    fails."""
+def check_served(url: str, text: str, key: str, local: dict) -> None:
+    """The served translation (the /translate API) has the in-process one's pieces and layer count: the figures
+    are checked against those pieces, and capture_ms and server_ms time that model."""
     from gradio_client import Client
 
     try:
         _, notice, trace = Client(url, verbose=False).predict(text=text, direction=key, api_name="/translate")
     except Exception as err:
-        warn(f"/translate failed ({type(err).__name__}: {err}): checking figures against the in-process pieces")
-        return local
+        raise MeasurementFailed(f"/translate failed ({type(err).__name__}: {err})") from err
     if trace is None:
-        warn(f"/translate gave no trace ({notice}): checking figures against the in-process pieces")
-        return local
+        raise MeasurementFailed(f"/translate gave no trace: {notice}")
     served = {f: trace[f] for f in PIECES} | {"layers": len(trace["cross_attn"])}
     if served != local:
-        warn(f"the served {key} translation differs from {default_checkpoint().name}'s in this process: "
-             "capture_ms is of another model")
-    return served
+        raise MeasurementFailed(f"the served {key} translation differs from the in-process one: the server "
+                                "runs another model than the one timed here")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[1:]))
+    p.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints",
+                   help="folder of checkpoint folders to serve (ANATOMY_CHECKPOINT_DIR; default: %(default)s)")
     p.add_argument("--runs", type=int, default=5, help="warm clicks, each on a fresh page (default 5)")
     p.add_argument("--crowd", type=int, default=16, help="visitors at once for crowdN_last_s (default 16)")
     p.add_argument("--view-timeout", type=float, default=5.0,
-                   help="seconds a view change may take before it counts as never redrawn (default 5)")
+                   help="seconds a view change may take before the run fails (default 5)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a page or a translation")
     p.add_argument("--settle", type=float, default=1.0, help="seconds after the page's placeholders before typing")
     p.add_argument("--chromium", default="/usr/bin/chromium", help="the browser (Debian's chromium)")
     args = p.parse_args()
+    if args.runs < 1 or args.crowd < 1:
+        p.error("--runs and --crowd must be at least 1")
+    try:
+        print(measure(args))
+    except MeasurementFailed as err:
+        raise SystemExit(f"page.py: {err}") from err
 
-    from benchmarks.decode import load, natural_capture_ms
 
-    checkpoint = default_checkpoint()
-    translator, _ = load(checkpoint)
-    ck = translator.checkpoint
-    key, text = f"{ck.source_lang}-{ck.target_lang}", sentence(ck.source_lang)
-    own = ck.decoding  # what the page's sliders start from, so what a click decodes with
+def measure(args: argparse.Namespace) -> str:
+    """Every figure, in the order the docstring lists them; the machine-readable last line."""
+    from benchmarks.decode import natural_capture_ms
+
+    h = in_process_app(args.checkpoints)
+    entry = h.registry.get(None)  # what a page opens with, here and on the server
+    key, own, text = entry.key, entry.decoding, sentence(entry.source_lang)
+    translator = entry.cpu
     local = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty)
     expected = {f: getattr(local, f) for f in PIECES} | {"layers": local.cross_attn.shape[0]}
     print(f"sentence ({key}, {len(text.split())} words, {len(local.source_tokens)} → {len(local.output_tokens)} "
           f"pieces): {text}")
 
     with tempfile.NamedTemporaryFile("w", prefix="anatomy-page-", suffix=".log", delete=False) as log:
-        proc, url = start_app(ROOT / "checkpoints", log)
+        proc, url = start_app(args.checkpoints, log)
         print(f"app: {url} (log {log.name})")
         try:
             capture = natural_capture_ms(translator, text, beam_size=own.beam_size,
                                          length_penalty=own.length_penalty)
-            server = server_ms(key, text, own)
+            server = server_ms(h, key, text, own)
             print(f"in-process, 1 thread: capture {capture:.1f} ms, translate handler + figures {server:.1f} ms")
             first, warm, views, joins = browse(args, url, key, text, expected)
             events = translation_events(joins, text)
-            if events:
-                print(f"crowd: {args.crowd} visitors replay the events {[e['fn_index'] for e in events]} at once")
-                crowd_s = crowd(joins[0][0], events, args.crowd, args.timeout)
-            else:
-                warn("crowd: no recorded Translate events to replay")
-                crowd_s = float("nan")
+            if not events:
+                raise MeasurementFailed("crowd: the page sent no Translate event to replay")
+            print(f"crowd: {args.crowd} visitors replay the events {[e['fn_index'] for e in events]} at once")
+            crowd_s = crowd(joins[0][0], events, args.crowd, args.timeout)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
 
-    figures = {name: median([w[name] for w in warm]) for name in ("first_piece_s", "heatmap_s", "all_s")}
-    print(f"first_piece_s={figures['first_piece_s']:.2f} heatmap_s={figures['heatmap_s']:.2f} "
-          f"all_s={figures['all_s']:.2f} view_s={median(views):.2f} server_ms={server:.1f} "
-          f"capture_ms={capture:.1f} crowd{args.crowd}_last_s={crowd_s:.2f} "
-          f"first_click_all_s={first.get('all_s', float('nan')):.2f}")
+    figures = {name: statistics.median([w[name] for w in warm]) for name in ("first_piece_s", "heatmap_s", "all_s")}
+    return (f"first_piece_s={figures['first_piece_s']:.2f} heatmap_s={figures['heatmap_s']:.2f} "
+            f"all_s={figures['all_s']:.2f} view_s={statistics.median(views):.2f} server_ms={server:.1f} "
+            f"capture_ms={capture:.1f} crowd{args.crowd}_last_s={crowd_s:.2f} first_click_all_s={first['all_s']:.2f}")
 
 
-def browse(args, url: str, key: str, text: str, expected: dict) -> tuple[dict, list[dict], list[float], list]:
+def browse(args: argparse.Namespace, url: str, key: str, text: str,
+           expected: dict) -> tuple[dict, list[dict], list[float], list]:
     """The first click, then --runs warm clicks with view changes, each on a fresh page: the first click's
     times, the warm clicks' times, every view change's seconds, and the queue events of the last warm page."""
     from playwright.sync_api import sync_playwright
 
-    first, warm, views, missed, joins = {}, [], [], [], []
+    first, warm, views, joins = {}, [], [], []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=args.chromium, args=BROWSER_ARGS)
         for run in range(args.runs + 1):
@@ -495,25 +509,23 @@ def browse(args, url: str, key: str, text: str, expected: dict) -> tuple[dict, l
                 times = translate(page, text, expected, args.settle)
                 if run == 0:
                     first = times
-                    expected = expected_trace(url, text, key, expected)
+                    check_served(url, text, key, expected)
                     print("first: " + ", ".join(f"{k} {v:.2f}" for k, v in times.items()) + " s")
                     continue
                 warm.append(times)
                 page.page.wait_for_timeout(1000)  # the events the click chains have all been sent
                 joins = list(page.joins)
-                changed, never = view_changes(page, expected, args.view_timeout)
+                changed = view_changes(page, expected, args.view_timeout)
                 views += changed.values()
-                missed += never
                 print(f"warm {run}: " + ", ".join(f"{k} {v:.2f}" for k, v in {**times, **changed}.items()) + " s")
-            except Exception as err:  # a missing element (see SELECTORS) fails every page alike: stop here
-                warn(f"run {run}: {type(err).__name__}: {err}; no more pages")
-                break
+            except MeasurementFailed as err:
+                raise MeasurementFailed(f"{'first click' if run == 0 else f'warm click {run}'}: {err}") from err
+            except Exception as err:  # e.g. an element that is gone (see SELECTORS): the page cannot be measured
+                raise MeasurementFailed(f"{'first click' if run == 0 else f'warm click {run}'}: "
+                                        f"{type(err).__name__}: {err}") from err
             finally:
                 page.close()
         browser.close()
-    if missed:
-        print(f"view changes never redrawn within {args.view_timeout:.0f} s: {len(missed)} of "
-              f"{len(missed) + len(views)} ({', '.join(sorted(set(missed)))})")
     return first, warm, views, joins
 
 

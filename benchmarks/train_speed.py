@@ -6,6 +6,8 @@ Same batches (real Multi30k lengths), same embeddings/PE/projection in front and
 prints target tokens/s of each and the ratio ours/torch. Then `torchrun`s 1 and 2 processes (gloo, one thread
 each, the same batch size per process, DDP as transformer.train uses it) and appends the total target tokens/s
 across ranks and their ratio to the last line; then fp32_tok_s, bf16_tok_s and bf16_vs_fp32 (and compile_vs_eager).
+--quick: a tiny model (d_model 64, 1 + 1 layers), 3 steps of 200 tokens: a smoke test of the script, not a
+measurement.
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ from transformer import data  # noqa: E402
 from transformer.config import PAD_ID, PRESETS, ModelConfig  # noqa: E402
 from transformer.model import Transformer  # noqa: E402
 from transformer.tokenizer import Tokenizer  # noqa: E402
+
+QUICK = dict(d_model=64, n_heads=4, d_ff=128, n_encoder_layers=1, n_decoder_layers=1)  # --quick's model
 
 
 class TorchReference(nn.Module):
@@ -71,7 +75,7 @@ def procs_worker(args: argparse.Namespace) -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     batches, vocab = real_batches(args.max_tokens, args.steps * world)
     torch.manual_seed(0)
-    model = DistributedDataParallel(Transformer(ModelConfig(vocab_size=vocab, max_len=256, **PRESETS["small"])))
+    model = DistributedDataParallel(Transformer(model_config(vocab, args)))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     mine = batches[rank::world]
     tokens, start = 0, 0.0
@@ -91,11 +95,15 @@ def procs_worker(args: argparse.Namespace) -> None:
     dist.destroy_process_group()
 
 
+def model_config(vocab_size: int, args: argparse.Namespace) -> ModelConfig:
+    return ModelConfig(vocab_size=vocab_size, max_len=256, **(QUICK if args.quick else PRESETS["small"]))
+
+
 def procs_tok_s(n: int, args: argparse.Namespace) -> float:
     out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}",
                           str(Path(__file__).resolve()), "--procs-worker", "--steps", str(args.steps),
-                          "--max-tokens", str(args.max_tokens)], capture_output=True, text=True,
-                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          "--max-tokens", str(args.max_tokens), *(["--quick"] if args.quick else [])],
+                         capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     found = re.search(rf"procs{n}_tok_s=(\d+)", out.stdout)
     if not found:
         raise SystemExit(f"the {n}-process run failed:\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
@@ -127,13 +135,16 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=2500)
     p.add_argument("--compile", action="store_true",
                    help="also time torch.compile of the model at 1 thread under bf16 (compile_vs_eager=)")
+    p.add_argument("--quick", action="store_true", help="a tiny model, 3 steps of 200 tokens: a smoke test")
     p.add_argument("--procs-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.quick:
+        args.steps, args.max_tokens = 3, 200  # the fewest steps a timing keeps after its 2 warm-up steps
     if args.procs_worker:
         return procs_worker(args)
     torch.set_num_threads(args.threads)
     batches, vocab = real_batches(args.max_tokens, args.steps)
-    config = ModelConfig(vocab_size=vocab, max_len=256, **PRESETS["small"])
+    config = model_config(vocab, args)
     rates = {}
     for name, model in (("ours", Transformer(config)), ("torch", TorchReference(config))):
         rates[name] = tokens_per_s(model, batches)

@@ -14,9 +14,10 @@
 #   checkpoints/general-*.
 #   phase 4 (default): from checkpoints/general-* (phase 3's best), seed 4, bf16 autocast (--precision auto on
 #   this CPU), more news in the mix (newstest x1.0, Europarl x0.5: news val BLEU was 5-6, the furthest from its
-#   goal), peak lr 5e-4, warmup 200, decaying to 0 over $BUDGET of training (default 105m: one session).
-#   Target tokens seen, all phases: `python -m transformer.tokens_seen` replayed phases 1-3 (11.4M de-en,
-#   11.9M en-de); transformer.train counts from phase 4 on.
+#   goal, and long news sentences loop), peak lr 5e-4, warmup 200, decaying to 0 over $TOKENS target tokens
+#   (default 29M: with phases 1-3's 11.4M de-en / 11.9M en-de, replayed by `python -m transformer.tokens_seen`,
+#   over 40M in all). A token budget, not a time budget: the machine is shared with other work, so a schedule
+#   by the clock would decay over however little it got. It spans sessions: rerun this script to resume.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-~/.cache/transformer-anatomy/runs}
@@ -47,7 +48,7 @@ for pair in "de en" "en de"; do
     start=$RUNS/$name-start
     [ -d "$start" ] || cp -r "checkpoints/general-$1-$2" "$start"
     mix=(--corpus tatoeba --corpus multi30k --corpus newstest:1.0 --corpus europarl-v7-head20k:0.5)
-    schedule=(--init-from "$start" --seed 4 --time-budget "${BUDGET:-105m}" --lr 5e-4 --warmup 200)
+    schedule=(--init-from "$start" --seed 4 --token-budget "${TOKENS:-29M}" --lr 5e-4 --warmup 200)
   fi
   nohup nice -n 10 python -m transformer.train --src "$1" --tgt "$2" \
     "${mix[@]}" \

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import torch
 
+from anatomy.inputs import View
 from anatomy.run import Run, StopSignal
 from transformer import checkpoint
 from transformer.config import ModelConfig
 from transformer.model import Transformer
 from transformer.tokenizer import Tokenizer
 from ui.handlers import Handlers
+from ui.values import Inputs, PageSettings, Tab
 
 SENTENCES = [
     "Ein Mann fährt mit dem Fahrrad eine Straße entlang.", "Zwei Hunde spielen im Schnee.",
@@ -60,9 +62,10 @@ def make_checkpoint(folder: Path, source_lang: str = "de", target_lang: str = "e
 
 
 def translate(h: Handlers, text=SENTENCE, key="de-en", beam=1, max_new=0, device="cpu", top_k=5, lp=1.0, slow=0.0,
-              tab="heads", signal: StopSignal | None = None) -> list[dict]:
+              tab=Tab.HEADS, signal: StopSignal | None = None) -> list[dict]:
     """Handlers.translate_page's yields, with the controls of a fresh page (greedy, CPU)."""
-    return list(h.translate_page(key, text, beam, max_new, device, top_k, lp, slow, signal or StopSignal(), tab))
+    settings = PageSettings(key, text, beam, max_new, device, top_k, lp, slow)
+    return list(h.translate_page(Inputs(settings, tab=tab, signal=signal or StopSignal())))
 
 
 def run_of(h: Handlers, text=SENTENCE, key="de-en", **settings) -> Run:
@@ -73,7 +76,7 @@ def run_of(h: Handlers, text=SENTENCE, key="de-en", **settings) -> Run:
 def show(h: Handlers, run: Run, kind="cross", layer=64, head="mean", merge=False,
          signal: StopSignal | None = None) -> list[dict]:
     """Handlers.show's yields: the page drawn for a run."""
-    return list(h.show(run, signal or StopSignal(), kind, layer, head, merge))
+    return list(h.show(Inputs(run=run, view=View.of(kind, layer, head, merge), signal=signal or StopSignal())))
 
 
 def drawn(h: Handlers, **settings) -> tuple[Run, dict]:

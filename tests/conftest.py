@@ -1,5 +1,5 @@
 """Shared fixtures: a synthetic copy-task corpus and a tiny model trained on it by the real CLI; tiny
-random-weight checkpoints and the app built on them."""
+random-weight checkpoints and the app built on them. And the two sets of tests: `slow` and `unit` (pytest.ini)."""
 from __future__ import annotations
 
 import gzip
@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 import pytest
 import torch
@@ -23,6 +24,45 @@ from transformer import train
 
 # Training runs tokenize their corpora into this cache, not into the user's.
 os.environ.setdefault("ANATOMY_TOKEN_CACHE", tempfile.mkdtemp(prefix="anatomy-token-cache-"))
+
+# A test that uses one of these is slow, whatever it says: a training run, Chromium, Chromium and a server,
+# `python app.py`, the shipped checkpoints.
+SLOW_FIXTURES = {"copy_checkpoint", "browser", "url", "served", "shipped"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`slow` on every test that uses a slow fixture, `unit` on every other test: `pytest -m unit` is the inner
+    loop."""
+    for item in items:
+        if SLOW_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.unit)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_stay_in_process(request, monkeypatch) -> Iterator[None]:
+    """A unit test that starts a process or a server, or trains, fails at once (mark it slow instead), so that
+    `pytest -m unit` stays fast as tests are added; and it runs on one thread."""
+    if request.node.get_closest_marker("unit") is None:
+        yield
+        return
+
+    def refuse(what: str) -> Callable[..., None]:
+        def fail(*args, **kwargs) -> None:
+            pytest.fail(f"this unit test {what}: mark it @pytest.mark.slow", pytrace=False)
+        return fail
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse("starts a process"))
+    monkeypatch.setattr(torch.Tensor, "backward", refuse("trains (Tensor.backward)"))
+    if "gradio" in sys.modules:
+        monkeypatch.setattr(sys.modules["gradio"].Blocks, "launch", refuse("starts a server"))
+    # Unit tests run tiny matrices, where a second thread only waits for the first (long, on a busy machine).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 
 WORDS = ("red blue green cat dog bird tree house car man woman child runs jumps sits big small old "
          "young water").split()
@@ -57,6 +97,15 @@ def copy_checkpoint(copy_data, tmp_path_factory) -> Path:
                 "--run-dir", str(root / "run"), "--epochs", "8", *TINY_MODEL_ARGS])
     torch.set_num_threads(threads)
     return root / "ckpt"
+
+
+@pytest.fixture(scope="session")
+def opus_mt(tmp_path_factory) -> Path:
+    """A tiny random opus-mt-like MarianMT folder (tests/marian_fixtures.py); needs `transformers`."""
+    pytest.importorskip("transformers")
+    from tests.marian_fixtures import make_marian
+
+    return make_marian(tmp_path_factory.mktemp("opus-mt-de-en"))
 
 
 @pytest.fixture(scope="module")

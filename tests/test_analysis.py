@@ -12,7 +12,10 @@ import viz
 from tests.app_fixtures import make_checkpoint
 from transformer import Translator
 from transformer.analysis import DEFINITIONS, HeadStats, head_statistics, trace_head_statistics
+from transformer.kinds import KINDS
 from viz.attention import causal_mask
+
+LABELS = {kind.name: kind.label for kind in KINDS}  # as the page names them
 
 SRC = ["▁Zwei", "▁Hund", "e", "▁<b>", "▁spielen", ".", "</s>"]
 TGT = ["<s>", "▁Two", "▁dog", "s", "▁play", "."]
@@ -206,17 +209,17 @@ def test_multiples_have_one_panel_per_applicable_statistic():
                 "decoder": ["focus", "same position", "previous position", "first token"],
                 "cross": ["focus", "monotonic", "first token", "EOS"]}
     for kind, titles in expected.items():
-        fig = viz.head_multiples(stats, kind, title=kind)
+        fig = viz.head_multiples(stats, kind, LABELS[kind], title=kind)
         assert panel_titles(fig) == titles
         assert len(fig.data) == len(titles)
         assert all(np.asarray(t.z).shape == (L, H) for t in fig.data)
         assert fig.layout.height > 0 and fig.layout.title.text == kind
-    cross = viz.head_multiples(stats, "cross")
+    cross = viz.head_multiples(stats, "cross", LABELS["cross"])
     monotonic = cross.data[1]
     assert monotonic.coloraxis == "coloraxis2" and cross.data[0].coloraxis == "coloraxis"
     assert (cross.layout.coloraxis.cmin, cross.layout.coloraxis.cmax) == (0, 1)
     assert (cross.layout.coloraxis2.cmin, cross.layout.coloraxis2.cmax) == (-1, 1)
-    assert "coloraxis2" not in viz.head_multiples(stats, "encoder").to_dict()["layout"]  # no correlation, no bar
+    assert "coloraxis2" not in viz.head_multiples(stats, "encoder", LABELS["encoder"]).to_dict()["layout"]  # no correlation, no bar
     # cell (layer 2, head 3) of the focus panel is that head's value
     head = next(s for s in stats if (s.kind, s.layer, s.head) == ("cross", 2, 3))
     assert float(np.asarray(cross.data[0].z)[1, 2]) == pytest.approx(head.focus, rel=1e-6)
@@ -224,7 +227,7 @@ def test_multiples_have_one_panel_per_applicable_statistic():
 
 
 def test_multiples_hover_values_and_escaping():
-    fig = viz.head_multiples(random_stats(), "encoder")
+    fig = viz.head_multiples(random_stats(), "encoder", LABELS["encoder"])
     focus = fig.data[0]
     assert focus.hovertemplate.startswith("layer %{y}, head %{x}: focus %{z:.2f}")
     assert list(focus.x) == [1, 2, 3, 4] and list(focus.y) == [1, 2, 3]
@@ -236,16 +239,14 @@ def test_multiples_hover_values_and_escaping():
     assert json.loads(text)["layout"]["template"]["layout"]["paper_bgcolor"] == "white"
 
 
-def test_multiples_of_a_missing_or_unknown_kind():
-    fig = viz.head_multiples([s for s in random_stats() if s.kind != "cross"], "cross")
+def test_multiples_of_a_missing_kind():
+    fig = viz.head_multiples([s for s in random_stats() if s.kind != "cross"], "cross", LABELS["cross"])
     assert "No cross-attention heads" in fig.layout.annotations[0].text
-    with pytest.raises(ValueError, match="unknown attention kind"):
-        viz.head_multiples(random_stats(), "self")
 
 
 def test_table_rows_order_rounding_and_blanks():
     stats = random_stats(2, 2)
-    headers, rows = viz.head_table(list(reversed(stats)))
+    headers, rows = viz.head_table(list(reversed(stats)), LABELS)
     assert headers[:3] == ["attention", "layer", "head"] and len(headers) == 3 + len(STATS)
     assert len(rows) == len(stats) == 3 * 2 * 2 and all(len(r) == len(headers) for r in rows)
     assert [r[:3] for r in rows[:5]] == [["encoder self-attention", 1, 1], ["encoder self-attention", 1, 2],
@@ -258,4 +259,4 @@ def test_table_rows_order_rounding_and_blanks():
     assert all(v == round(v, 3) for v in column["focus"])
     assert column["focus"][0] == round(stats[0].focus, 3)
     with pytest.raises(ValueError, match="unknown attention kind"):
-        viz.head_table([replace(stats[0], kind="self")])
+        viz.head_table([replace(stats[0], kind="self")], LABELS)

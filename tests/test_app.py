@@ -21,12 +21,14 @@ import gradio as gr  # noqa: E402
 from gradio.components.plot import PlotData  # noqa: E402
 
 import ui  # noqa: E402
-from anatomy import views  # noqa: E402
+from anatomy import architecture_views, training_views, views  # noqa: E402
+from anatomy.inputs import View  # noqa: E402
 from anatomy.registry import ModelRegistry, cuda_available, default_sources, device_choices  # noqa: E402
 from anatomy.run import StopSignal  # noqa: E402
 from tests.app_fixtures import SENTENCE, make_checkpoint, make_tokenizer, run_of, show, title, translate  # noqa: E402
 from transformer import Trace  # noqa: E402
 from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY  # noqa: E402
+from ui.values import Inputs, PageSettings, Tab  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,6 +43,7 @@ def assert_complete(trace, L=2, H=2):
 
 # ---- layering --------------------------------------------------------------------------------
 
+@pytest.mark.slow  # a subprocess
 def test_the_model_side_never_imports_gradio():
     """anatomy/ and viz/ are Gradio-free: checked on their source, and on what importing them loads."""
     for folder in ("anatomy", "viz"):
@@ -49,11 +52,14 @@ def test_the_model_side_never_imports_gradio():
             names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
             names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
             assert not [n for n in names if n.split(".")[0] in ("gradio", "ui", "app")], path
-    code = "import sys, anatomy.views, anatomy.engine, anatomy.registry; print('gradio' in sys.modules)"
+    code = ("import importlib, pkgutil, sys, anatomy\n"
+            "for module in pkgutil.iter_modules(anatomy.__path__): importlib.import_module(f'anatomy.{module.name}')\n"
+            "print('gradio' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout.strip() == "False"
 
 
+@pytest.mark.slow  # a subprocess
 def test_importing_app_loads_no_model_starts_no_thread_and_sets_no_environment():
     code = ("import os, sys, threading; env = dict(os.environ); import app; "
             "print(threading.active_count(), dict(os.environ) == env, 'torch' in sys.modules, "
@@ -102,11 +108,6 @@ def test_duplicate_folders_and_bad_hub_ids(folders):
     assert any("hf://not-a-repo" in n for n in reg.notices)
 
 
-def test_the_shipped_checkpoints_say_their_domain():
-    for name in ("multi30k-de-en", "multi30k-en-de"):
-        assert json.loads((ROOT / "checkpoints" / name / "config.json").read_text())["domain"] == "image captions"
-
-
 def test_checkpoint_dir_and_hub_env(folders, monkeypatch):
     monkeypatch.setenv("ANATOMY_CHECKPOINT_DIR", str(folders))
     monkeypatch.setenv("ANATOMY_HUB_MODELS", " hf://a/b , hf://c/d ")
@@ -123,7 +124,8 @@ def test_untrained_fallback_is_labelled_and_usable(folders):
     assert entry.config.d_model == 256 and entry.config.vocab_size == make_tokenizer().vocab_size  # tokenizer reused
     trace = entry.cpu.translate("Zwei Hunde.", max_new_tokens=3)
     assert len(trace.output_tokens) <= 3
-    assert "untrained" in views.architecture_markdown(entry).lower() and "untrained" in views.training_markdown(entry)
+    assert "untrained" in architecture_views.architecture_markdown(entry).lower()
+    assert "untrained" in training_views.training_markdown(entry)
     bare = ModelRegistry.discover([])  # no folder at all: a tokenizer trained on the example sentences
     assert all(e.untrained for e in bare.entries.values()) and "example sentences" in bare.notices[0]
 
@@ -162,7 +164,7 @@ def test_translate_streams_then_show_draws_the_run(tiny, monkeypatch):
     assert not any(isinstance(v, PlotData) for o in outs for v in o.values())  # no figure in the model's slot
     run = outs[-1][p.run]
     expected = tiny.registry.get("de-en").cpu.translate(SENTENCE, max_new_tokens=6)
-    assert run.trace.output_tokens == expected.output_tokens and run.trace.settings["direction"] == "de-en"
+    assert run.trace.output_tokens == expected.output_tokens and run.trace.settings.direction == "de-en"
     np.testing.assert_allclose(run.trace.cross_attn, np.asarray(expected.cross_attn), atol=1e-4)
     assert_complete(run.trace)
     last = show(tiny, run)[-1]
@@ -172,6 +174,8 @@ def test_translate_streams_then_show_draws_the_run(tiny, monkeypatch):
         assert json.loads(last[comp].plot)["config"]["toImageButtonOptions"]["scale"] >= 2
     assert last[p.step]["value"] == 6 and "length limit" in last[p.run_info]
     assert "link to this view" in last[p.run_info] and Path(last[p.download]).is_file()
+    downloaded = Trace.from_json(Path(last[p.download]).read_text())
+    assert (downloaded.top_k, downloaded.settings) == (run.trace.top_k, run.trace.settings)
 
 
 def test_beam_candidates_use_the_runs_direction_not_the_controls(tiny):
@@ -181,14 +185,14 @@ def test_beam_candidates_use_the_runs_direction_not_the_controls(tiny):
     run = run_of(tiny, beam=3, max_new=8)
     assert len(run.trace.candidates) >= 2
     evt = gr.SelectData(None, {"index": [1, 1], "value": run.trace.candidates[1].text})
-    picked = tiny.candidate(run, "heads", evt)[p.run]  # reads no control: the Direction dropdown cannot mislead it
+    picked = tiny.candidate(Inputs(run=run), evt)[p.run]  # reads no control: the Direction dropdown cannot mislead it
     de_en = tiny.registry.get("de-en").cpu
     expected = de_en.force_output(list(run.trace.source_ids), run.trace.candidates[1].ids)
     np.testing.assert_allclose(picked.trace.cross_attn, expected.cross_attn, atol=1e-5)
     assert picked.request.key == "de-en" and picked.trace.candidates == run.trace.candidates
     info = show(tiny, picked)[-1][p.run_info]
     assert "Beam candidate #2" in info and "direction=de-en" in info
-    assert tiny.share(picked, "cross", 1, "mean", False, None).startswith("?direction=de-en&")
+    assert tiny.share(Inputs(run=picked, view=View.of("cross", 1, "mean", False))).startswith("?direction=de-en&")
 
 
 def test_an_empty_beam_candidate_is_shown_as_empty(tiny):
@@ -223,7 +227,7 @@ def test_stop_during_slow_motion_keeps_the_steps_so_far(tiny):
     p = tiny.page
     signal = StopSignal()
     run = run_of(tiny, slow=0.1, max_new=5, signal=signal)
-    frames = tiny.show(run, signal, "cross", 1, "mean", False)
+    frames = tiny.show(Inputs(run=run, view=View.of("cross", 1, "mean", False), signal=signal))
     next(frames), next(frames)
     tiny.stop(signal)
     last = list(frames)[-1]
@@ -233,14 +237,15 @@ def test_stop_during_slow_motion_keeps_the_steps_so_far(tiny):
     assert len(json.loads(last[p.heat].plot)["layout"]["yaxis"]["ticktext"]) == 2
     assert last[p.translation] == kept.trace.text and last[p.step]["value"] == 2
     # later views draw what is on screen, not the whole trace
-    assert len(json.loads(tiny.view(kept, None, "heads", None, "cross", 1, "mean", False, None)[p.heat].plot)
+    assert len(json.loads(tiny.view(Inputs(run=kept, view=View.of("cross", 1, "mean", False)))[p.heat].plot)
                ["layout"]["yaxis"]["ticktext"]) == 2
 
 
 def test_stop_during_streaming_keeps_the_pieces_so_far(tiny):
     p = tiny.page
     signal = StopSignal()
-    stream = tiny.translate_page("de-en", SENTENCE, 1, 8, "cpu", 5, 1.0, 0.0, signal, "heads")
+    settings = PageSettings(key="de-en", text=SENTENCE, beam=1, max_new=8, device="cpu", top_k=5, length_penalty=1.0)
+    stream = tiny.translate_page(Inputs(settings, signal=signal))
     next(stream), next(stream)  # the source pieces, then the first piece
     tiny.stop(signal)
     run = list(stream)[-1][p.run]
@@ -252,15 +257,15 @@ def test_stop_during_streaming_keeps_the_pieces_so_far(tiny):
 def test_teacher_forcing_a_typed_translation_uses_the_shown_source(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=3)
-    forced = tiny.force(run, "Two dogs <b>play</b>", "heads")[p.run]
+    forced = tiny.force(Inputs(run=run, forced="Two dogs <b>play</b>"))[p.run]
     tok = tiny.registry.get("de-en").cpu.tokenizer
     assert forced.trace.output_tokens == tok.pieces(tok.encode("Two dogs <b>play</b>")) + ["</s>"]
     assert forced.trace.source_tokens == run.trace.source_tokens
     assert_complete(forced.trace)
     with pytest.raises(gr.Error):
-        tiny.force(run, "  ", "heads")
+        tiny.force(Inputs(run=run, forced="  "))
     with pytest.raises(gr.Error, match="Translate a sentence first"):
-        tiny.force(None, "Two dogs", "heads")
+        tiny.force(Inputs(forced="Two dogs"))
 
 
 def test_bad_ui_input_raises_a_visible_error(tiny):
@@ -273,70 +278,67 @@ def test_bad_ui_input_raises_a_visible_error(tiny):
 def test_view_controls(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=5)
-    for kind in views.KINDS:
-        out = tiny.view(run, None, "heads", None, kind, 2, "1", False, 2)
+    for _, kind in views.kind_choices():
+        out = tiny.view(Inputs(run=run, view=View.of(kind, 2, "1", False, 2)))
         fig = json.loads(out[p.heat].plot)
         assert fig["layout"]["yaxis"]["title"]["text"].startswith("query")
         assert fig["layout"]["xaxis"]["title"]["text"].startswith("key")
         assert f"{views.name(kind)} · layer 2, head 1" == fig["layout"]["title"]["text"]
         assert sum(t["type"] == "heatmap" for t in json.loads(out[p.grid].plot)["data"]) >= 4
-    out = tiny.view(run, None, "predictions", None, "decoder", 1, "mean", True, 1)
+    out = tiny.view(Inputs(run=run, tab=Tab.PREDICTIONS, view=View.of("decoder", 1, "mean", True, 1)))
     assert "words" in title(out[p.heat]) and p.grid not in out  # a closed tab is not drawn
-    out = tiny.view(run, None, "heads", None, "cross", 1, "mean", False, 2)
+    out = tiny.view(Inputs(run=run, view=View.of("cross", 1, "mean", False, 2)))
     assert len(out[p.partial]) == 2 and out[p.partial][-1][1] == views.CURRENT
     assert "Step 2" in title(out[p.step_topk])
     assert tiny.pick_head("2:1") == (2, "1")
-    assert tiny.view(None, None, "heads", None, "cross", 1, "mean", False, 1) == gr.skip()
+    assert tiny.view(Inputs(view=View.of("cross", 1, "mean", False, 1))) == gr.skip()
 
 
 def test_a_view_change_redraws_only_the_figures_it_changes(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=5)
-    drawn = tiny.tab_view(run, None, "heads", "de-en", [], "cross", 1, "mean", False, None)[p.drawn]
-    moved = tiny.view(run, None, "heads", drawn, "cross", 2, "1", False, 2)
+    drawn = tiny.tab_view(Inputs(run=run, settings=PageSettings(key="de-en"),
+                                 view=View.of("cross", 1, "mean", False)))[p.drawn]
+    moved = tiny.view(Inputs(run=run, drawn=drawn, view=View.of("cross", 2, "1", False, 2)))
     assert {p.heat, p.step_cross, p.step_self, p.step_topk} <= set(moved) and p.grid not in moved
     assert moved[p.drawn].tab == drawn.tab
-    head = tiny.view(run, None, "heads", moved[p.drawn], "cross", 2, "2", False, 2)  # the step stays: so do
-    assert {p.heat, p.step_cross, p.step_self} <= set(head)  # its probabilities and the output so far
+    # the step stays: so do its probabilities and the output so far
+    head = tiny.view(Inputs(run=run, drawn=moved[p.drawn], view=View.of("cross", 2, "2", False, 2)))
+    assert {p.heat, p.step_cross, p.step_self} <= set(head)
     assert p.step_topk not in head and p.partial not in head and p.grid not in head
-    step = tiny.view(run, None, "heads", head[p.drawn], "cross", 2, "2", False, 3)
+    step = tiny.view(Inputs(run=run, drawn=head[p.drawn], view=View.of("cross", 2, "2", False, 3)))
     assert p.step_topk in step and p.partial in step
-    other_kind = tiny.view(run, None, "heads", step[p.drawn], "encoder", 2, "1", False, 3)
+    other_kind = tiny.view(Inputs(run=run, drawn=step[p.drawn], view=View.of("encoder", 2, "1", False, 3)))
     assert p.grid in other_kind and other_kind[p.drawn].tab != drawn.tab
-    stats = tiny.view(run, None, "stats", other_kind[p.drawn], "cross", 1, "mean", False, 1)  # another tab
+    stats = tiny.view(Inputs(run=run, tab=Tab.STATS, drawn=other_kind[p.drawn],  # another tab
+                             view=View.of("cross", 1, "mean", False, 1)))
     assert p.stats in stats
-    assert p.stats not in tiny.view(run, None, "stats", stats[p.drawn], "cross", 2, "mean", False, 3)
+    assert p.stats not in tiny.view(Inputs(run=run, tab=Tab.STATS, drawn=stats[p.drawn],
+                                           view=View.of("cross", 2, "mean", False, 3)))
     again = run_of(tiny, max_new=4)  # another translation: everything anew
-    out = tiny.view(again, None, "heads", head[p.drawn], "cross", 2, "2", False, 2)
+    out = tiny.view(Inputs(run=again, drawn=head[p.drawn], view=View.of("cross", 2, "2", False, 2)))
     assert p.grid in out and p.step_topk in out
 
 
 def test_tabs_are_drawn_when_opened(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=5)
-    heads = tiny.tab_view(run, None, "heads", "de-en", [], "encoder", 1, "mean", False, None)
+    de_en, en_de, cross = PageSettings(key="de-en"), PageSettings(key="en-de"), View.of("cross", 1, "mean", False)
+    heads = tiny.tab_view(Inputs(run=run, settings=de_en, view=View.of("encoder", 1, "mean", False)))
     assert set(heads) == {p.grid, p.pick_head, p.drawn}
-    assert set(tiny.tab_view(run, None, "stats", "de-en", [], "cross", 1, "mean", False, None)) == {
+    assert set(tiny.tab_view(Inputs(run=run, tab=Tab.STATS, settings=de_en, view=cross))) == {
         p.summary, p.stats, p.drawn}
-    assert set(tiny.tab_view(run, None, "predictions", "de-en", [], "cross", 1, "mean", False, None)) == {
+    assert set(tiny.tab_view(Inputs(run=run, tab=Tab.PREDICTIONS, settings=de_en, view=cross))) == {
         p.topk_table, p.drawn}
-    positional = tiny.tab_view(run, None, "positional", "de-en", ["0", "1", "9"], "cross", 1, "mean", False, None)
+    positional = tiny.tab_view(Inputs(run=run, tab=Tab.POSITIONAL, settings=de_en, view=cross, dims=(0, 1, 9)))
     assert len(json.loads(positional[p.pe].plot)["data"]) == 1 + 3
     assert len(json.loads(positional[p.pe_rows].plot)["layout"]["yaxis"]["ticktext"]) == len(run.trace.source_tokens)
-    other = tiny.tab_view(run, None, "positional", "en-de", [], "cross", 1, "mean", False, None)
+    other = tiny.tab_view(Inputs(run=run, tab=Tab.POSITIONAL, settings=en_de, view=cross))
     assert p.pe_rows not in other  # the shown trace is of another model
-    changed = tiny.direction_changed("en-de", run, None, "architecture", [], "cross", 1, "mean", False, None)
+    changed = tiny.direction_changed(Inputs(run=run, tab=Tab.ARCHITECTURE, settings=en_de, view=cross))
     assert "English → German" in changed[p.card] and "English" in changed[p.text]["placeholder"]
     assert len(changed[p.pe_dims]["choices"]) == tiny.registry.get("en-de").config.d_model
-    assert p.card not in tiny.direction_changed("en-de", run, None, "heads", [], "cross", 1, "mean", False, None)
-
-
-def test_static_figures_are_cached_with_bounded_caches(tiny):
-    config = tiny.registry.get("de-en").config
-    assert views.pe_similarity(config) is views.pe_similarity(config)
-    assert views.architecture(config, 5, 3, "x") is views.architecture(config, 5, 3, "x")
-    for cached in (views.pe_curves, views.pe_similarity, views.architecture, views.parameters, views.training_curves):
-        assert cached.cache_info().maxsize is not None
+    assert p.card not in tiny.direction_changed(Inputs(run=run, settings=en_de, view=cross))
 
 
 def test_examples_reset_the_settings_to_their_models_own_decoding(tiny):
@@ -370,7 +372,7 @@ def test_api_never_raises(tiny):
     assert "characters" in notice and trace is not None
     text, notice, trace = tiny.api_translate(SENTENCE, "en-de", 2, 4)
     assert len(trace["candidates"]) == 2 and np.asarray(trace["cross_attn"]).ndim == 4
-    assert Trace.from_dict(trace).text == text
+    assert Trace.from_dict(trace).text == text and Trace.from_dict(trace).settings.beam_size == 2
 
 
 @pytest.mark.slow

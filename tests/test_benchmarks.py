@@ -1,45 +1,138 @@
-"""The benchmark scripts start the way a newcomer types them: as a file or as a module, from the repository
-root or from elsewhere (`--help` only: no timed test)."""
+"""The benchmark scripts: each runs once on a tiny configuration, started the way a newcomer types it (as a file or
+as a module, from the repository root or from elsewhere), and its last line has every documented figure, each a
+sane number. No timing is asserted. (benchmarks/load.py runs in test_hardening.py.) Their decoding helpers follow
+the model they time, opus-mt included."""
 from __future__ import annotations
 
+import argparse
+import importlib.util
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
-pytestmark = pytest.mark.slow  # real checkpoints or subprocesses
+from tests.browser import needs_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ("decode", "train_speed", "load", "page", "peers")
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-@pytest.mark.parametrize("where", ("root", "elsewhere"))
-@pytest.mark.parametrize("how", ("file", "module"))
-def test_help_runs(script, where, how, tmp_path):
+def run(script: str, args: list[str], how: str, where: str, tmp_path: Path, timeout: int,
+        env: dict | None = None) -> dict[str, str]:
+    """`python benchmarks/SCRIPT.py ARGS` (how="file") or `python -m benchmarks.SCRIPT ARGS` (how="module"), from
+    the repository root or from tmp_path; its last line's figures. -m from elsewhere needs the root on PYTHONPATH,
+    as the README says."""
+    env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k != "PYTHONPATH"}
     cwd = ROOT if where == "root" else tmp_path
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if how == "file":
         path = ROOT / "benchmarks" / f"{script}.py"
-        command = [sys.executable, str(path.relative_to(ROOT) if where == "root" else path), "--help"]
+        command = [sys.executable, str(path.relative_to(ROOT) if where == "root" else path), *args]
     else:
-        command = [sys.executable, "-m", f"benchmarks.{script}", "--help"]
-        if where == "elsewhere":  # -m finds a package on sys.path only: name the repository, as one must
+        command = [sys.executable, "-m", f"benchmarks.{script}", *args]
+        if where != "root":
             env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "usage:" in done.stdout and "--help" in done.stdout
-
-
-def test_peers_quick_prints_the_ratios():
-    """benchmarks/peers.py --quick: a tiny random model; every side's ids were asserted equal on the way."""
-    pytest.importorskip("transformers")
-    done = subprocess.run([sys.executable, "benchmarks/peers.py", "--quick"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     last = done.stdout.strip().splitlines()[-1]
-    keys = [part.split("=")[0] for part in last.split()]
-    assert keys == ["ours_vs_hf_capture", "ours_vs_hf_plain", "ours_vs_ct2"]
-    assert all(float(part.split("=")[1]) > 0 for part in last.split()[:2])
+    return dict(part.split("=") for part in last.split())
+
+
+def sane(figures: dict[str, str], keys: list[str]) -> dict[str, float]:
+    """The figures as numbers, once they are exactly `keys`, each finite and positive."""
+    assert list(figures) == keys
+    numbers = {key: float(value) for key, value in figures.items()}
+    assert all(math.isfinite(v) and v > 0 for v in numbers.values()), figures
+    return numbers
+
+
+@pytest.fixture
+def tiny_folder(tmp_path: Path) -> Path:
+    """A folder that holds one tiny random de→en checkpoint whose vocabulary has the benchmark sentence's words,
+    one piece a word (25 pieces in, at most 48 out)."""
+    from benchmarks.common import SENTENCES
+    from tests.app_fixtures import make_checkpoint
+    from transformer.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer.train(list(SENTENCES.values()) * 20, vocab_size=60, model_type="word")
+    make_checkpoint(tmp_path / "checkpoints" / "tiny-de-en", "de", "en", tokenizer=tokenizer)
+    return tmp_path / "checkpoints"
+
+
+@pytest.mark.slow
+def test_decode_quick_on_a_tiny_model(tiny_folder, copy_data, tmp_path):
+    figures = run("decode", ["--checkpoint", str(tiny_folder / "tiny-de-en"), "--quick", "--repeats", "1"],
+                  "file", "root", tmp_path, 120, {"ANATOMY_DATA_DIR": str(copy_data)})
+    figures = sane(figures, ["naive_ms", "cached_ms", "capture_ms", "beam5_ms", "tok_per_s", "speedup",
+                             "capture_overhead", "natural_capture_ms", "natural_beam_ms"])
+    assert figures["speedup"] == pytest.approx(figures["naive_ms"] / figures["cached_ms"], rel=0.1)  # rounded
+
+
+@pytest.mark.slow
+def test_train_speed_quick(copy_data, tmp_path):
+    figures = run("train_speed", ["--threads", "1", "--quick"], "module", "elsewhere", tmp_path, 240,
+                  {"ANATOMY_DATA_DIR": str(copy_data)})
+    figures = sane(figures, ["threads", "ours_tok_s", "torch_tok_s", "ratio", "procs1_tok_s", "procs2_tok_s",
+                             "procs2_vs_1", "fp32_tok_s", "bf16_tok_s", "bf16_vs_fp32"])
+    assert figures["threads"] == 1
+    assert figures["procs2_vs_1"] == pytest.approx(figures["procs2_tok_s"] / figures["procs1_tok_s"], abs=0.01)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_page_on_a_tiny_model(tiny_folder, tmp_path):
+    pytest.importorskip("playwright")
+    figures = run("page", ["--checkpoints", str(tiny_folder), "--runs", "1", "--crowd", "2", "--settle", "0.5"],
+                  "file", "elsewhere", tmp_path, 240)
+    figures = sane(figures, ["first_piece_s", "heatmap_s", "all_s", "view_s", "server_ms", "capture_ms",
+                             "crowd2_last_s", "first_click_all_s"])
+    assert figures["all_s"] >= figures["heatmap_s"]  # every figure in view includes the heatmap
+
+
+@pytest.mark.slow
+def test_peers_quick_on_a_tiny_opus_mt_model(tmp_path):
+    """Every side's ids were asserted equal on the way; no CTranslate2 here unless it is installed."""
+    pytest.importorskip("transformers")
+    figures = run("peers", ["--quick"], "module", "root", tmp_path, 300)
+    ct2 = figures.pop("ours_vs_ct2", None)
+    sane(figures, ["ours_vs_hf_capture", "ours_vs_hf_plain"])
+    assert ct2 == "na" if importlib.util.find_spec("ctranslate2") is None else float(ct2) > 0
+
+
+def test_a_failed_page_measurement_ends_the_run_with_its_reason(monkeypatch):
+    """page.py never prints a figure it could not measure: here every crowd visitor fails (nothing listens on the
+    port), and the run stops with exit status 1 and why."""
+    from benchmarks import page
+    from benchmarks.common import free_port
+
+    join = f"http://127.0.0.1:{free_port()}/gradio_api/queue/join"
+
+    def measure(args: argparse.Namespace) -> str:
+        return f"crowd2_last_s={page.crowd(join, [{'fn_index': 0}], 2, 5)}"
+
+    monkeypatch.setattr(page, "measure", measure)
+    monkeypatch.setattr(sys, "argv", ["page.py"])
+    with pytest.raises(SystemExit) as exited:
+        page.main()
+    assert str(exited.value.code).startswith("page.py: crowd: 2 of 2 visitors failed, e.g. ConnectError")
+
+
+def test_decode_benchmark_decodes_an_opus_mt_model_from_its_own_start_without_its_own_eos(opus_mt):
+    """opus-mt has no <s>: it starts from its pad and ends with 0. With an EOS bias that makes 0 the first choice,
+    the no-EOS model still writes every token, and naive and cached greedy agree from that start."""
+    from benchmarks.decode import NoEOS, naive_greedy
+    from tests.marian_fixtures import SENTENCES
+    from transformer import Translator
+    from transformer.search import greedy
+
+    translator = Translator.from_checkpoint(opus_mt, device="cpu")
+    with torch.no_grad():
+        translator.model.final_logits_bias[translator.config.eos_id] += 30.0
+    src = torch.tensor([translator.encode_source(SENTENCES[0])[0]])
+    assert greedy(translator.model, src, 6)[0] == []  # EOS at once
+    no_eos = NoEOS.of(translator.model)
+    ids = naive_greedy(no_eos, src, 6)
+    assert len(ids) == 6 and translator.config.eos_id not in ids
+    assert ids == greedy(no_eos, src, 6)[0]

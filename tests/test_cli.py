@@ -38,6 +38,7 @@ def test_cuda_without_cuda_falls_back_to_cpu_with_a_notice(copy_checkpoint, caps
     assert capsys.readouterr().out == "red cat runs\n"
 
 
+@pytest.mark.slow  # a subprocess
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
     result = subprocess.run([sys.executable, "-m", "transformer.translate", "--checkpoint", str(tmp_path / "x"),
                              "hallo"], cwd=ROOT, capture_output=True, text=True,
@@ -87,4 +88,11 @@ def test_model_card_has_hub_front_matter_scores_and_epochs(copy_checkpoint, copy
     assert "| greedy |" in text and "| beam 2, length penalty 1.4 |" in text
     assert text.count("\n| 8 |") == 1  # the per-epoch table reaches the last epoch
     assert "Good at, bad at" in text and "not a production translator" in text
-    assert json.loads((folder / "config.json").read_text())["decoding"] == {"beam_size": 2, "length_penalty": 1.4}
+    meta = json.loads((folder / "config.json").read_text())
+    assert meta["decoding"] == {"beam_size": 2, "length_penalty": 1.4}
+    # The card's beam scores are kept beside the training-time greedy ones, as the card's table shows them.
+    beam_row = next(line for line in text.splitlines() if line.startswith("| beam 2"))
+    shown = [float(x) for x in beam_row.split("|")[2].split("/")]
+    assert shown == pytest.approx([meta["card"]["val_bleu_copy-data0"], meta["card"]["val_chrf_copy-data0"]], abs=0.051)
+    assert meta["card"]["val_bleu_mean"] == meta["card"]["val_bleu_copy-data0"] > 80
+    assert f"{meta['training']['target_tokens_seen'] / 1e6:.1f}M target tokens" in text

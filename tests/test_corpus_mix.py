@@ -87,6 +87,7 @@ def _write_lines(folder: Path, split: str, lines: list[str]) -> None:
             f.write("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow  # a training run
 def test_a_mix_trains_one_vocabulary_and_reports_every_val_corpus(tmp_path):
     # Two corpora with disjoint words: the one joint vocabulary must hold both.
     rng = random.Random(0)
@@ -121,7 +122,7 @@ def test_a_mix_trains_one_vocabulary_and_reports_every_val_corpus(tmp_path):
 
 def _first_steps(corpus: Path, root: Path, *how: str) -> tuple[str, dict]:
     args = ["--src", "de", "--tgt", "en", *how, "--out", str(root / "ckpt"), "--run-dir", str(root / "run"),
-            "--epochs", "1", *TINY_MODEL_ARGS]
+            "--epochs", "1", *TINY_MODEL_ARGS, "--precision", "fp32"]  # the pinned figures are fp32's
     args[args.index("--threads") + 1] = "1"
     args[args.index("--dropout") + 1] = "0.1"
     threads = torch.get_num_threads()
@@ -131,6 +132,7 @@ def _first_steps(corpus: Path, root: Path, *how: str) -> tuple[str, dict]:
     return tok, torch.load(root / "run" / "state.pt", weights_only=True)
 
 
+@pytest.mark.slow  # a training run
 def test_the_single_corpus_command_is_unchanged(tmp_path):
     """Same tokenizer and weights after the first steps as pinned (figures taken when dropout became seeded per
     step for data-parallel runs), and `--corpus PATH` is the same run as `--data-dir PATH`."""
@@ -145,6 +147,7 @@ def test_the_single_corpus_command_is_unchanged(tmp_path):
     assert all(torch.equal(state["model"][k], state_b["model"][k]) for k in state["model"])
 
 
+@pytest.mark.slow  # a training run
 def test_the_model_card_of_a_mix_scores_each_corpus_attributes_each_and_picks_a_length_penalty(tmp_path, capsys):
     from transformer import card
 

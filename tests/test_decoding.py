@@ -2,14 +2,16 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
-from transformer import ATTENTION_KINDS, ModelConfig, Step, Trace, Transformer, Translator
+from transformer import DecodingSettings, ModelConfig, Step, Trace, Transformer, Translator
 from transformer.config import BOS_ID, EOS_ID, PAD_ID
 from transformer.data import pad, source_ids
+from transformer.kinds import KINDS
 from transformer.search import beam_search, greedy, output_limit
 
 SENTENCES = ["red cat runs", "old man sits big house", "water cat young", "blue bird jumps tree car dog"]
@@ -184,8 +186,9 @@ def test_trace_has_the_documented_shapes(translator):
     assert trace.cross_attn.shape == (L, h, T, S)
     assert all(a.dtype == np.float32 for a in (trace.encoder_self_attn, trace.decoder_self_attn, trace.cross_attn))
     assert all(len(k) == 3 for k in trace.top_k)
-    assert trace.top_k[0][0]["token"] == trace.output_tokens[0]
-    assert trace.settings["beam_size"] == 1 and trace.settings["device"] == "cpu"
+    assert trace.top_k[0][0].token == trace.output_tokens[0]
+    assert trace.settings == DecodingSettings("greedy", 3, "cpu", beam_size=1,
+                                              max_new_tokens=output_limit(translator.model, S, None), length_penalty=1.0)
     assert trace.checkpoint == str(translator.checkpoint.id)
 
 
@@ -197,7 +200,7 @@ def test_trace_attention_equals_teacher_forced_pass(translator):
         for name in ("encoder_self_attn", "decoder_self_attn", "cross_attn"):
             np.testing.assert_allclose(getattr(trace, name), getattr(forced, name), atol=1e-5)
         for a, b in zip(trace.top_k, forced.top_k):
-            assert [x["id"] for x in a] == [x["id"] for x in b]
+            assert [x.id for x in a] == [x.id for x in b]
 
 
 def test_trace_rows_sum_to_one_and_future_cells_are_zero(translator):
@@ -230,15 +233,15 @@ def test_a_stopped_stream_ends_with_the_trace_of_the_pieces_so_far(translator):
     calls = []
     *steps, trace = translator.stream("old man sits big house", stop=lambda: calls.append(1) or len(calls) >= 2)
     full = translator.translate("old man sits big house")
-    assert len(steps) == 2 and trace.output_ids == full.output_ids[:2] and trace.settings["stopped"]
+    assert len(steps) == 2 and trace.output_ids == full.output_ids[:2] and trace.settings.stopped
     assert trace.text == steps[-1].text and trace.cut_by_limit
     np.testing.assert_array_equal(trace.cross_attn, full.cross_attn[:, :, :2])
-    assert "stopped" not in full.settings
+    assert not full.settings.stopped and "stopped" not in full.to_dict()["settings"]
 
 
 def test_beam_stream_yields_only_the_trace(translator):
     items = list(translator.stream(SENTENCES[1], beam_size=3, top_k=2))
-    assert len(items) == 1 and isinstance(items[0], Trace) and items[0].settings["mode"] == "beam"
+    assert len(items) == 1 and isinstance(items[0], Trace) and items[0].settings.mode == "beam"
     assert items[0].to_json() == translator.translate(SENTENCES[1], beam_size=3, top_k=2).to_json()
 
 
@@ -262,12 +265,12 @@ def test_candidates_carry_their_ids_and_open_as_traces(translator):
         assert translator.tokenizer.decode(c.ids) == c.text
         assert c.tokens == translator.tokenizer.pieces(c.ids[:-1]) and not c.cut_by_limit
     best = translator.inspect_candidate(trace, 0)
-    for kind in ATTENTION_KINDS:
-        np.testing.assert_allclose(best.attention(kind).weights, trace.attention(kind).weights, atol=1e-6)
+    for kind in KINDS:
+        np.testing.assert_allclose(best.attention(kind.name).weights, trace.attention(kind.name).weights, atol=1e-6)
     other = translator.inspect_candidate(trace, 2)
     assert other.output_ids == trace.candidates[2].ids and other.text == trace.candidates[2].text
     assert other.candidates == trace.candidates and other.notices == trace.notices
-    assert other.settings == {**trace.settings, "mode": "beam candidate", "candidate": 3}
+    assert other.settings == replace(trace.settings, mode="beam candidate", candidate=3)
     assert len(other.top_k[0]) == 3 and len(translator.inspect_candidate(trace, 2, top_k=1).top_k[0]) == 1
 
 
@@ -280,7 +283,7 @@ def test_trace_attention_gives_each_kind_its_axes(translator):
     expected = {"encoder": ((L, h, S, S), trace.source_tokens, trace.source_tokens, False, trace.source_tokens),
                 "decoder": ((L, h, T, T), positions, trace.target_tokens, True, trace.output_tokens),
                 "cross": ((L, h, T, S), positions, trace.source_tokens, False, trace.output_tokens)}
-    assert list(ATTENTION_KINDS) == list(expected)
+    assert [kind.name for kind in KINDS] == list(expected)
     for kind, (shape, queries, keys, causal, query_pieces) in expected.items():
         maps = trace.attention(kind)
         assert maps.kind == kind and maps.weights.shape == shape
@@ -299,6 +302,7 @@ def test_trace_json_round_trip(translator):
     trace = translator.translate("green tree house", beam_size=2)
     again = Trace.from_json(trace.to_json())
     assert again.text == trace.text and again.candidates == trace.candidates
+    assert again.top_k == trace.top_k and again.settings == trace.settings
     for name in ("encoder_self_attn", "decoder_self_attn", "cross_attn"):
         np.testing.assert_array_equal(getattr(again, name), getattr(trace, name))
     assert again.to_json() == trace.to_json()
@@ -348,7 +352,7 @@ def test_a_trace_cut_by_the_length_limit_ends_without_eos(translator, beam):
     assert not full.cut_by_limit
     # read back as decoded, the cut output is teacher-forced without an EOS the model never chose
     again = translator.force_output(trace.source_ids, trace.output_ids, top_k=5)
-    assert again.output_tokens == trace.output_tokens and again.settings["mode"] == "forced"
+    assert again.output_tokens == trace.output_tokens and again.settings.mode == "forced"
     np.testing.assert_allclose(again.cross_attn, trace.cross_attn, atol=1e-5)
     np.testing.assert_allclose(again.decoder_self_attn, trace.decoder_self_attn, atol=1e-5)
     if beam > 1:

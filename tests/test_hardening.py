@@ -22,8 +22,9 @@ import viz
 from anatomy.inputs import MAX_BEAM, MAX_CHARS, clean_text, parse_link
 from anatomy.run import StopSignal
 from tests.app_fixtures import SENTENCE, SLOW_REQUEST, drawn, run_of, show, translate
+from ui.values import Inputs
 
-UNKNOWN = "German and English"
+UNKNOWN = "piece(s) of the text are unknown to this model"
 HOSTILE = '<a href="javascript:alert(1)">x</a>'
 
 
@@ -77,8 +78,8 @@ def test_figure_labels_escape_markup(token):
         viz.attention_heatmap(w, tokens, tokens, causal=True),
         viz.attention_row(w[0], tokens, query=token),
         viz.attention_grid(np.broadcast_to(w, (1, 2, 3, 3)), queries, tokens),
-        viz.topk_table(tokens, [[{"token": t, "prob": 0.5}] for t in tokens]),
-        viz.topk_bars([{"token": t, "prob": 0.3} for t in tokens], chosen=token),
+        viz.topk_table(tokens, [[t] for t in tokens], [[0.5] for _ in tokens]),
+        viz.topk_bars(tokens, [0.3] * len(tokens), chosen=token),
         viz.positional_rows(np.zeros((8, 4), dtype=np.float32), tokens),
     ]
     escaped = viz.escape(token[:8])  # long labels are shortened (viz.text.MAX_LABEL), never unescaped
@@ -124,7 +125,7 @@ def test_page_translates_odd_input_and_says_what_it_changed(tiny, text, key, bea
     assert out[tiny.page.translation] == trace.text and "Traceback" not in info
     config = tiny.registry.get(key).config
     assert len(trace.source_tokens) <= config.max_len and len(trace.output_tokens) <= config.max_len
-    assert trace.settings.get("beam_size", 1) <= MAX_BEAM
+    assert (trace.settings.beam_size or 1) <= MAX_BEAM
     assert not any(ch in "".join(trace.source_tokens) for ch in "\x1b\x00\x07\n\r\t")
     assert "<img" not in info  # the text travels in the share link URL-encoded, never as markup
 
@@ -156,10 +157,10 @@ ROUTES = {  # every way a visitor's text reaches the model -> the notices the vi
     "translate": lambda tiny, text: _page(tiny, run_of(tiny, text, max_new=3)),
     "beam": lambda tiny, text: _page(tiny, run_of(tiny, text, beam=3, max_new=3)),
     "slow motion": lambda tiny, text: _page(tiny, run_of(tiny, text, slow=0.1, max_new=3)),
-    "inspect": lambda tiny, text: _page(tiny, tiny.force(run_of(tiny, text, max_new=3), "Two dogs.",
-                                                         "heads")[tiny.page.run]),
-    "link": lambda tiny, text: _page(tiny, tiny.translate_link(parse_link({"text": text, "max": "3"}, ["de-en"]),
-                                                               StopSignal(), "heads")[tiny.page.run]),
+    "inspect": lambda tiny, text: _page(tiny, tiny.force(Inputs(run=run_of(tiny, text, max_new=3),
+                                                                forced="Two dogs."))[tiny.page.run]),
+    "link": lambda tiny, text: _page(tiny, tiny.translate_link(Inputs(
+        signal=StopSignal(), link=parse_link({"text": text, "max": "3"}, ["de-en"])))[tiny.page.run]),
     "api": lambda tiny, text: tiny.api_translate(text, "de-en", 1, 3)[1],
 }
 
@@ -175,13 +176,13 @@ def test_every_route_cleans_text_with_the_same_notices(tiny, route):
 
 def test_inspect_cleans_the_typed_translation_too(tiny):
     run = run_of(tiny, SENTENCE, max_new=3)
-    forced = tiny.force(run, "\x1b[31mTwo\x1b[0m dogs " * 60, "heads")[tiny.page.run]
+    forced = tiny.force(Inputs(run=run, forced="\x1b[31mTwo\x1b[0m dogs " * 60))[tiny.page.run]
     info = _page(tiny, forced)
     assert CONTROL + " from your translation" in info
     assert f"Your translation was {TOO_LONG}" in info
     assert "\x1b" not in "".join(forced.trace.output_tokens)
     with pytest.raises(gr.Error, match="Type \\(or edit\\) a translation"):
-        tiny.force(run, "\x1b[0m\x00", "heads")
+        tiny.force(Inputs(run=run, forced="\x1b[0m\x00"))
 
 
 # ---- many visitors at once: a bounded queue ---------------------------------------------------------------
@@ -237,7 +238,7 @@ def test_handlers_log_and_print_nothing_of_the_text(tiny, caplog, capfd):
     for text in (SECRET, f"\x1b[31m{SECRET}\x00 " * 30):
         _page(tiny, run_of(tiny, text, max_new=3))
         run = run_of(tiny, text, beam=2, max_new=3)
-        _page(tiny, tiny.force(run, text, "heads")[tiny.page.run])
+        _page(tiny, tiny.force(Inputs(run=run, forced=text))[tiny.page.run])
         assert tiny.api_translate(text, "de-en", 1, 3)[2] is not None
         assert "Unknown direction" in tiny.api_translate(text, "xx-yy")[1]
         with pytest.raises(gr.Error):
@@ -270,8 +271,8 @@ def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
     client = Client(served.url, verbose=False, download_files=False)
     assert client.predict(text=SECRET, direction="de-en", max_new_tokens=3, api_name="/translate")[2] is not None
     client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, api_name="/translate_page")
-    page = client.predict("cross", 1, "mean", False, False, False, "heatmap", 1,
-                          api_name="/show")  # the same session: its Run
+    # the same session: its Run (the view controls, given as a set of inputs, in the order the page makes them)
+    page = client.predict("cross", "mean", 1, False, False, False, "heatmap", 1, api_name="/show")
     assert any(isinstance(v, dict) and str(v.get("path", "")).endswith(".json") for v in page)  # the trace download
     link = httpx.get(served.url, params={"direction": "de-en", "text": SECRET}, timeout=30)
     assert link.status_code == 200

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import viz
-from anatomy import engine, views
+from anatomy import attention_views, engine, views
 from anatomy.inputs import Request, View, build_link, parse_link
 from tests.app_fixtures import run_of, title
 from transformer.analysis import HIDDEN_PIECES, head_statistics
+from ui.values import Inputs
 
 KINDS = ("encoder", "decoder", "cross")
 
@@ -33,7 +34,7 @@ def test_hidden_special_tokens_leave_rows_that_sum_to_one(run, kind, merge):
     a = views.arrays(trace, kind, hide=True)
     assert not HIDDEN_PIECES & set(a.keys)
     assert len(a.keys) == sum(k not in HIDDEN_PIECES for k in trace.attention(kind).keys)
-    w, q, k, hidden = views._shown(a, a.weights, merge)
+    w, q, k, hidden = attention_views._shown(a, a.weights, merge)
     sums = w.sum(-1)  # (L, h, rows)
     empty = hidden.all(-1) if hidden is not None else np.zeros(sums.shape[-1], dtype=bool)
     assert np.allclose(sums[..., ~empty], 1, atol=1e-5) and np.allclose(sums[..., empty], 0)
@@ -61,11 +62,11 @@ def test_hidden_special_tokens_drop_the_query_rows_of_special_pieces(run):
 def test_every_view_says_special_tokens_are_hidden(tiny, run):
     p = tiny.page
     for display in ("heatmap", "lines"):
-        out = tiny.view(run, None, "heads", None, "decoder", 1, "1", False, 1, False, True, display)
-        assert title(out[p.heat]).endswith(views.HIDE_TITLE)
+        out = tiny.view(Inputs(run=run, view=View.of("decoder", 1, "1", False, 1, False, True, display)))
+        assert title(out[p.heat]).endswith(attention_views.HIDE_TITLE)
         notes = [a["text"] for a in figure(out[p.heat])["layout"]["annotations"]]
         assert any("sees only hidden special tokens" in n for n in notes), notes
-        assert title(out[p.grid]).endswith(views.HIDE_TITLE)
+        assert title(out[p.grid]).endswith(attention_views.HIDE_TITLE)
     # step 1 of the decoder sees only <s>: an empty panel that says why
     assert "sees only &lt;s&gt;, which is hidden" in json.dumps(figure(out[p.step_self]))
     assert "special tokens hidden" in title(out[p.step_cross])
@@ -87,7 +88,7 @@ def test_head_statistics_share_on_special_tokens():
     w = np.array([[0.5, 0.2, 0.1, 0.2], [0.0, 0.5, 0.5, 0.0]])[None, None]
     (stats,) = head_statistics(w, "cross", keys)
     assert stats.special == pytest.approx((0.7 + 0.0) / 2)
-    assert viz.STAT_LABELS["special"] in viz.head_table([stats])[0]
+    assert viz.STAT_LABELS["special"] in viz.head_table([stats], {"cross": "cross-attention"})[0]
 
 
 def test_link_restores_hide_display_and_query():
@@ -112,8 +113,8 @@ def test_the_walk_recomputes_from_the_shown_q_k_v_to_the_trace(tiny, run, kind):
     L = trace.attention(kind).weights.shape[0]
     view = View.of(kind, L, "2", False, step=3, display="walk", query=2)
     vectors = engine.head_vectors(translator, trace, kind, L)
-    w = views.walk(trace, view, vectors)
-    fig = views.walk_figure(w, view)
+    w = attention_views.walk(trace, view, vectors)
+    fig = attention_views.walk_figure(w, view)
     shown = {t.name: np.asarray(t.z, dtype=np.float64) for t in fig.data}
     q, k, v = shown["q"][0], shown["k"], shown["v"]
     d_k = len(q)
@@ -153,7 +154,7 @@ def test_head_vectors_are_the_model_s_attention(tiny, run):
 
 def test_the_walk_of_the_mean_of_heads_says_it_shows_head_one(tiny, run):
     p = tiny.page
-    out = tiny.view(run, None, "heads", None, "cross", 1, "mean", False, 2, False, False, "walk")
+    out = tiny.view(Inputs(run=run, view=View.of("cross", 1, "mean", False, 2, False, False, "walk")))
     assert "head 1" in title(out[p.heat])
     assert any("no single q" in a["text"] for a in figure(out[p.heat])["layout"]["annotations"])
 
@@ -164,7 +165,7 @@ def test_the_walk_of_the_mean_of_heads_says_it_shows_head_one(tiny, run):
 def test_the_line_view_draws_each_weight_with_its_opacity(tiny, run, kind):
     p = tiny.page
     L, H, _ = views.shape(run.trace)
-    out = tiny.view(run, None, "heads", None, kind, 1, "2", False, None, False, False, "lines")
+    out = tiny.view(Inputs(run=run, view=View.of(kind, 1, "2", False, None, False, False, "lines")))
     fig = figure(out[p.heat])
     assert title(out[p.heat]).endswith("layer 1, head 2 · lines")
     weights = run.trace.attention(kind).weights[0, 1]
@@ -181,17 +182,17 @@ def test_the_line_view_draws_each_weight_with_its_opacity(tiny, run, kind):
     labels = {t["meta"]: t for t in fig["data"] if t.get("meta") in ("queries", "keys")}
     assert len(labels["keys"]["text"]) == weights.shape[1] and labels["keys"]["textfont"]["size"] >= 12
     # the mean of heads: every head over the others, each in its colour
-    out = tiny.view(run, None, "heads", None, kind, 1, "mean", False, None, False, False, "lines")
+    out = tiny.view(Inputs(run=run, view=View.of(kind, 1, "mean", False, None, False, False, "lines")))
     colours = {t["line"]["color"] for t in figure(out[p.heat])["data"] if t.get("meta") == "lines"}
     assert colours == set(viz.lines.head_colors(H)) and f"all {H} heads" in title(out[p.heat])
 
 
 def test_export_names_say_how_the_large_view_is_drawn():
-    assert views.export_name("de-en", View.of("cross", 2, "1", 0, 3, display="lines")) == \
+    assert attention_views.export_name("de-en", View.of("cross", 2, "1", 0, 3, display="lines")) == \
         "de-en_cross-attention_layer2_head1_lines"
-    assert views.export_name("de-en", View.of("encoder", 2, "mean", 0, 3, display="walk", query=4)) == \
+    assert attention_views.export_name("de-en", View.of("encoder", 2, "mean", 0, 3, display="walk", query=4)) == \
         "de-en_encoder-self-attention_layer2_head1_walk-query4"
-    assert views.export_name("de-en", View.of("cross", 2, "1", 0, 3, hide=True)).endswith("_no-special")
+    assert attention_views.export_name("de-en", View.of("cross", 2, "1", 0, 3, hide=True)).endswith("_no-special")
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -224,11 +225,21 @@ def test_every_view_draws_beam_search_and_slow_motion_frames(tiny):
     p = tiny.page
     beam = run_of(tiny, beam=3, max_new=5)
     for kind in KINDS:
-        for display in ("lines", "walk"):
-            out = tiny.view(beam, None, "heads", None, kind, 2, "1", False, 2, False, True, display, 3)
-            assert views.name(kind) in title(out[p.heat])
+        lines = tiny.view(Inputs(run=beam, view=View.of(kind, 2, "1", False, 2, False, True, "lines", 3)))
+        keys = next(t for t in figure(lines[p.heat])["data"] if t.get("meta") == "keys")["text"]
+        assert keys == views.arrays(beam.trace, kind, hide=True).keys  # the best candidate's, specials hidden
+        walk = tiny.view(Inputs(run=beam, view=View.of(kind, 2, "1", False, 2, False, True, "walk", 3)))
+        # the query: walk query 3 of the encoder, else step 2 (what it read ▸ what it produced)
+        queries = beam.trace.attention(kind).queries
+        query = queries[2] if kind == "encoder" else " ▸ ".join(queries[1])
+        assert f"q ({query})" in [a["text"] for a in figure(walk[p.heat])["layout"]["annotations"]]
     slow = run_of(tiny, max_new=3, slow=0.1)
-    frames = list(tiny.show(slow, StopSignal(), "decoder", 1, "1", False, False, True, "walk", 1))
+    walk = View.of("decoder", 1, "1", False, hide=True, display="walk", query=1)
+    frames = list(tiny.show(Inputs(run=slow, view=walk, signal=StopSignal())))
+    steps = [f[p.step]["value"] for f in frames[:-1]]
+    assert steps == list(range(1, views.steps(slow.trace) + 1))
+    queries = slow.trace.attention("decoder").queries  # (read, produced) of each step
     walks = [title(f[p.heat]) for f in frames if p.heat in f]
-    assert len(walks) == views.steps(slow.trace) + 1 and all("step by step" in t for t in walks)
-    assert [f[p.step]["value"] for f in frames[:-1]] == list(range(1, views.steps(slow.trace) + 1))
+    assert len(walks) == len(steps) + 1  # each step, then the whole trace at its last step
+    for text, step in zip(walks, steps + [steps[-1]]):
+        assert f"query {viz.escape(queries[step - 1][0])} ▸ {viz.escape(queries[step - 1][1])}:" in text

@@ -10,7 +10,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from tests.marian_fixtures import SENTENCES, make_marian, load_hf  # noqa: E402
+from tests.marian_fixtures import SENTENCES, load_hf  # noqa: E402
 from transformer import Translator, checkpoint  # noqa: E402
 from transformer.architecture import FINAL_LOGITS_BIAS, fixed_tensors, tensor_shapes  # noqa: E402
 from transformer.search import beam_search, greedy  # noqa: E402
@@ -19,8 +19,8 @@ MAX_NEW = 12
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    return make_marian(tmp_path_factory.mktemp("opus-mt-de-en"))
+def folder(opus_mt):
+    return opus_mt
 
 
 @pytest.fixture(scope="module")
@@ -280,3 +280,59 @@ def test_the_app_lists_an_opus_mt_model_and_survives_a_hub_failure(folder, tmp_p
     assert any("opus-mt-fi-en" in n and "could not fetch" in n for n in reg.notices)
     trace = reg.translator("de-en", "cpu")[0].translate(SENTENCES[1], max_new_tokens=4)
     assert trace.source_ids[-1] == 0
+
+
+# ---- the app's views of an opus-mt model ----
+
+def test_the_untrained_twin_reads_every_source_piece_of_an_opus_mt_model(folder, monkeypatch):
+    """Only opus-mt's own EOS (0) leaves the source the twin translates: id 3 is an ordinary piece there."""
+    from anatomy import engine
+    from anatomy.registry import ModelRegistry
+
+    entry = ModelRegistry.discover([str(folder)]).get("de-en")
+    trace = next(t for t in (entry.cpu.translate(s, max_new_tokens=3) for s in SENTENCES) if 3 in t.source_ids)
+    twin = entry.twin()
+    read = []
+    translate = twin.translate
+    monkeypatch.setattr(twin, "translate", lambda text, **kw: read.append(text) or translate(text, **kw))
+    forced, _ = engine.untrained(twin, trace, 5)
+    assert twin.encode_source(read[0])[0] == trace.source_ids
+    assert forced.source_ids == trace.source_ids
+
+
+def test_the_positional_encoding_tab_shows_the_models_own_split_table(pair):
+    """opus-mt adds all sines, then all cosines: the tab draws that table, the rows this input got and the right
+    sin/cos names."""
+    import numpy as np
+
+    from anatomy import positional_views
+
+    _, _, ours = pair
+    c, pe = ours.config, ours.model.pe.numpy()
+    trace = ours.translate(SENTENCES[0], max_new_tokens=2)
+    rows = positional_views.pe_rows(c, trace.source_tokens).data[0].z
+    np.testing.assert_allclose(rows, pe[:len(trace.source_tokens)], atol=1e-6)
+    curves = positional_views.pe_curves(c, (1, c.d_model // 2 + 1)).data
+    np.testing.assert_allclose(curves[0].z, pe, atol=1e-6)
+    assert [t.name.split(" (")[1].split(",")[0] for t in curves[1:]] == ["sin", "cos"]
+    dim_1 = np.sin(np.arange(c.max_len) / 10000 ** (2 / c.d_model))  # split: dim 1 is the second sine
+    np.testing.assert_allclose(curves[1].y, dim_1, atol=1e-6)
+
+
+OPUS_CARD = "# opus-mt-de-en\n\n* source languages: de\n*  dataset: opus\n* model: transformer-align\n"
+
+
+@pytest.mark.parametrize("card, data", [("", "opus-mt"), (OPUS_CARD, "opus")])
+def test_the_unknown_piece_notice_names_the_models_languages_and_data(folder, tmp_path, card, data):
+    from anatomy import views
+    from anatomy.registry import ModelRegistry
+
+    copy = shutil.copytree(folder, tmp_path / "opus-mt-de-en")
+    if card:
+        (copy / "README.md").write_text(card)
+    entry = ModelRegistry.discover([str(copy)]).get("de-en")
+    trace = entry.cpu.translate(SENTENCES[-1], max_new_tokens=2)  # ☃ and Ω: characters the vocabulary never saw
+    unknown = trace.source_tokens.count("<unk>")
+    assert unknown and views.run_notices(entry, trace, [])[0] == (
+        f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): its vocabulary holds only what its "
+        f"German and English training text contains: {data}.")

@@ -40,7 +40,8 @@ def test_config_rejects_nonsense(bad):
                                                   (True, 44_140_544 + 512 * PAPER_V)])
 def test_parameter_count_matches_the_paper(norm_first, expected):
     # 168·d² + 192·d + V·d for post-LN (30 LayerNorms); pre-LN adds the two final norms (+4·d).
-    model = Transformer(ModelConfig(vocab_size=PAPER_V, norm_first=norm_first))
+    with torch.device("meta"):  # shapes only: nothing is allocated or initialised
+        model = Transformer(ModelConfig(vocab_size=PAPER_V, norm_first=norm_first))
     assert model.num_parameters() == expected
 
 
@@ -143,6 +144,38 @@ def test_fused_attention_equals_explicit(norm_first):
     assert torch.allclose(fused, explicit.logits, atol=1e-5)
     assert fused_enc.self_attn is None
     assert len(explicit_enc.self_attn) == 2 and len(explicit.cross_attn) == 3
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_attention_inputs_are_the_attention_of_the_pass_with_weights(norm_first):
+    """Every kind and layer: attention_inputs' weights are exactly those of encode and decode with weights (the
+    pass a trace's maps come from), and its heads exactly what that pass gave W_o."""
+    model = _model(norm_first)
+    src, tgt = torch.randint(4, 50, (1, 7)), torch.randint(4, 50, (1, 5))
+    given = {}  # W_o module -> its input in the pass
+    modules = {"encoder": [layer.self_attn for layer in model.encoder_layers],
+               "decoder": [layer.self_attn for layer in model.decoder_layers],
+               "cross": [layer.cross_attn for layer in model.decoder_layers]}
+    hooks = [mha.W_o.register_forward_hook(lambda mod, args, out: given.__setitem__(mod, args[0]))
+             for mhas in modules.values() for mha in mhas]
+    with torch.no_grad():
+        encoded = model.encode(src, need_weights=True)
+        decoded = model.decode(tgt, encoded, need_weights=True)
+    for hook in hooks:
+        hook.remove()
+    passes = {"encoder": encoded.self_attn, "decoder": decoded.self_attn, "cross": decoded.cross_attn}
+    for kind, weights in passes.items():
+        for layer, (w, mha) in enumerate(zip(weights, modules[kind], strict=True)):
+            with torch.no_grad():
+                got = model.attention_inputs(src, tgt, kind, layer)
+            assert torch.equal(got.weights, w), (kind, layer)
+            B, h, T_q, d_k = got.heads.shape
+            assert torch.equal(got.heads.transpose(1, 2).reshape(B, T_q, h * d_k), given[mha.W_o]), (kind, layer)
+            assert got.q.shape == got.heads.shape and got.k.shape == got.v.shape == (B, h, w.size(-1), d_k)
+            if kind == "decoder":
+                assert torch.equal(got.mask, torch.ones(T_q, T_q, dtype=torch.bool).tril())
+            else:
+                assert got.mask is None
 
 
 def test_attention_rows_sum_to_one_and_masked_cells_are_exactly_zero():

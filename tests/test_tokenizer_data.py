@@ -92,9 +92,9 @@ def test_the_token_cache_streams_a_corpus_larger_than_its_memory_budget_and_maps
 
     rng = random.Random(0)
     words = "red blue green cat dog bird tree house car man woman child runs jumps".split()
-    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) for _ in range(100_000)]
+    lines = [" ".join(rng.choices(words, k=rng.randint(3, 9))) for _ in range(100_000)]
     corpus = tmp_path / "train.de.gz"
-    with gzip.open(corpus, "wt", encoding="utf-8") as f:
+    with gzip.open(corpus, "wt", encoding="utf-8", compresslevel=1) as f:  # read back once: its size does not matter
         f.write("\n".join(lines) + "\n")
     tok = Tokenizer.train(lines[:2000], vocab_size=40)
     as_lists = sum(sys.getsizeof(ids) for ids in tok.encode_batch(lines[:1000])) * 100  # the lists, no ints

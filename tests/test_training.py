@@ -164,6 +164,7 @@ def test_init_from_starts_with_the_checkpoints_weights_and_tokenizer(copy_checkp
         run("missing", "--init-from", str(tmp_path / "nowhere"))
 
 
+@pytest.mark.slow  # two training runs
 def test_bf16_autocast_trains_like_fp32(copy_data, tmp_path):
     results = {}
     for precision in ("fp32", "bf16"):
@@ -216,3 +217,24 @@ def test_target_tokens_are_counted_and_replayed_exactly(copy_checkpoint, copy_da
     assert more["target_tokens_seen"] == counted + more["target_tokens"]
     assert more["train_hours_total"] == pytest.approx(
         (meta["training"]["train_time_s"] + more["train_time_s"]) / 3600, abs=0.01)
+
+
+@pytest.mark.parametrize("text, count", [("29M", 29_000_000), ("500k", 500_000), ("1.5G", 1_500_000_000),
+                                         ("1200", 1200)])
+def test_token_budget_parsing(text, count):
+    assert train.parse_count(text) == count
+
+
+@pytest.mark.slow  # a training run
+def test_a_token_budget_ends_the_run_and_the_schedule(copy_data, tmp_path):
+    threads = torch.get_num_threads()
+    result = train.main(["--src", "de", "--tgt", "en", "--data-dir", str(copy_data), "--out", str(tmp_path / "out"),
+                         "--run-dir", str(tmp_path / "run"), "--token-budget", "6k", *TINY_MODEL_ARGS,
+                         "--warmup", "5"])
+    torch.set_num_threads(threads)
+    position = torch.load(tmp_path / "run" / "state.pt", weights_only=True)["position"]
+    per_step = position["target_tokens"] / position["step"]
+    assert 6000 <= position["target_tokens"] < 6000 + 3 * per_step  # stopped at the first step past the budget
+    assert result["lr"] < 0.1 * 3e-3 and 0 < result.get("partial_epoch", 1.0) <= 1.0  # decayed to ~0
+    with pytest.raises(SystemExit, match="either --time-budget or --token-budget"):
+        train.main(["--src", "de", "--tgt", "en", "--out", "x", "--time-budget", "1m", "--token-budget", "1M"])

@@ -2,6 +2,7 @@
 attention kind; steps counted from 1; token text escaped everywhere it is shown."""
 from __future__ import annotations
 
+import base64
 import json
 import urllib.parse
 from pathlib import Path
@@ -12,12 +13,21 @@ import pytest
 
 import app
 import viz
-from anatomy import views
+from anatomy import attention_views, head_views, views
 from anatomy.inputs import MAX_CHARS, Request, View, build_link, parse_link
 from anatomy.run import StopSignal
 from tests.app_fixtures import drawn, run_of, show, title
 from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
 from transformer.analysis import trace_head_statistics
+from transformer.kinds import CROSS, DECODER, KINDS
+from ui.values import Inputs, PageSettings, Tab
+
+
+def cells(plot) -> np.ndarray:
+    """The cells of a drawn heatmap (Plotly sends arrays as base64)."""
+    z = json.loads(plot.plot)["data"][0]["z"]
+    shape = [int(n) for n in z["shape"].split(",")]
+    return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
 
 
 class Req:
@@ -29,7 +39,8 @@ def test_head_statistics_table_opens_the_picked_head(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=6)
     c = tiny.registry.get("de-en").config
-    stats = tiny.tab_view(run, None, "stats", "de-en", [], "cross", 1, "mean", False, None)[p.stats]
+    stats = tiny.tab_view(Inputs(run=run, tab=Tab.STATS, settings=PageSettings(key="de-en"),
+                                 view=View.of("cross", 1, "mean", False)))[p.stats]
     rows = stats["value"]
     assert len(rows) == (c.n_encoder_layers + 2 * c.n_decoder_layers) * c.n_heads
     assert stats["headers"][:3] == ["attention", "layer", "head"]
@@ -40,26 +51,29 @@ def test_head_statistics_table_opens_the_picked_head(tiny):
     assert tiny.stat_pick(gr.SelectData(None, {"index": [0, 3], "value": row[3], "row_value": row})) == (
         "decoder", 2, "1")
     assert tiny.stat_pick(gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
-    summary = tiny.view(run, None, "stats", None, "decoder", 2, "1", False, None)[p.summary]
+    summary = tiny.view(Inputs(run=run, tab=Tab.STATS, view=View.of("decoder", 2, "1", False)))[p.summary]
     assert title(summary).startswith("Decoder masked self-attention")
 
 
 def test_one_name_per_attention_kind_everywhere(tiny):
-    """The radio, figure titles, step panels, table and help all use viz.KIND_LABELS' names."""
+    """transformer.kinds is the one source of the kinds: the radio offers each by its name and label, links keep
+    each, and figure titles, step panels, table and help use its label."""
     p = tiny.page
     run = run_of(tiny, max_new=4)
-    assert [label for label, _ in views.kind_choices()] == [views.name(k) for k in views.KINDS]
-    assert set(views.KINDS) == set(viz.KIND_LABELS)
-    for kind, name in viz.KIND_LABELS.items():
-        out = tiny.view(run, None, "stats", None, kind, 1, "mean", False, None)
+    choices = views.kind_choices()
+    assert sorted((label.lower(), kind) for label, kind in choices) == sorted((k.label, k.name) for k in KINDS)
+    assert [View.of(kind, 1, "1", False).kind for _, kind in choices] == [kind for _, kind in choices]
+    for kind in KINDS:
+        name = kind.label
+        out = tiny.view(Inputs(run=run, tab=Tab.STATS, view=View.of(kind.name, 1, "mean", False)))
         assert title(out[p.heat]).lower().startswith(name) and title(out[p.summary]).lower().startswith(name)
-        assert views.kind_help(kind).lower().startswith(f"**{name}.**")
+        assert attention_views.kind_help(kind.name).lower().startswith(f"**{name}.**")
     step_titles = [title(out[p.step_cross]), title(out[p.step_self])]
-    assert viz.KIND_LABELS["cross"] in step_titles[0] and viz.KIND_LABELS["decoder"] in step_titles[1]
-    rows = views.head_table(run.trace)[1]
-    assert {r[0] for r in rows} == set(viz.KIND_LABELS.values())
+    assert CROSS.label in step_titles[0] and DECODER.label in step_titles[1]
+    rows = head_views.head_table(run.trace)[1]
+    assert {r[0] for r in rows} == {k.label for k in KINDS}
     names = {"encoder-decoder attention", "Cross-attention (decoder"}
-    assert not [n for n in names if n in views.kind_help("cross") + views.stats_help()]
+    assert not [n for n in names if n in attention_views.kind_help("cross") + head_views.stats_help()]
 
 
 def test_steps_count_from_one_everywhere(tiny):
@@ -68,16 +82,17 @@ def test_steps_count_from_one_everywhere(tiny):
     table = json.loads(views.topk_table(run.trace).to_json())
     assert table["layout"]["yaxis"]["ticktext"][0].startswith("1 ")
     assert table["data"][0]["customdata"][0][0].startswith("step 1:")
-    grid = json.loads(views.grid(run.trace, View()).to_json())
+    grid = json.loads(attention_views.grid(run.trace, View()).to_json())
     assert grid["data"][0]["y"][0].startswith("1 ") and grid["data"][0]["x"][0].startswith("1 ")
-    first = tiny.view(run, None, "heads", None, "cross", 1, "mean", False, 1)
+    first = tiny.view(Inputs(run=run, view=View.of("cross", 1, "mean", False, 1)))
     assert title(first[p.step_topk]).startswith("Step 1:") and len(first[p.partial]) == 1
 
 
 def test_merged_words_label_decoder_positions_alike_in_cross_and_decoder_attention(tiny):
     run = run_of(tiny, max_new=8)
-    labels = [json.loads(views.heatmap(run.trace, View(kind=k, merge=True)).to_json())["layout"]["yaxis"]["ticktext"]
-              for k in ("cross", "decoder")]
+    figures = [json.loads(attention_views.heatmap(run.trace, View(kind=k, merge=True)).to_json())
+               for k in ("cross", "decoder")]
+    labels = [f["layout"]["yaxis"]["ticktext"] for f in figures]
     assert labels[0] == labels[1]
 
 
@@ -93,7 +108,7 @@ def test_unknown_pieces_and_tokens_are_escaped_in_markdown(tiny):
 def test_link_restores_the_exact_view(tiny):
     p = tiny.page
     run = run_of(tiny, key="en-de", text="Two dogs.", beam=3, max_new=6, lp=1.3)
-    query = tiny.share(run, "decoder", 2, "2", True, 4)
+    query = tiny.share(Inputs(run=run, view=View.of("decoder", 2, "2", True, 4)))
     assert len(query) < 200 and "javascript" not in query
     loaded = tiny.load_link(Req(query))
     link = loaded[p.link]
@@ -101,7 +116,7 @@ def test_link_restores_the_exact_view(tiny):
         "en-de", "Two dogs.", 3, 6, 1.3)
     assert (loaded[p.kind], loaded[p.layer], loaded[p.head], loaded[p.merge]) == ("decoder", 2, "2", True)
     assert p.presenter not in loaded
-    again = tiny.translate_link(link, StopSignal(), "heads")[p.run]
+    again = tiny.translate_link(Inputs(signal=StopSignal(), link=link))[p.run]
     assert again.request.key == "en-de" and again.request.beam == 3
     out = show(tiny, again, "decoder", 2, "2", True)[-1]
     assert out[p.step]["value"] == 4  # the step from the link, not the last one
@@ -109,7 +124,7 @@ def test_link_restores_the_exact_view(tiny):
     assert "Step 4" in title(out[p.step_cross])
     assert "step=4" in out[p.run_info] and "view=decoder" in out[p.run_info]
     with pytest.raises(gr.Error):
-        tiny.share(None, "cross", 1, "mean", False, 1)
+        tiny.share(Inputs(view=View.of("cross", 1, "mean", False, 1)))
 
 
 def test_a_link_or_api_call_without_decoding_settings_gets_the_models_own(tiny):
@@ -117,7 +132,7 @@ def test_a_link_or_api_call_without_decoding_settings_gets_the_models_own(tiny):
     for key, beam, lp in (("en-de", 3, 0.6), ("de-en", DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY)):
         loaded = tiny.load_link(Req(f"direction={key}&text=Zwei+Hunde."))
         assert (loaded[p.beam], loaded[p.lp]) == (beam, lp)  # tiny-en-de's card chose beam 3, α 0.6
-        request = tiny.translate_link(loaded[p.link], StopSignal(), "heads")[p.run].request
+        request = tiny.translate_link(Inputs(signal=StopSignal(), link=loaded[p.link]))[p.run].request
         assert (request.beam, request.length_penalty) == (beam, lp)
         trace = tiny.api_translate("Zwei Hunde.", key, None, 4)[2]
         assert trace["settings"]["beam_size"] == beam and trace["settings"]["length_penalty"] == lp
@@ -144,7 +159,7 @@ def test_every_link_opens_a_working_page(tiny, query):
     assert loaded[p.kind] == "cross" and loaded[p.head] in ("mean", "1")
     assert 1 <= loaded[p.beam] <= 8 and 0 <= loaded[p.max_new] <= 200 and 0 <= loaded[p.lp] <= 3
     assert 1 <= loaded[p.layer] <= 2
-    made = tiny.translate_link(link, StopSignal(), "heads")
+    made = tiny.translate_link(Inputs(signal=StopSignal(), link=link))
     if not link.text:
         assert made == gr.skip()  # nothing to translate: the page keeps its defaults
     else:
@@ -163,28 +178,34 @@ def test_link_text_is_capped_and_cleaned():
 def test_trained_vs_untrained_side_by_side(tiny):
     p = tiny.page
     run = run_of(tiny, key="en-de", max_new=6)
-    twin = tiny.make_twin(run, None)
+    twin = tiny.make_twin(Inputs(run=run))
     # same pieces on both sides, so the two maps line up cell by cell
     assert twin.trace.source_tokens == run.trace.source_tokens and twin.trace.target_tokens == run.trace.target_tokens
     assert not np.allclose(twin.trace.cross_attn, run.trace.cross_attn)  # en-de is seed 1, the twin seed 0
-    assert tiny.make_twin(run, twin) == gr.skip()  # once per trace
-    out = tiny.tab_view(run, twin, "compare", "en-de", [], "cross", 2, "1", False, None)
-    assert title(out[p.cmp_trained]).startswith("Trained:") and title(out[p.cmp_untrained]).startswith("Untrained:")
+    assert tiny.make_twin(Inputs(run=run, twin=twin)) == gr.skip()  # once per trace
+    out = tiny.tab_view(Inputs(run=run, twin=twin, tab=Tab.COMPARE, settings=PageSettings(key="en-de"),
+                               view=View.of("cross", 2, "1", False)))
+    # each side draws its own model's weights of the chosen layer and head
+    np.testing.assert_allclose(cells(out[p.cmp_trained]), run.trace.cross_attn[1, 0], atol=1e-6)
+    np.testing.assert_allclose(cells(out[p.cmp_untrained]), twin.trace.cross_attn[1, 0], atol=1e-6)
     assert "Untrained, left to itself" in out[p.compare_text]
     # the view controls redraw both sides
-    out = tiny.view(run, twin, "compare", None, "encoder", 1, "2", False, None)
-    assert "layer 1, head 2" in title(out[p.cmp_untrained]) and title(out[p.cmp_trained]).startswith("Trained:")
+    out = tiny.view(Inputs(run=run, twin=twin, tab=Tab.COMPARE, view=View.of("encoder", 1, "2", False)))
+    np.testing.assert_allclose(cells(out[p.cmp_trained]), run.trace.encoder_self_attn[0, 1], atol=1e-6)
+    np.testing.assert_allclose(cells(out[p.cmp_untrained]), twin.trace.encoder_self_attn[0, 1], atol=1e-6)
     # the twin is made in the model's event when its tab is open, and only then
-    assert p.twin in tiny.force(run, "Zwei Hunde", "compare") and p.twin not in tiny.force(run, "Zwei", "heads")
+    assert p.twin in tiny.force(Inputs(run=run, tab=Tab.COMPARE, forced="Zwei Hunde"))
+    assert p.twin not in tiny.force(Inputs(run=run, forced="Zwei"))
     assert tiny.registry.get("en-de").twin() is tiny.registry.get("en-de").twin()
 
 
+@pytest.mark.slow  # a shipped checkpoint
 def test_training_makes_heads_focus():
     """On the shipped model, trained cross-attention heads are far more focused than their untrained twins'."""
     folder = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-de-en"
     h = app.create_app([str(folder)]).anatomy
     run = run_of(h, text="Ein brauner Hund rennt über eine grüne Wiese.")
-    twin = h.make_twin(run, None)
+    twin = h.make_twin(Inputs(run=run))
 
     def focus(t, kind):
         return np.mean([s.focus for s in trace_head_statistics(t) if s.kind == kind])
@@ -198,39 +219,43 @@ def test_architecture_view_follows_the_input(tiny):
     run = run_of(tiny, max_new=6)
     entry = tiny.registry.get("de-en")
     c = entry.config
-    out = tiny.tab_view(run, None, "architecture", "de-en", [], "cross", 1, "mean", False, None)
+    out = tiny.tab_view(Inputs(run=run, tab=Tab.ARCHITECTURE, settings=PageSettings(key="de-en"),
+                               view=View.of("cross", 1, "mean", False)))
     text = json.dumps([a.get("text", "") for a in json.loads(out[p.arch].plot)["layout"]["annotations"]])
     S, T = len(run.trace.source_tokens), len(run.trace.target_tokens)
     assert f"(B, h, T, S) = (1, {c.n_heads}, {T}, {S})" in text  # cross-attention weights of this input
     assert f"(B, T, V) = (1, {T}, {c.vocab_size})" in text
     assert "d_model" in out[p.card]
     assert f"✓ equals the model's {entry.checkpoint.model.num_parameters():,}" in out[p.card]
-    before = tiny.tab_view(None, None, "architecture", "de-en", [], "cross", 1, "mean", False, None)
+    before = tiny.tab_view(Inputs(tab=Tab.ARCHITECTURE, settings=PageSettings(key="de-en"),
+                                  view=View.of("cross", 1, "mean", False)))
     assert "(B, T, V) = (1, 1, " in json.dumps(json.loads(before[p.arch].plot)["layout"]["annotations"])
 
 
-def test_training_view_shows_curves_and_the_model_card():
-    folder = Path(__file__).resolve().parents[1] / "checkpoints" / "multi30k-en-de"
+def test_training_view_shows_curves_and_the_model_card(tmp_path):
+    from tests.app_fixtures import METRICS, make_checkpoint
+
+    folder = make_checkpoint(tmp_path / "captions-en-de", "en", "de", domain="image captions")
+    (folder / "README.md").write_text("---\nlicense: apache-2.0\npipeline_tag: translation\n---\n\n"
+                                      "# captions-en-de\n\nScores on Multi30k val: BLEU 4.25.\n")
     h = app.create_app([str(folder)]).anatomy
-    out = h.tab_view(None, None, "training", "en-de", [], "cross", 1, "mean", False, None)
-    fig = json.loads(out[h.page.curves].plot)
-    epochs = [json.loads(line)["epoch"] for line in (folder / "metrics.jsonl").read_text().splitlines()]
-    bleu = next(t for t in fig["data"] if t["name"] == "val BLEU")
-    assert len(bleu["x"]) == len(epochs) >= 10
-    card = (folder / "README.md").read_text()
+    out = h.tab_view(Inputs(tab=Tab.TRAINING, settings=PageSettings(key="en-de"),
+                            view=View.of("cross", 1, "mean", False)))
+    bleu = next(t for t in json.loads(out[h.page.curves].plot)["data"] if t["name"] == "val BLEU")
+    assert (list(bleu["x"]), list(bleu["y"])) == ([r["epoch"] for r in METRICS], [r["val_bleu"] for r in METRICS])
     training = out[h.page.training_md]
-    assert "Scores on Multi30k val" in training and "pipeline_tag" not in training  # front matter left out
-    assert card.split("---\n", 2)[2].strip()[:200] in training
+    assert "# captions-en-de\n\nScores on Multi30k val: BLEU 4.25." in training
+    assert "pipeline_tag" not in training  # the card's front matter is left out
     assert h.registry.choices() == [("English → German · image captions", "en-de")]
 
 
 def test_a_step_change_redraws_the_step_and_keeps_the_view(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=6)
-    out = tiny.view(run, None, "heads", None, "encoder", 1, "mean", False, 2)
+    out = tiny.view(Inputs(run=run, view=View.of("encoder", 1, "mean", False, 2)))
     assert "Step 2" in title(out[p.step_cross]) and "Step 2" in title(out[p.step_topk]) and len(out[p.partial]) == 2
     assert title(out[p.heat]).startswith("Encoder self-attention")
-    heat = json.loads(tiny.view(run, None, "heads", None, "decoder", 1, "mean", False, 2)[p.heat].plot)
+    heat = json.loads(tiny.view(Inputs(run=run, view=View.of("decoder", 1, "mean", False, 2)))[p.heat].plot)
     assert heat["layout"]["shapes"][0]["y0"] == 0.5  # the frame on row 2
 
 
@@ -239,21 +264,37 @@ def test_hide_marker_takes_the_piece_marker_out_of_every_attention_figure(tiny):
     assert viz.plain_labels(["▁Schn", "ee", "</s>", "▁"]) == ["Schn", "·ee", "</s>", "␣"]
     assert viz.plain_labels([("<s>", "▁Two")]) == [("<s>", "Two")]
     run = run_of(tiny, max_new=6)
-    for kind in views.KINDS:
+    for _, kind in views.kind_choices():
         marked, plain = View(kind=kind), View(kind=kind, plain=True)
-        figures = [views.heatmap(run.trace, plain), views.grid(run.trace, plain), *views.step_figures(run.trace, plain)]
+        figures = [attention_views.heatmap(run.trace, plain), attention_views.grid(run.trace, plain),
+                   *attention_views.step_figures(run.trace, plain)]
         shown = json.dumps([f.to_plotly_json() for f in figures], ensure_ascii=False)
         assert "▁" not in shown
         if kind != "decoder":  # the random model's output may hold no ▁; the source pieces do
-            assert "▁" in json.dumps(views.heatmap(run.trace, marked).to_plotly_json(), ensure_ascii=False)
+            assert "▁" in json.dumps(attention_views.heatmap(run.trace, marked).to_plotly_json(), ensure_ascii=False)
     assert View.of("cross", 1, "mean", False, None, "1").plain
 
 
 def test_export_names_say_direction_kind_layer_head():
     view = View(kind="cross", layer=3, head="2", step=4)
-    assert views.export_name("de-en", view) == "de-en_cross-attention_layer3_head2"
-    assert views.export_name("de-en", View(kind="decoder", layer=1, merge=True)) == \
+    assert attention_views.export_name("de-en", view) == "de-en_cross-attention_layer3_head2"
+    assert attention_views.export_name("de-en", View(kind="decoder", layer=1, merge=True)) == \
         "de-en_decoder-masked-self-attention_layer1_mean-of-heads_words"
-    assert views.export_name("en-de", view, "step-self") == "en-de_step4_decoder-masked-self-attention_layer3_head2"
-    assert views.export_name("de-en", view, "step-topk") == "de-en_step4_next-piece-probabilities"
-    assert views.export_name("de-en", view, "untrained") == "de-en_cross-attention_layer3_head2_untrained"
+    assert attention_views.export_name("en-de", view, "step-self") == "en-de_step4_decoder-masked-self-attention_layer3_head2"
+    assert attention_views.export_name("de-en", view, "step-topk") == "de-en_step4_next-piece-probabilities"
+    assert attention_views.export_name("de-en", view, "untrained") == "de-en_cross-attention_layer3_head2_untrained"
+
+
+def test_the_unknown_piece_notice_names_the_models_languages_and_corpora(tmp_path):
+    from anatomy.registry import ModelRegistry
+    from tests.app_fixtures import make_checkpoint
+
+    folder = make_checkpoint(tmp_path / "mix-en-de", "en", "de")
+    meta = json.loads((folder / "config.json").read_text())
+    meta["training"]["corpora"] = [{"name": "tatoeba", "weight": 1.0}, {"name": "multi30k", "weight": 0.5}]
+    (folder / "config.json").write_text(json.dumps(meta))
+    entry = ModelRegistry.discover([str(folder)]).get("en-de")
+    trace = entry.cpu.translate("Two dogs 🐶", max_new_tokens=2)
+    assert "<unk>" in trace.source_tokens
+    assert views.run_notices(entry, trace, [])[0].endswith(
+        "its vocabulary holds only what its English and German training text contains: tatoeba, multi30k.")

@@ -126,16 +126,22 @@ def test_grid_has_every_layer_and_head_on_one_scale():
 
 
 def test_topk_bars_and_table():
-    step = [{"token": "▁dog", "id": 5, "prob": 0.7}, {"token": "<unk>", "id": 1, "prob": 0.2}]
-    fig = viz.topk_bars(step, chosen="▁dog")
+    pieces, probs = ["▁dog", "<unk>"], [0.7, 0.2]
+    fig = viz.topk_bars(pieces, probs, chosen="▁dog")
     assert list(fig.layout.yaxis.ticktext) == ["▁dog", "&lt;unk&gt;"]
+    assert list(fig.data[0].x) == pytest.approx(probs)
     assert fig.data[0].marker.color[0] != fig.data[0].marker.color[1]
-    table = viz.topk_table(["▁dog", "▁cat"], [step, step])
+    table = viz.topk_table(["▁dog", "▁cat"], [pieces, pieces], [probs, probs])
     labels = list(table.layout.yaxis.ticktext)
     assert "color" not in labels[0] and "color" in labels[1]  # ▁cat was not in the top k: red
     assert table.data[0].text[0][0] == "<b>▁dog</b>"
+    np.testing.assert_allclose(table.data[0].z, [probs, probs])
     with pytest.raises(ValueError):
-        viz.topk_table(["▁dog"], [step, step])
+        viz.topk_table(["▁dog"], [pieces, pieces], [probs, probs])
+    with pytest.raises(ValueError):
+        viz.topk_table(["▁dog", "▁cat"], [pieces, pieces], [probs])
+    with pytest.raises(ValueError):
+        viz.topk_bars(pieces, probs[:1])
 
 
 def test_positional_figures():

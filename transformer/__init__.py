@@ -1,7 +1,8 @@
 """Transformer Anatomy: the Transformer of "Attention Is All You Need", from scratch."""
 from .config import ModelConfig
+from .kinds import AttentionKind
 from .model import Decoded, DecoderCache, Encoded, Transformer
-from .translator import ATTENTION_KINDS, AttentionMaps, Candidate, HeadVectors, Step, Trace, Translator
+from .translator import AttentionMaps, Candidate, DecodingSettings, HeadVectors, Step, TopK, Trace, Translator
 
 __all__ = ["ModelConfig", "Transformer", "Encoded", "Decoded", "DecoderCache", "Translator", "Trace", "Step",
-           "Candidate", "AttentionMaps", "ATTENTION_KINDS", "HeadVectors"]
+           "Candidate", "AttentionMaps", "AttentionKind", "HeadVectors", "TopK", "DecodingSettings"]

@@ -23,7 +23,8 @@ from typing import Sequence
 
 import numpy as np
 
-from .translator import ATTENTION_KINDS, Trace
+from .kinds import KINDS, by_name
+from .translator import Trace
 
 EOS_PIECE = "</s>"
 # The pieces a view may hide as structural (start, end, pad; not <unk>, which stands for text).
@@ -53,7 +54,7 @@ DEFINITIONS: dict[str, str] = {
 class HeadStats:
     """The statistics of one head (see the module docstring); None where a statistic does not apply."""
 
-    kind: str  # "encoder" | "decoder" | "cross"
+    kind: str  # the AttentionKind's name (transformer.kinds)
     layer: int  # 1-based
     head: int  # 1-based
     entropy: float
@@ -99,19 +100,19 @@ def _monotonic(w: np.ndarray) -> np.ndarray:
 
 
 def head_statistics(weights, kind: str, key_tokens: Sequence[str]) -> list[HeadStats]:
-    """Statistics of every head of one attention kind: weights (L, h, Tq, Tk), key_tokens the Tk key pieces."""
-    if kind not in ATTENTION_KINDS:
-        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(ATTENTION_KINDS)}")
+    """Statistics of every head of the attention kind called `kind`: weights (L, h, Tq, Tk), key_tokens the Tk key
+    pieces."""
+    spec = by_name(kind)
     w = _as_heads(weights)
     L, H, Tq, Tk = w.shape
     if len(key_tokens) != Tk:
         raise ValueError(f"weights have {Tk} keys but {len(key_tokens)} key tokens were given")
-    self_attention = kind != "cross"
+    self_attention = spec.self_attention
     if self_attention and Tq != Tk:
         raise ValueError(f"{kind} self-attention must be square, got {Tq} queries × {Tk} keys")
 
     entropy = _row_entropy(w)  # (L, h, Tq)
-    visible = np.minimum(np.arange(1, Tq + 1), Tk) if kind == "decoder" else np.full(Tq, Tk)
+    visible = np.minimum(np.arange(1, Tq + 1), Tk) if spec.causal else np.full(Tq, Tk)
     # A row with a single visible key had no choice, so it says nothing about how the head chooses.
     choice = visible > 1
     if choice.any():
@@ -129,11 +130,11 @@ def head_statistics(weights, kind: str, key_tokens: Sequence[str]) -> list[HeadS
         "focus": focus,
         "same": diagonal(0) if self_attention else None,
         "previous": diagonal(-1) if self_attention else None,  # w[i, i-1]
-        "next": diagonal(1) if kind == "encoder" else None,  # w[i, i+1]
+        "next": diagonal(1) if self_attention and not spec.causal else None,  # w[i, i+1]
         "first": _mean_rows(w[..., 0]) if Tk else np.zeros((L, H)),
         "eos": _mean_rows(w[..., eos_keys].sum(-1)) if eos_keys else None,
         "special": _mean_rows(w[..., special_keys].sum(-1)),
-        "monotonic": _monotonic(w) if kind == "cross" else None,
+        "monotonic": _monotonic(w) if not self_attention else None,
     }
     return [HeadStats(kind, l + 1, h + 1, **{k: None if v is None else float(v[l, h]) for k, v in stats.items()})
             for l in range(L) for h in range(H)]
@@ -142,7 +143,7 @@ def head_statistics(weights, kind: str, key_tokens: Sequence[str]) -> list[HeadS
 def trace_head_statistics(trace: Trace) -> list[HeadStats]:
     """Every head of a Trace: encoder self-attention, decoder self-attention, then encoder-decoder attention."""
     stats = []
-    for kind in ATTENTION_KINDS:
-        maps = trace.attention(kind)
-        stats += head_statistics(maps.weights, kind, maps.keys)
+    for kind in KINDS:
+        maps = trace.attention(kind.name)
+        stats += head_statistics(maps.weights, kind.name, maps.keys)
     return stats

@@ -166,6 +166,7 @@ that have a val split); test sets were never used.
   training on {training.get('device', 'cpu')} ({training.get('threads')} thread(s) of a 2-core machine));
   the table is the whole run, including resumed continuations. tokens/s depends on what else shared the
   machine (the two directions trained side by side).
+{precision_line(training)}
 {runs_table(lineage(meta))}
 
 {epoch_table(metrics_log, [m['name'] for m in mix if m.get('val_pairs')])}
@@ -186,19 +187,47 @@ print(translator.translate("{results['example_source']}", beam_size={results['be
 """
 
 
+def card_scores(results: dict) -> dict:
+    """The card's scores for config.json: beam (the card's decoding) and greedy, per corpus and their mean, on
+    the val sentences scored."""
+    scores = {"decoding": f"beam {results['beam']}, length penalty {results['length_penalty']}",
+              "val_sentences": {n: r["sentences"] for n, r in results["corpora"].items()}}
+    for key, prefix in (("beam", "val"), ("greedy", "val_greedy")):
+        for metric in ("bleu", "chrf"):
+            per = {n: round(r[key][metric], 2) for n, r in results["corpora"].items()}
+            scores.update({f"{prefix}_{metric}_{n}": v for n, v in per.items()})
+            scores[f"{prefix}_{metric}_mean"] = round(sum(per.values()) / len(per), 2)
+    return scores
+
+
+def precision_line(training: dict) -> str:
+    """What ran: autocast dtype and compilation, and the target tokens seen over every run."""
+    ran = {"bfloat16": "bf16 autocast (fp32 master weights, optimizer and EMA; fp32 loss and softmax)",
+           "float16": "fp16 autocast with a gradient scaler"}.get(training.get("autocast", ""), "fp32")
+    ran += ", torch.compile" if training.get("compiled") else ", eager (no torch.compile)"
+    seen = training.get("target_tokens_seen")
+    total = (f"; {seen / 1e6:.1f}M target tokens and {training['train_hours_total']:.1f} hours of training over "
+             "every run" if seen else "")
+    return f"- Last run: {ran}{total}."
+
+
 def runs_table(runs: list[dict]) -> str:
     """The runs behind the weights when there were several (each warm-started from the one before), else ""."""
     if len(runs) < 2:
         return ""
     rows = [f"| {i} | {'scratch' if not r['init_from'] else f'run {i - 1}'} | {r['seed']} | {r['lr']:g} | "
-            f"{r['warmup']} | {r['epochs']} | {r['steps']} | {r['train_time_s'] / 60:.0f} | {r['val_bleu']:.2f} |"
-            for i, r in enumerate(runs, 1)]
+            f"{r['warmup']} | {r['epochs']} | {r['steps']} | {_millions(r.get('target_tokens'))} | "
+            f"{r['train_time_s'] / 60:.0f} | {r['val_bleu']:.2f} |" for i, r in enumerate(runs, 1)]
     total = sum(r["train_time_s"] for r in runs) / 3600
     return (f"\nThe weights went through {len(runs)} runs, {total:.1f} hours of training in all: each run after the "
             "first starts from the best weights of the one before (the same tokenizer; a fresh optimizer, data order "
             "and learning-rate schedule). The recipe above and the epoch table below are the last run's.\n\n"
-            "| run | from | seed | peak lr | warmup | epochs | steps | minutes | val BLEU (greedy, mean) |\n"
-            "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+            "| run | from | seed | peak lr | warmup | epochs | steps | target tokens | minutes | val BLEU (greedy, mean) "
+            "|\n|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+
+
+def _millions(n: int | None) -> str:
+    return "?" if n is None else f"{n / 1e6:.2f}M"
 
 
 def limits(names: list[str], src: str, tgt: str, results: dict) -> str:
@@ -264,6 +293,7 @@ def main(argv: list[str] | None = None) -> None:
     results["example_output"] = translator.translate(example, beam_size=args.beam, length_penalty=lp).text
     meta = json.loads((args.checkpoint / "config.json").read_text())
     meta["decoding"] = {"beam_size": args.beam, "length_penalty": lp}
+    meta["card"] = card_scores(results)
     (args.checkpoint / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
     (args.checkpoint / "README.md").write_text(render(args.checkpoint, translator, results))
     print(f"wrote {args.checkpoint / 'README.md'} (beam {args.beam}, length penalty {lp})")

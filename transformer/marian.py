@@ -143,13 +143,15 @@ def config_from_hf(hf: dict, generation: dict | None = None) -> ModelConfig:
 def parameter_names(config: ModelConfig) -> list[tuple[str, tuple[str, ...]]]:
     """(our name, the Marian names it is made of, concatenated along dim 0) for every tensor of our model."""
     names: list[tuple[str, tuple[str, ...]]] = [("embedding.weight", ("model.shared.weight",))]
-    attention = (("self_attn", "self_attn"), ("cross_attn", "encoder_attn"))
-    for stack, n, norms in (("encoder", config.n_encoder_layers, ("self_attn_layer_norm", "final_layer_norm")),
-                            ("decoder", config.n_decoder_layers,
-                             ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"))):
+    self_attention, cross_attention = ("self_attn", "self_attn"), ("cross_attn", "encoder_attn")
+    stacks = (("encoder_layers", "model.encoder.layers", config.n_encoder_layers, (self_attention,),
+               ("self_attn_layer_norm", "final_layer_norm")),
+              ("decoder_layers", "model.decoder.layers", config.n_decoder_layers, (self_attention, cross_attention),
+               ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")))
+    for our_stack, their_stack, n, attention, norms in stacks:
         for i in range(n):
-            ours, theirs = f"{stack}_layers.{i}", f"model.{stack}.layers.{i}"
-            for kind, hf_kind in attention[:1 if stack == "encoder" else 2]:
+            ours, theirs = f"{our_stack}.{i}", f"{their_stack}.{i}"
+            for kind, hf_kind in attention:
                 for p in ("weight", "bias"):
                     names.append((f"{ours}.{kind}.W_qkv.{p}", tuple(f"{theirs}.{hf_kind}.{x}_proj.{p}" for x in "qkv")))
                     names.append((f"{ours}.{kind}.W_o.{p}", (f"{theirs}.{hf_kind}.out_proj.{p}",)))

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import islice
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import ModelConfig
+from .kinds import DECODER, ENCODER, by_name
 
 Mask = Tensor | None  # bool, broadcastable to (B, h, T_q, T_k); True = may attend
 
@@ -128,16 +130,16 @@ class Decoded:
     cross_attn: tuple[Tensor, ...] | None = None  # per layer (B, h, T, S)
 
 
-@dataclass
-class AttentionInputs:
-    """What one attention module of one layer was given, per head, and what eq. 1 made of it (one sentence)."""
+@dataclass(frozen=True)
+class Attention:
+    """One attention sublayer of one layer at work: the per-head q, k, v it computed and what eq. 1 made of them."""
 
-    q: Tensor  # (1, h, T_q, d_k)
-    k: Tensor  # (1, h, T_k, d_k)
-    v: Tensor  # (1, h, T_k, d_k)
-    mask: Mask  # (T_q, T_k) for the decoder's self-attention, else None
-    weights: Tensor  # (1, h, T_q, T_k)
-    heads: Tensor  # (1, h, T_q, d_k): each head's output, before the heads are concatenated and W_o applied
+    q: Tensor  # (B, h, T_q, d_k)
+    k: Tensor  # (B, h, T_k, d_k): with a cache, every position so far
+    v: Tensor  # (B, h, T_k, d_k)
+    mask: Mask  # as the layer was given it
+    heads: Tensor  # (B, h, T_q, d_k): each head's output, before the heads are concatenated and W_o applied
+    weights: Tensor | None  # (B, h, T_q, T_k), when asked for
 
 
 class MultiHeadAttention(nn.Module):
@@ -168,14 +170,16 @@ class MultiHeadAttention(nn.Module):
         d = self.d_model
         return self._split_heads(F.linear(x, self.W_qkv.weight[d:], self.W_qkv.bias[d:]), 2)
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Mask,
-               need_weights: bool) -> tuple[Tensor, Tensor | None]:
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Mask, need_weights: bool) -> Attention:
+        """Eq. 1 for every head at once; `output` concatenates the heads and applies W_o."""
         dropout_p = self.dropout if self.training else 0.0
-        out, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights,
-                                                    dropout_p=dropout_p)
-        B, h, T, d_k = out.shape
-        out = out.transpose(1, 2).reshape(B, T, h * d_k)  # (B, T, d_model)
-        return self.W_o(out), weights
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights,
+                                                      dropout_p=dropout_p)
+        return Attention(q, k, v, mask, heads, weights)
+
+    def output(self, attention: Attention) -> Tensor:
+        B, h, T, d_k = attention.heads.shape
+        return self.W_o(attention.heads.transpose(1, 2).reshape(B, T, h * d_k))  # (B, T, d_model)
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -212,6 +216,21 @@ class _Layer(nn.Module):
         x = x + self.dropout(sublayer_out)
         return x if self.norm_first else self.norms[i](x)
 
+    def attention(self, x: Tensor, mask: Mask, need_weights: bool, cross: bool = False, memory: Tensor | None = None,
+                  cache: DecoderCache | None = None, index: int = 0) -> Attention:
+        """This layer's self-attention over x, the stream entering the layer, or (`cross`, decoder layers only) its
+        cross-attention from x, the stream after the self-attention sublayer, to `memory`: every attention kind's
+        q, k, v comes from here. With a cache, keys/values come from it (and new self-attention ones go into it,
+        at slot `index`, this layer's place in the stack)."""
+        if cross:
+            q = self.cross_attn.query(self._in(x, 1))
+            k, v = self.cross_attn.key_value(memory) if cache is None else cache.cross(index)
+            return self.cross_attn.attend(q, k, v, mask, need_weights)
+        q, k, v = self.self_attn.query_key_value(self._in(x, 0))
+        if cache is not None:
+            k, v = cache.update(index, k, v)
+        return self.self_attn.attend(q, k, v, mask, need_weights)
+
 
 class EncoderLayer(_Layer):
     def __init__(self, config: ModelConfig):
@@ -219,12 +238,11 @@ class EncoderLayer(_Layer):
         self.self_attn = MultiHeadAttention(config)
         self.ffn = PositionwiseFeedForward(config)
 
-    def forward(self, x: Tensor, mask: Mask, need_weights: bool) -> tuple[Tensor, Tensor | None]:
-        h = self._in(x, 0)
-        out, weights = self.self_attn.attend(*self.self_attn.query_key_value(h), mask, need_weights)
-        x = self._out(x, out, 0)
+    def forward(self, x: Tensor, mask: Mask, need_weights: bool) -> tuple[Tensor, Attention]:
+        attention = self.attention(x, mask, need_weights)
+        x = self._out(x, self.self_attn.output(attention), 0)
         x = self._out(x, self.ffn(self._in(x, 1)), 1)
-        return x, weights
+        return x, attention
 
 
 class DecoderLayer(_Layer):
@@ -235,30 +253,14 @@ class DecoderLayer(_Layer):
         self.ffn = PositionwiseFeedForward(config)
 
     def forward(self, y: Tensor, memory: Tensor, self_mask: Mask, cross_mask: Mask, need_weights: bool,
-                cache: DecoderCache | None = None, index: int = 0) -> tuple[Tensor, Tensor | None, Tensor | None]:
+                cache: DecoderCache | None = None, index: int = 0) -> tuple[Tensor, Attention, Attention]:
         """`index` is this layer's place in the stack: its slot in the cache."""
-        h = self._in(y, 0)
-        q, k, v = self.self_attn.query_key_value(h)
-        if cache is not None:
-            k, v = cache.update(index, k, v)
-        out, self_weights = self.self_attn.attend(q, k, v, self_mask, need_weights)
-        y = self._out(y, out, 0)
-
-        h = self._in(y, 1)
-        memory_kv = self.cross_attn.key_value(memory) if cache is None else cache.cross(index)
-        out, cross_weights = self.cross_attn.attend(self.cross_attn.query(h), *memory_kv, cross_mask, need_weights)
-        y = self._out(y, out, 1)
+        self_attention = self.attention(y, self_mask, need_weights, cache=cache, index=index)
+        y = self._out(y, self.self_attn.output(self_attention), 0)
+        cross_attention = self.attention(y, cross_mask, need_weights, True, memory, cache, index)
+        y = self._out(y, self.cross_attn.output(cross_attention), 1)
         y = self._out(y, self.ffn(self._in(y, 2)), 2)
-        return y, self_weights, cross_weights
-
-    def attention_qkv(self, y: Tensor, memory: Tensor, self_mask: Mask, cross: bool) -> tuple[Tensor, Tensor, Tensor]:
-        """The q, k, v this layer's self-attention (or cross-attention) computes from its input y, as `forward`."""
-        h = self._in(y, 0)
-        q, k, v = self.self_attn.query_key_value(h)
-        if not cross:
-            return q, k, v
-        y = self._out(y, self.self_attn.attend(q, k, v, self_mask, False)[0], 0)
-        return (self.cross_attn.query(self._in(y, 1)), *self.cross_attn.key_value(memory))
+        return y, self_attention, cross_attention
 
 
 class Transformer(nn.Module):
@@ -315,14 +317,20 @@ class Transformer(nn.Module):
             src_lengths = right_padded_lengths(src_ids, self.config.pad_id)
         padded = not bool((src_lengths >= S).all())
         src_mask = lengths_mask(src_lengths, S)[:, None, None, :] if padded else None  # (B, 1, 1, S)
-        x = self._embed(src_ids, self.embedding)
-        weights = []
-        for layer in self.encoder_layers:
-            x, w = layer(x, src_mask, need_weights)
-            weights.append(w)
+        x, attentions = self._encoder_stack(self._embed(src_ids, self.embedding), src_mask, need_weights)
         if self.encoder_norm is not None:
             x = self.encoder_norm(x)
-        return Encoded(x, src_mask, tuple(weights) if need_weights else None)
+        return Encoded(x, src_mask, tuple(a.weights for a in attentions) if need_weights else None)
+
+    def _encoder_stack(self, x: Tensor, mask: Mask, need_weights: bool,
+                       layers: int | None = None) -> tuple[Tensor, list[Attention]]:
+        """The first `layers` encoder layers (all when None) over the embedded source: the stream after them, and
+        each one's self-attention."""
+        attentions = []
+        for layer in islice(self.encoder_layers, layers):
+            x, attention = layer(x, mask, need_weights)
+            attentions.append(attention)
+        return x, attentions
 
     def new_cache(self, encoded: Encoded, max_len: int) -> DecoderCache:
         """An empty KV cache for up to `max_len` target positions; cross K/V computed here, once."""
@@ -354,11 +362,8 @@ class Transformer(nn.Module):
             q_pos = torch.arange(offset, offset + T, device=tgt_ids.device)[:, None]
             self_mask = torch.arange(offset + T, device=tgt_ids.device)[None, :] <= q_pos  # (T, offset+T)
         y = self._embed(tgt_ids, self.tgt_embedding or self.embedding, offset)
-        self_weights, cross_weights = [], []
-        for i, layer in enumerate(self.decoder_layers):
-            y, sw, cw = layer(y, encoded.memory, self_mask, encoded.src_mask, need_weights, cache, i)
-            self_weights.append(sw)
-            cross_weights.append(cw)
+        y, self_attn, cross_attn = self._decoder_stack(y, encoded.memory, self_mask, encoded.src_mask, need_weights,
+                                                       cache)
         if cache is not None:
             cache.advance(T)
         if last_only:
@@ -366,33 +371,38 @@ class Transformer(nn.Module):
         if self.decoder_norm is not None:
             y = self.decoder_norm(y)
         if need_weights:
-            return Decoded(self.logits(y), tuple(self_weights), tuple(cross_weights))
+            return Decoded(self.logits(y), tuple(a.weights for a in self_attn), tuple(a.weights for a in cross_attn))
         return Decoded(self.logits(y))
 
-    def attention_inputs(self, src_ids: Tensor, tgt_ids: Tensor, kind: str, layer: int) -> AttentionInputs:
-        """The per-head q, k, v of attention `kind` ("encoder", "decoder", "cross") in layer `layer` (from 0) of a
-        teacher-forced pass over one unpadded sentence pair (1, S), (1, T), each computed by the model's own
-        modules, and eq. 1 applied to them by the same function the model uses."""
-        n_layers = len(self.encoder_layers if kind == "encoder" else self.decoder_layers)
-        if kind not in ("encoder", "decoder", "cross") or not 0 <= layer < n_layers:
+    def _decoder_stack(self, y: Tensor, memory: Tensor, self_mask: Mask, cross_mask: Mask, need_weights: bool,
+                       cache: DecoderCache | None = None,
+                       layers: int | None = None) -> tuple[Tensor, list[Attention], list[Attention]]:
+        """The first `layers` decoder layers (all when None) over the embedded target: the stream after them, and
+        each one's self- and cross-attention."""
+        self_attn, cross_attn = [], []
+        for i, layer in enumerate(islice(self.decoder_layers, layers)):
+            y, s, c = layer(y, memory, self_mask, cross_mask, need_weights, cache, i)
+            self_attn.append(s)
+            cross_attn.append(c)
+        return y, self_attn, cross_attn
+
+    def attention_inputs(self, src_ids: Tensor, tgt_ids: Tensor, kind: str, layer: int) -> Attention:
+        """The per-head q, k, v of the attention kind named `kind` in layer `layer` (from 0) of a
+        teacher-forced pass over one unpadded sentence pair (1, S), (1, T), and what eq. 1 made of them: the
+        stacks of `encode` and `decode` with weights (the pass a trace's maps come from), stopped after `layer`."""
+        spec = by_name(kind)
+        n_layers = len(self.encoder_layers if spec == ENCODER else self.decoder_layers)
+        if not 0 <= layer < n_layers:
             raise ValueError(f"no {kind!r} attention in layer {layer} (from 0) of a {n_layers}-layer stack")
-        mask = None  # one unpadded sentence: every key is visible, except where the decoder's causal mask hides
-        if kind == "encoder":
-            x = self._embed(src_ids, self.embedding)
-            for enc in self.encoder_layers[:layer]:
-                x, _ = enc(x, None, False)
-            q, k, v = self.encoder_layers[layer].self_attn.query_key_value(self.encoder_layers[layer]._in(x, 0))
-        else:
-            memory = self.encode(src_ids).memory
-            T = tgt_ids.size(1)
-            causal = causal_mask(T, tgt_ids.device)  # (T, T)
-            y = self._embed(tgt_ids, self.tgt_embedding or self.embedding)
-            for dec in self.decoder_layers[:layer]:
-                y, _, _ = dec(y, memory, causal, None, False)
-            q, k, v = self.decoder_layers[layer].attention_qkv(y, memory, causal, cross=kind == "cross")
-            mask = causal if kind == "decoder" else None
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=True)
-        return AttentionInputs(q, k, v, mask, weights, heads)
+        # One unpadded sentence: no padding mask, only the decoder's causal one, (T, T).
+        if spec == ENCODER:
+            _, attentions = self._encoder_stack(self._embed(src_ids, self.embedding), None, True, layer + 1)
+            return attentions[layer]
+        memory = self.encode(src_ids, need_weights=True).memory
+        y = self._embed(tgt_ids, self.tgt_embedding or self.embedding)
+        _, self_attn, cross_attn = self._decoder_stack(y, memory, causal_mask(tgt_ids.size(1), tgt_ids.device), None,
+                                                       True, layers=layer + 1)
+        return (self_attn if spec == DECODER else cross_attn)[layer]
 
     def forward(self, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
         """Teacher-forced logits (B, T, vocab_size) for training."""

@@ -5,35 +5,43 @@ repeated). Resumable: the run directory (default runs/NAME, never committed) hol
 optimizer, EMA, RNG and position within the epoch, saved atomically every few minutes and
 after each epoch. Only the best model on val BLEU (its EMA weights; the mean over the
 corpora that have a val split) is written to --out.
+
+This module holds the command line, the learning-rate schedule and the loop (`Run`); the loop's parts are
+train_data (corpora, tokenizer, token ids, val sets, each epoch's steps), train_step (one optimizer step: autocast,
+DDP, accumulation, clipping, EMA), train_eval (validation, metrics.jsonl, the best checkpoint), train_state (the
+weights, the position, state.pt) and train_ranks (torchrun's processes).
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
-import copy
-import json
 import os
-import random
 import re
 import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
-import sacrebleu
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
-from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from . import checkpoint, data
-from .config import PAD_ID, PRESETS, ModelConfig
-from .device import pick_device
-from .model import Transformer
-from .search import greedy
-from .tokenizer import Tokenizer
+from . import data
+from .checkpoint import Checkpoint, lineage
+from .config import PRESETS, ModelConfig
+from .train_data import (DEFAULT_MAX_TOKENS, TrainingData, load_tokenizer, mix_rng, read_vals, resolve_corpora,
+                         steps_of_epoch)
+from .train_eval import EpochStats, Evaluation, totals, validate
+from .train_ranks import Ranks, join_ranks, say
+from .train_state import Position, RunState, Weights, load_start, stop_signals
+from .train_step import Trainer, autocast_dtype, native_bf16
+from .translator import Translator
+
+# The names other modules and tests import from transformer.train.
+__all__ = ["main", "build_parser", "parse_duration", "model_config", "learning_rate", "Ranks", "join_ranks",
+           "native_bf16", "autocast_dtype", "validate", "steps_of_epoch", "totals", "resolve_corpora", "mix_rng",
+           "stop_signals"]
+
+PROGRESS_EVERY = 50  # steps between progress lines under --no-progress
+BUDGET_EPOCHS = 10_000  # with a time or token budget, the budget ends the run, not the epoch count
 
 
 def parse_duration(text: str) -> float:
@@ -44,6 +52,14 @@ def parse_duration(text: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text:
         raise argparse.ArgumentTypeError(f"bad duration {text!r}; use e.g. 85m, 2h, 1h30m, 300s")
     return sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+
+
+def parse_count(text: str) -> int:
+    """'29M', '500k', '1.5G' or a plain number -> a count."""
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)([kMG]?)", text)
+    if not found:
+        raise argparse.ArgumentTypeError(f"bad count {text!r}; use e.g. 29M, 500k, 120000")
+    return round(float(found.group(1)) * {"": 1, "k": 1e3, "M": 1e6, "G": 1e9}[found.group(2)])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,8 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab-size", type=int, default=8000, help="joint SentencePiece vocabulary")
     p.add_argument("--time-budget", type=parse_duration, help="stop after this much training, e.g. 85m; "
                                                               "the learning rate decays to 0 over it")
-    p.add_argument("--epochs", type=int, default=10, help="epochs when no --time-budget (else the most)")
-    p.add_argument("--max-tokens", type=int, help="padded tokens per batch and device (default 2500)")
+    p.add_argument("--token-budget", type=parse_count, help="stop after this many target tokens (non-pad, EOS "
+                   "included) in this run, e.g. 29M; the learning rate decays to 0 over them: a schedule that "
+                   "does not depend on what else shares the machine")
+    p.add_argument("--epochs", type=int, default=10, help="epochs when no budget is given (else the most)")
+    p.add_argument("--max-tokens", type=int, help=f"padded tokens per batch and device (default {DEFAULT_MAX_TOKENS})")
     p.add_argument("--tokens-per-batch", type=int, help="non-pad target tokens per optimizer step, summed over "
                    "devices and --accumulate micro-batches (the paper: 25000); instead of --max-tokens")
     p.add_argument("--accumulate", type=int, default=1, help="micro-batches per optimizer step on each device")
@@ -124,102 +143,6 @@ def learning_rate(args: argparse.Namespace, step: int, progress: float, d_model:
     return args.lr * min(1.0, (step + 1) / args.warmup) * max(0.0, 1.0 - progress)
 
 
-@dataclass(frozen=True)
-class Ranks:
-    """This process's place in a data-parallel run (torchrun's environment); one process: rank 0 of 1."""
-
-    rank: int = 0
-    world: int = 1
-    local_rank: int = 0
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def sum(self, values: list[float]) -> list[float]:
-        """The values summed over ranks (a no-op alone)."""
-        if self.world == 1:
-            return values
-        t = torch.tensor(values, dtype=torch.float64)
-        dist.all_reduce(t)
-        return t.tolist()
-
-    def barrier(self) -> None:
-        if self.world > 1:
-            dist.barrier()
-
-    def share(self, value):
-        """Rank 0's value, on every rank."""
-        if self.world == 1:
-            return value
-        box = [value]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
-
-
-def join_ranks(requested: str) -> tuple[Ranks, torch.device]:
-    """Under torchrun: join the process group (NCCL when each process has a GPU, else gloo); alone: nothing."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    device = pick_device(requested)
-    if world == 1:
-        return Ranks(), device
-    ranks = Ranks(int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0")))
-    if device.type == "cuda":
-        device = torch.device("cuda", ranks.local_rank)
-        torch.cuda.set_device(device)
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return ranks, device
-
-
-def native_bf16(device: torch.device) -> bool:
-    """Whether this device computes bf16 in hardware; on a CPU without AVX512-BF16/AMX, torch emulates it
-    (slower than fp32)."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return bool(torch.cpu._is_avx512_bf16_supported() and torch.ops.mkldnn._is_mkldnn_bf16_supported())
-
-
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    if precision == "auto":
-        return torch.bfloat16 if native_bf16(device) else None
-    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
-
-
-@torch.inference_mode()
-def validate(model: Transformer, tokenizer: Tokenizer, src_ids: list[list[int]], tgt_ids: list[list[int]],
-             references: list[str], device: torch.device, batch_size: int = 100) -> dict:
-    model.eval()
-    order = sorted(range(len(src_ids)), key=lambda i: len(src_ids[i]))
-    hyps: list[str] = [""] * len(src_ids)
-    total_loss, total_tokens = 0.0, 0
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        batch = data.make_batch([src_ids[i] for i in idx], [tgt_ids[i] for i in idx])
-        src, tgt_in, tgt_out = batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device)
-        logits = model(src, tgt_in)
-        total_loss += float(F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD_ID,
-                                            reduction="sum"))
-        total_tokens += batch.n_tokens
-        for i, ids in zip(idx, greedy(model, src)):
-            hyps[i] = tokenizer.decode(ids)
-    bleu = sacrebleu.corpus_bleu(hyps, [references])
-    chrf = sacrebleu.corpus_chrf(hyps, [references])
-    return {"val_loss": total_loss / total_tokens, "val_bleu": bleu.score, "val_chrf": chrf.score,
-            "sample": hyps[0]}
-
-
-def say(message: str) -> None:
-    """Progress, from rank 0 only."""
-    if int(os.environ.get("RANK", "0")) == 0:
-        print(message, flush=True)
-
-
-def _atomic_torch_save(obj: dict, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> dict:
     args = build_parser().parse_args(argv)
     if args.src == args.tgt:
@@ -228,6 +151,8 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit("give either --max-tokens or --tokens-per-batch, not both")
     if args.accumulate < 1:
         raise SystemExit("--accumulate must be at least 1")
+    if args.time_budget and args.token_budget:
+        raise SystemExit("give either --time-budget or --token-budget, not both")
     torch.set_num_threads(args.threads)
     ranks, device = join_ranks(args.device)
     try:
@@ -247,332 +172,118 @@ def _train(args: argparse.Namespace, ranks: Ranks, device: torch.device) -> dict
     if ranks.main:
         run_dir.mkdir(parents=True, exist_ok=True)
     corpora = resolve_corpora(args)
-
-    vals: list[tuple[str, list[str], list[str]]] = []  # (name, sources, references) of corpora with val
-    for corpus in corpora:
-        if not args.corpus or corpus.has_split("val", args.src, args.tgt):
-            vs, vt = data.read_pairs(corpus.path, "val", args.src, args.tgt)
-            vals.append((corpus.name, vs[:args.max_val_pairs or None], vt[:args.max_val_pairs or None]))
-    if not vals:
-        raise SystemExit("no corpus of the mix has a val split: nothing to select the model on")
-    weights = [c.weight for c in corpora]
-    sizes: list[int] = []  # training pairs of each corpus
-
-    def epoch_pairs(epoch: int) -> list[int]:
-        return data.draw_mix(sizes, weights, mix_rng(args.seed, epoch))
-
-    start = None
-    if args.init_from:
-        try:
-            start = checkpoint.load(args.init_from)
-        except checkpoint.CheckpointError as err:
-            raise SystemExit(f"error: --init-from: {err}") from None
-        if (start.source_lang, start.target_lang) != (args.src, args.tgt):
-            raise SystemExit(f"error: --init-from {args.init_from} translates {start.source_lang}->"
-                             f"{start.target_lang}, not {args.src}->{args.tgt}")
-    tok_path = run_dir / "tokenizer.model"
-    proto = None
-    if ranks.main:
-        if tok_path.exists():
-            proto = tok_path.read_bytes()
-        else:
-            if start is not None:
-                tokenizer = start.tokenizer
-            else:
-                texts = [data.read_pairs(c.path, "train", args.src, args.tgt) for c in corpora]
-                texts = [(s[:args.max_train_pairs or None], t[:args.max_train_pairs or None]) for s, t in texts]
-                train_src, train_tgt = sum((s for s, _ in texts), []), sum((t for _, t in texts), [])
-                sizes[:] = [len(s) for s, _ in texts]
-                first = epoch_pairs(0)  # the vocabulary is learnt from the same mix the model trains on
-                tokenizer = Tokenizer.train([train_src[i] for i in first] + [train_tgt[i] for i in first],
-                                            vocab_size=args.vocab_size)
-                del texts, train_src, train_tgt
-            tokenizer.save(tok_path)
-            proto = tokenizer.proto
-    tokenizer = Tokenizer(ranks.share(proto))
+    vals = read_vals(args, corpora)
+    start = load_start(args)
+    tokenizer = load_tokenizer(args, corpora, start, run_dir / "tokenizer.model", ranks)
     config = model_config(args, tokenizer.vocab_size)
     if start is not None and start.config != config:
         raise SystemExit(f"error: --init-from {args.init_from} holds {start.config}, but the options describe "
                          f"{config}; give the options it was trained with")
-
-    def encode_pairs(src: list[str], tgt: list[str]) -> tuple[list[list[int]], list[list[int]]]:
-        limit = config.max_len - 1  # room for EOS / BOS
-        return ([s[:limit] for s in tokenizer.encode_batch(src)], [t[:limit] for t in tokenizer.encode_batch(tgt)])
-
-    def token_ids(lang: str) -> tuple[data.TokenIds, list[int]]:
-        """The training side in `lang`, tokenized once per machine into --cache-dir (the first process of each
-        machine writes it, the others wait and map it)."""
-        files = [data.ensure_file(c.path, "train", lang) for c in corpora]
-
-        def build() -> tuple[data.TokenIds, list[int]]:
-            return data.cached_token_ids(files, tokenizer.encode_batch, tokenizer.proto, config.max_len - 1,
-                                         Path(args.cache_dir).expanduser(), args.max_train_pairs)
-        if ranks.local_rank == 0:
-            build()
-        ranks.barrier()
-        return build()
-
-    (train_s, src_counts), (train_t, tgt_counts) = token_ids(args.src), token_ids(args.tgt)
-    for c, a, b in zip(corpora, src_counts, tgt_counts):
-        if a != b:
-            raise SystemExit(f"error: {c.path} has {a} train.{args.src} lines but {b} train.{args.tgt} lines")
-    sizes[:] = src_counts
-    val_sets = [(name, *encode_pairs(vs, vt), vt) for name, vs, vt in vals] if ranks.main else []
-
-    torch.manual_seed(args.seed)
-    model = Transformer(config).to(device)
-    if start is not None:
-        model.load_state_dict(start.model.state_dict())
-    ema = copy.deepcopy(model).requires_grad_(False) if args.ema_decay > 0 else model
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9,
-                                  weight_decay=args.weight_decay)
-    state_path = run_dir / "state.pt"
-    pos = {"epoch": 0, "batch": 0, "step": 0, "elapsed_s": 0.0, "best_bleu": -1.0, "target_tokens": 0}
-    # Rank 0 reads the state and hands it to the others: a run may resume on another number of ranks, and
-    # other machines need not see rank 0's disk.
-    state = ranks.share(torch.load(state_path, map_location="cpu", weights_only=True)
-                        if ranks.main and state_path.exists() else None)
-    if state is not None:
-        if ModelConfig.from_dict(state["config"]) != config:  # from_dict: configs saved before a field existed
-            raise SystemExit(f"{state_path} was saved for another model config; use a new --run-dir")
-        model.load_state_dict(state["model"])
-        if ema is not model:
-            ema.load_state_dict(state["ema"])
-        optimizer.load_state_dict(state["optimizer"])
-        pos = {"target_tokens": None, **state["position"]}  # None: saved before tokens were counted
-        say(f"resumed from {state_path}: epoch {pos['epoch'] + 1}, batch {pos['batch']}, step {pos['step']}"
-            + (f" (saved by {state['world']} processes, now {ranks.world})"
-               if state.get("world", 1) != ranks.world else ""))
-    earlier = checkpoint.lineage(start.meta) if start else []
-    metrics_path = run_dir / "metrics.jsonl"
-    if state is None and ranks.main:
-        metrics_path.write_text("")
-    net = model
-    if args.compile:
-        net = torch.compile(net)
-    if ranks.world > 1:
-        net = DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None)
-    amp = autocast_dtype(args.precision, device)
-    scaler = torch.amp.GradScaler(device.type, enabled=amp == torch.float16)
-    parts = ranks.world * args.accumulate
-
-    say(f"model: {model.num_parameters():,} parameters, {config}")
-    mix = [{"name": c.name, "weight": c.weight, "train_pairs": n, "pairs_per_epoch": round(c.weight * n),
-            "val_pairs": next((len(v[2]) for v in vals if v[0] == c.name), 0)} for c, n in zip(corpora, sizes)]
-    for m in mix:
-        say(f"corpus {m['name']}: {m['train_pairs']} train pairs × {m['weight']:g} -> {m['pairs_per_epoch']} "
-            f"per epoch; {m['val_pairs']} val pairs")
+    pipeline = TrainingData.load(args, corpora, vals, tokenizer, config.max_len, ranks)
+    weights = Weights.create(args, config, start, device)
+    state = RunState(run_dir / "state.pt", ranks)
+    position = state.resume(weights)
+    if position is None and ranks.main:
+        (run_dir / "metrics.jsonl").write_text("")
+    trainer = Trainer(args, weights, pipeline, ranks, device)
+    say(f"model: {weights.model.num_parameters():,} parameters, {config}")
+    for share in pipeline.mix():
+        say(f"corpus {share.name}: {share.train_pairs} train pairs × {share.weight:g} -> {share.pairs_per_epoch} "
+            f"per epoch; {share.val_pairs} val pairs")
     say(f"device {device}, {ranks.world} process(es) × {args.accumulate} micro-batch(es) per step, "
-        f"autocast {amp or 'off'}")
-    recipe = {k: v for k, v in vars(args).items()
-              if k not in ("no_progress", "data_dir", "data_root", "out", "run_dir", "cache_dir")}
-
-    def save_state() -> None:
-        if ranks.main:
-            _atomic_torch_save({"config": config.to_dict(), "model": model.state_dict(),
-                                "ema": ema.state_dict(), "optimizer": optimizer.state_dict(), "position": pos,
-                                "world": ranks.world}, state_path)
-
-    def epoch_batches(epoch: int) -> list[list[int]]:
-        return steps_of_epoch(args, epoch, sizes, weights, train_s.lengths, train_t.lengths, parts)
-
+        f"autocast {trainer.amp or 'off'}")
+    translator = Translator(Checkpoint(weights.ema, tokenizer, args.src, args.tgt, str(out)), device)
+    evaluation = Evaluation(args, run_dir / "metrics.jsonl", pipeline, translator,
+                            lineage(start.meta) if start else [], trainer.autocast, ranks)
+    run = Run(args, ranks, pipeline, trainer, state, evaluation, position or Position())
     with stop_signals() as stop_requested:  # a signal arrived: save the position and leave after this step
-        budget = args.time_budget
-        max_epochs = args.epochs if budget is None else 10_000
-        ema_params, model_params = list(ema.parameters()), list(model.parameters())
-        last_save = time.monotonic()
-        result: dict = {}
-        if budget and pos["elapsed_s"] >= budget:
-            say(f"the time budget ({budget:.0f} s) is already spent; give a larger --time-budget to go on")
-        while pos["epoch"] < max_epochs and not (budget and pos["elapsed_s"] >= budget):
-            batches = epoch_batches(pos["epoch"])
-            epoch_loss, epoch_tokens, epoch_time = 0.0, 0, 0.0
-            rank_tokens = [0] * ranks.world
-            net.train()
-            bar = tqdm(total=len(batches), initial=pos["batch"], disable=args.no_progress or not ranks.main,
-                       desc=f"epoch {pos['epoch'] + 1}", dynamic_ncols=True)
-            out_of_time = False
-            while pos["batch"] < len(batches):
-                t0 = time.monotonic()
-                step_pairs = batches[pos["batch"]]
-                shares = data.deal(step_pairs, train_t.lengths, parts)
-                mine = shares[ranks.rank * args.accumulate:(ranks.rank + 1) * args.accumulate]
-                # The loss of the step is its token sum over the whole step's non-pad target tokens (every
-                # rank knows them), times the ranks that DDP's gradient mean divides by.
-                n_tokens = sum(train_t.lengths[i] + 1 for i in step_pairs)
-                progress = (pos["elapsed_s"] / budget if budget
-                            else pos["step"] / (max_epochs * len(batches)))
-                lr = learning_rate(args, pos["step"], progress, config.d_model)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-                torch.manual_seed(args.seed * 1_000_003 + pos["step"] * 1009 + ranks.rank)  # dropout, resumable
-                optimizer.zero_grad(set_to_none=True)
-                loss_sum, my_tokens = 0.0, 0
-                for k, share in enumerate(mine):
-                    if not share:
-                        raise SystemExit(f"step {pos['step']} has {len(step_pairs)} pairs for {parts} micro-batches;"
-                                         " give more tokens per batch or fewer --accumulate")
-                    batch = data.make_batch([train_s[i] for i in share], [train_t[i] for i in share])
-                    sync = k == len(mine) - 1 or ranks.world == 1
-                    with (contextlib.nullcontext() if sync else net.no_sync()), \
-                            torch.autocast(device.type, dtype=amp or torch.float32, enabled=amp is not None):
-                        logits = net(batch.src.to(device), batch.tgt_in.to(device))
-                        summed = F.cross_entropy(logits.float().flatten(0, 1), batch.tgt_out.to(device).flatten(),
-                                                 ignore_index=PAD_ID, label_smoothing=args.label_smoothing,
-                                                 reduction="sum")
-                    scaler.scale(summed * (ranks.world / n_tokens)).backward()
-                    loss_sum += summed.item()
-                    my_tokens += batch.n_tokens
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-                scaler.step(optimizer)
-                scaler.update()
-                if ema is not model:
-                    decay = min(args.ema_decay, (1 + pos["step"]) / (10 + pos["step"]))
-                    torch._foreach_lerp_(ema_params, model_params, 1.0 - decay)
-                # One collective per step: the loss, whether any rank was asked to stop, rank 0's clock (every
-                # rank then agrees on the schedule and on when to stop) and each rank's tokens.
-                counts = [0.0] * ranks.world
-                counts[ranks.rank] = my_tokens
-                loss_sum, stops, dt, *counts = ranks.sum([loss_sum, float(bool(stop_requested)),
-                                                          time.monotonic() - t0 if ranks.main else 0.0, *counts])
-                rank_tokens = [a + int(b) for a, b in zip(rank_tokens, counts)]
-                loss = loss_sum / n_tokens
-                pos["step"] += 1
-                pos["batch"] += 1
-                pos["elapsed_s"] += dt
-                if pos["target_tokens"] is not None:
-                    pos["target_tokens"] += n_tokens
-                epoch_time += dt
-                epoch_loss += loss_sum
-                epoch_tokens += n_tokens
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{epoch_tokens / epoch_time:.0f}")
-                if args.no_progress and pos["step"] % 50 == 0:
-                    say(f"epoch {pos['epoch'] + 1} batch {pos['batch']}/{len(batches)} step {pos['step']} "
-                        f"loss {loss:.3f} lr {lr:.2e} tok/s {epoch_tokens / epoch_time:.0f}")
-                if budget and pos["elapsed_s"] >= budget:
-                    out_of_time = True
-                    break
-                if stops:
-                    save_state()
-                    bar.close()
-                    signum = stop_requested[0] if stop_requested else signal.SIGTERM
-                    say(f"stopped by signal {signum} at step {pos['step']}; state saved to {state_path}; "
-                        "run the same command again to resume")
-                    raise SystemExit(128 + signum)
-                if time.monotonic() - last_save >= args.save_every:
-                    save_state()
-                    last_save = time.monotonic()
-            bar.close()
-            result = {"epoch": pos["epoch"] + 1, "step": pos["step"],
-                      "train_loss": round(epoch_loss / max(epoch_tokens, 1), 4)}
-            if ranks.main:  # the others wait at the next collective
-                scores = {name: validate(ema, tokenizer, vs, vt, refs, device) for name, vs, vt, refs in val_sets}
-                for key in ("val_loss", "val_bleu", "val_chrf"):  # the mean over corpora selects the model
-                    result[key] = round(sum(s[key] for s in scores.values()) / len(scores),
-                                        4 if key == "val_loss" else 2)
-                if len(scores) > 1:
-                    for name, sc in scores.items():
-                        for key in ("val_loss", "val_bleu", "val_chrf"):
-                            result[f"{key}_{name}"] = round(sc[key], 4 if key == "val_loss" else 2)
-                result.update({"lr": lr, "tokens_per_s": round(epoch_tokens / max(epoch_time, 1e-9), 1),
-                               "elapsed_s": round(pos["elapsed_s"], 1)})
-                if ranks.world > 1:
-                    result["tokens_by_rank"] = rank_tokens  # this epoch's (since a resume), to see the balance
-                if out_of_time:
-                    result["partial_epoch"] = round(pos["batch"] / len(batches), 3)
-                # A run killed between this write and the state save repeats the epoch: keep one line each.
-                previous = [line for line in metrics_path.read_text().splitlines()
-                            if json.loads(line)["epoch"] != result["epoch"]]
-                metrics_path.write_text("".join(line + "\n" for line in [*previous, json.dumps(result)]))
-                say(json.dumps(result) + " | sample: " + next(iter(scores.values()))["sample"])
-                metrics_log = metrics_path.read_text()
-                if result["val_bleu"] > pos["best_bleu"]:
-                    pos["best_bleu"] = result["val_bleu"]
-                    checkpoint.save(out, ema, tokenizer, source_lang=args.src, target_lang=args.tgt,
-                                    domain=args.domain,
-                                    training={"recipe": recipe, "corpora": mix,
-                                              "selected_on": "val BLEU (greedy)" + (
-                                                  ", mean over " + ", ".join(scores) if len(scores) > 1 else ""),
-                                              "epochs": result["epoch"],
-                                              "steps": pos["step"], "train_time_s": result["elapsed_s"],
-                                              "device": str(device), "threads": args.threads,
-                                              "processes": ranks.world,
-                                              "autocast": str(amp or torch.float32).removeprefix("torch."),
-                                              "compiled": args.compile, "target_tokens": pos["target_tokens"],
-                                              **totals(earlier, pos["target_tokens"], pos["elapsed_s"]),
-                                              **({"earlier": earlier} if start else {})},
-                                    metrics={k: v for k, v in result.items() if k == "epoch" or k.startswith("val_")},
-                                    metrics_log=metrics_log)
-                    say(f"saved {out} (val BLEU {result['val_bleu']})")
-                else:
-                    checkpoint.write_metrics_log(out, metrics_log)
-            pos["epoch"] += 1
-            pos["batch"] = 0
-            pos["best_bleu"] = ranks.share(pos["best_bleu"])
-            save_state()
-            last_save = time.monotonic()
-            if out_of_time:
+        return run.train(stop_requested)
+
+
+@dataclass
+class Run:
+    """The training loop: epochs of optimizer steps, each epoch evaluated and saved, until the epochs or the
+    time budget run out."""
+
+    args: argparse.Namespace
+    ranks: Ranks
+    data: TrainingData
+    trainer: Trainer
+    state: RunState
+    evaluation: Evaluation
+    position: Position
+
+    @property
+    def max_epochs(self) -> int:
+        return BUDGET_EPOCHS if self.args.time_budget or self.args.token_budget else self.args.epochs
+
+    def out_of_time(self) -> bool:
+        """The time or token budget is spent."""
+        return self.progress(1) >= 1.0 if self.args.time_budget or self.args.token_budget else False
+
+    def train(self, stop_requested: list[int]) -> dict:
+        """Trains to the end; the last epoch's metrics."""
+        pos, result = self.position, {}
+        if self.args.token_budget and pos.target_tokens is None:
+            raise SystemExit(f"{self.state.path} was saved before runs counted their tokens: use --time-budget")
+        if self.out_of_time():
+            say("the budget is already spent; give a larger --time-budget or --token-budget to go on")
+        while pos.epoch < self.max_epochs and not self.out_of_time():
+            steps = self.data.epoch_steps(self.args, pos.epoch, self.trainer.parts)
+            stats = self.train_epoch(steps, stop_requested)
+            result = self.evaluation.end_epoch(stats, pos, len(steps))
+            pos.epoch += 1
+            pos.batch = 0
+            pos.best_bleu = self.ranks.share(pos.best_bleu)
+            self.state.save(self.trainer.weights, pos)
+            if stats.out_of_time:
                 break
         return result
 
+    def train_epoch(self, steps: list[list[int]], stop_requested: list[int]) -> EpochStats:
+        """The epoch's steps from the position on; leaves the process when a signal asked it to stop."""
+        args, pos = self.args, self.position
+        loss_sum, tokens, seconds, rank_tokens, lr = 0.0, 0, 0.0, [0] * self.ranks.world, None
+        self.trainer.net.train()
+        bar = tqdm(total=len(steps), initial=pos.batch, disable=args.no_progress or not self.ranks.main,
+                   desc=f"epoch {pos.epoch + 1}", dynamic_ncols=True)
+        while pos.batch < len(steps):
+            lr = learning_rate(args, pos.step, self.progress(len(steps)), self.trainer.weights.model.config.d_model)
+            step = self.trainer.step(pos.step, steps[pos.batch], lr, stop_requested)
+            pos.advance(step.seconds, step.tokens)
+            loss_sum, tokens, seconds = loss_sum + step.loss_sum, tokens + step.tokens, seconds + step.seconds
+            rank_tokens = [a + b for a, b in zip(rank_tokens, step.rank_tokens)]
+            bar.update(1)
+            bar.set_postfix(loss=f"{step.loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens / seconds:.0f}")
+            if args.no_progress and pos.step % PROGRESS_EVERY == 0:
+                say(f"epoch {pos.epoch + 1} batch {pos.batch}/{len(steps)} step {pos.step} loss {step.loss:.3f} "
+                    f"lr {lr:.2e} tok/s {tokens / seconds:.0f}")
+            if self.out_of_time():
+                break
+            if step.stop:
+                bar.close()
+                self.stop(stop_requested)
+            if self.state.due(args.save_every):
+                self.state.save(self.trainer.weights, pos)
+        bar.close()
+        return EpochStats(loss_sum, tokens, seconds, rank_tokens, lr, self.out_of_time())
 
-def mix_rng(seed: int, epoch: int) -> random.Random:
-    """Draws an epoch's pairs from the mix."""
-    return random.Random(seed * 1_000_003 + epoch)
+    def progress(self, n_steps: int) -> float:
+        """How far the learning-rate schedule is, in [0, 1]: by the clock or the tokens under a budget, else by
+        steps."""
+        if self.args.time_budget:
+            return self.position.elapsed_s / self.args.time_budget
+        if self.args.token_budget:
+            return self.position.target_tokens / self.args.token_budget
+        return self.position.step / (self.max_epochs * n_steps)
 
-
-def steps_of_epoch(args: argparse.Namespace, epoch: int, sizes: list[int], weights: list[float],
-                   src_lengths: list[int], tgt_lengths: list[int], parts: int) -> list[list[int]]:
-    """The steps of an epoch as index lists of the whole step (every rank's share): the same lists on any
-    number of ranks, so a run resumes anywhere (and its token count can be replayed from its seed)."""
-    drawn = data.draw_mix(sizes, weights, mix_rng(args.seed, epoch))
-    seed = args.seed * 1000 + epoch
-    s, t = [src_lengths[i] for i in drawn], [tgt_lengths[i] for i in drawn]
-    batches = (data.target_token_batches(s, t, args.tokens_per_batch, seed) if args.tokens_per_batch
-               else data.token_batches(s, t, (args.max_tokens or 2500) * parts, seed))
-    return [[drawn[i] for i in b] for b in batches]
-
-
-def totals(earlier: list[dict], target_tokens: int | None, train_time_s: float) -> dict:
-    """What all runs behind the weights add up to: target tokens (None while a run's count is unknown) and
-    hours of training."""
-    counts = [run.get("target_tokens") for run in earlier] + [target_tokens]
-    hours = (sum(run.get("train_time_s") or 0.0 for run in earlier) + train_time_s) / 3600
-    return {"target_tokens_seen": None if None in counts else sum(counts), "train_hours_total": round(hours, 2)}
-
-
-def resolve_corpora(args: argparse.Namespace) -> list[data.CorpusSpec]:
-    if not args.corpus:  # one corpus, read as before the mixes existed
-        path = data.resolve_data_dir(args.data_dir)
-        return [data.CorpusSpec(path.resolve().name, path)]
-    if args.data_dir:
-        raise SystemExit("give either --corpus (with --data-root) or --data-dir, not both")
-    try:
-        corpora = [data.parse_corpus(text, args.data_root) for text in args.corpus]
-    except (ValueError, FileNotFoundError) as err:
-        raise SystemExit(f"error: {err}") from None
-    names = [c.name for c in corpora]
-    if len(set(names)) != len(names):
-        raise SystemExit(f"a corpus is named twice in {names}; give each once, with a weight")
-    for c in corpora:
-        if not c.has_split("train", args.src, args.tgt):
-            raise SystemExit(f"error: {c.path} has no train.{args.src}.gz and train.{args.tgt}.gz")
-    return corpora
-
-
-@contextlib.contextmanager
-def stop_signals() -> Iterator[list[int]]:
-    """SIGTERM and SIGINT are noted in the yielded list instead of killing; the old handlers come back after."""
-    caught: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
-                for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield caught
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    def stop(self, stop_requested: list[int]) -> None:
+        """Saves the position and leaves, as a process killed by the signal would (exit status 128 + signal)."""
+        self.state.save(self.trainer.weights, self.position)
+        signum = stop_requested[0] if stop_requested else signal.SIGTERM
+        say(f"stopped by signal {signum} at step {self.position.step}; state saved to {self.state.path}; "
+            "run the same command again to resume")
+        raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

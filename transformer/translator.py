@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -14,13 +14,12 @@ from . import checkpoint as ckpt
 from .config import EOS_ID
 from .data import pad
 from .device import pick_device
+from .kinds import KINDS, by_name
 from .model import Encoded, Transformer
 from .search import beam_hypotheses, beam_search, cut_by_limit, greedy, greedy_steps, output_limit
 from .tokenizer import Tokenizer
 
-ATTENTION_FIELDS = ("encoder_self_attn", "decoder_self_attn", "cross_attn")
-# The attention kinds of a Trace (their names on the page are viz.KIND_LABELS).
-ATTENTION_KINDS = ("encoder", "decoder", "cross")
+ATTENTION_FIELDS = tuple(kind.trace_field for kind in KINDS)
 
 
 @dataclass
@@ -39,6 +38,34 @@ class Candidate:
         return cut_by_limit(self.ids, self.eos_id)
 
 
+@dataclass(frozen=True)
+class TopK:
+    """One of the k pieces the model found most likely at a decoder position."""
+
+    token: str  # the piece
+    id: int
+    prob: float
+
+
+@dataclass(frozen=True)
+class DecodingSettings:
+    """How a Trace was made. A trace's JSON holds only the fields that differ from their defaults: the keys it
+    held when settings were a dict."""
+
+    mode: str  # "greedy", "beam", "forced" (or force_output's mode), "beam candidate"
+    top_k: int  # pieces recorded per decoder position
+    device: str
+    beam_size: int | None = None  # greedy and beam search only, with the next two
+    max_new_tokens: int | None = None  # the length limit decoding ran under
+    length_penalty: float | None = None
+    stopped: bool = False  # a stop request ended greedy decoding before EOS or the limit
+    candidate: int | None = None  # "beam candidate": which one (from 1)
+    direction: str | None = None  # the app's direction key (anatomy.engine tags its traces)
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
+
+
 @dataclass
 class Step:
     """One generated token and the attention rows that produced it."""
@@ -46,7 +73,7 @@ class Step:
     index: int  # decoder position t (row t of the decoder attention)
     token: str
     token_id: int
-    top_k: list[dict]  # [{"token", "id", "prob"}], most likely first
+    top_k: list[TopK]  # most likely first
     text: str  # the translation so far, detokenized
     decoder_self_attn: np.ndarray  # (layers, heads, t+1)
     cross_attn: np.ndarray  # (layers, heads, S)
@@ -56,7 +83,7 @@ class Step:
 class AttentionMaps:
     """One attention kind of a Trace with its axes: what a heatmap or a head statistic reads."""
 
-    kind: str  # a key of ATTENTION_KINDS
+    kind: str  # the AttentionKind's name (transformer.kinds)
     weights: np.ndarray  # (layers, heads, Tq, Tk)
     queries: list  # source pieces (encoder), else (read, produced) piece pairs of the decoder positions
     keys: list[str]
@@ -71,7 +98,7 @@ class HeadVectors:
     """The per-head queries, keys and values of one attention kind in one layer of a Trace (made on request by
     Translator.head_vectors), and what eq. 1 made of them."""
 
-    kind: str  # a key of ATTENTION_KINDS
+    kind: str  # the AttentionKind's name (transformer.kinds)
     layer: int  # counted from 1
     q: np.ndarray  # (h, Tq, d_k)
     k: np.ndarray  # (h, Tk, d_k)
@@ -96,9 +123,9 @@ class Trace:
     encoder_self_attn: np.ndarray  # (layers, heads, S, S)
     decoder_self_attn: np.ndarray  # (layers, heads, T, T)
     cross_attn: np.ndarray  # (layers, heads, T, S)
-    top_k: list[list[dict]]  # per decoder position, the k most likely next pieces
+    top_k: list[list[TopK]]  # per decoder position, the k most likely next pieces
+    settings: DecodingSettings
     candidates: list[Candidate] = field(default_factory=list)
-    settings: dict = field(default_factory=dict)
     checkpoint: str = ""
     source_ids: list[int] = field(default_factory=list)
     output_ids: list[int] = field(default_factory=list)
@@ -109,6 +136,8 @@ class Trace:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ATTENTION_FIELDS:
             out[name] = out[name].tolist()
+        out["top_k"] = [[asdict(c) for c in row] for row in self.top_k]
+        out["settings"] = self.settings.to_dict()
         out["candidates"] = [asdict(c) for c in self.candidates]
         return out
 
@@ -120,6 +149,8 @@ class Trace:
         data = dict(data)
         for name in ATTENTION_FIELDS:
             data[name] = np.asarray(data[name], dtype=np.float32)
+        data["top_k"] = [[TopK(**c) for c in row] for row in data["top_k"]]
+        data["settings"] = DecodingSettings(**data["settings"])
         data["candidates"] = [Candidate(**c) for c in data.get("candidates", [])]
         return cls(**data)
 
@@ -133,28 +164,23 @@ class Trace:
         return cut_by_limit(self.output_ids, self.eos_id)
 
     def attention(self, kind: str) -> AttentionMaps:
-        """The weights and axes of one attention kind (a key of ATTENTION_KINDS)."""
-        positions = list(zip(self.target_tokens, self.output_tokens))  # row t reads target t, produces output t
-        if kind == "encoder":
-            return AttentionMaps(kind, self.encoder_self_attn, list(self.source_tokens), list(self.source_tokens),
-                                 False, list(self.source_tokens))
-        if kind == "decoder":
-            return AttentionMaps(kind, self.decoder_self_attn, positions, list(self.target_tokens), True,
-                                 list(self.output_tokens))
-        if kind == "cross":
-            return AttentionMaps(kind, self.cross_attn, positions, list(self.source_tokens), False,
-                                 list(self.output_tokens))
-        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(ATTENTION_KINDS)}")
+        """The weights and axes of the attention kind called `kind` (transformer.kinds)."""
+        spec = by_name(kind)
+        if spec.queries == "source":
+            queries, query_pieces = list(self.source_tokens), list(self.source_tokens)
+        else:  # decoder positions: row t reads target t and produces output t
+            queries, query_pieces = list(zip(self.target_tokens, self.output_tokens)), list(self.output_tokens)
+        keys = list(self.source_tokens if spec.keys == "source" else self.target_tokens)
+        return AttentionMaps(spec.name, getattr(self, spec.trace_field), queries, keys, spec.causal, query_pieces)
 
 
-def _top_k(probs: Tensor, k: int, tokenizer: Tokenizer) -> list[list[dict]]:
+def _top_k(probs: Tensor, k: int, tokenizer: Tokenizer) -> list[list[TopK]]:
     """probs (T, V) -> per row the k most likely pieces."""
     values, ids = probs.topk(min(k, probs.size(-1)), dim=-1)
     pieces = tokenizer.pieces(ids.flatten().tolist())
     values, ids = values.tolist(), ids.tolist()
     k_ = len(ids[0]) if ids else 0
-    return [[{"token": pieces[r * k_ + j], "id": ids[r][j], "prob": values[r][j]} for j in range(k_)]
-            for r in range(len(ids))]
+    return [[TopK(pieces[r * k_ + j], ids[r][j], values[r][j]) for j in range(k_)] for r in range(len(ids))]
 
 
 def _stack(per_layer: tuple[Tensor, ...]) -> np.ndarray:
@@ -196,9 +222,10 @@ class Translator:
             ids = ids[:self.config.max_len - 1] + [eos]
         return ids, notices
 
-    def settings(self, mode: str, top_k: int, **decoding) -> dict:
-        """A trace's `settings`: how it was made (mode, decoding settings, top_k) and on which device."""
-        return {"mode": mode, **decoding, "top_k": top_k, "device": str(self.device)}
+    def settings(self, mode: str, top_k: int, beam_size: int | None = None, max_new_tokens: int | None = None,
+                 length_penalty: float | None = None) -> DecodingSettings:
+        """A trace's `settings`: how it was made, on this translator's device."""
+        return DecodingSettings(mode, top_k, str(self.device), beam_size, max_new_tokens, length_penalty)
 
     def _encode(self, ids: list[int]) -> Encoded:
         """The encoder pass of one sentence, with its attention."""
@@ -211,7 +238,7 @@ class Translator:
 
         Greedy decoding (beam_size 1) first yields each Step as soon as it exists, and builds the Trace from
         those steps. When `stop()` turns true between two steps, decoding ends there and the Trace holds the
-        pieces so far (`settings["stopped"]`). Beam search yields only the Trace, whose attention is one
+        pieces so far (`settings.stopped`). Beam search yields only the Trace, whose attention is one
         teacher-forced decoder pass over the best hypothesis. Either way the encoder runs once. Inference mode
         holds only while the generator computes: it may be resumed on another thread (Gradio does).
         """
@@ -233,7 +260,7 @@ class Translator:
             steps.append(step)
             yield step
             if stop is not None and step.token_id != self.config.eos_id and stop():
-                settings["stopped"] = True
+                settings = replace(settings, stopped=True)
                 break
         yield self._trace_from_steps(src, encoded, steps, settings, notices)
 
@@ -254,8 +281,8 @@ class Translator:
                        decoder_self_attn=s.self_attn[:, 0].float().cpu().numpy(),  # (L, h, t+1)
                        cross_attn=s.cross_attn[:, 0].float().cpu().numpy())  # (L, h, S)
 
-    def _trace_from_steps(self, src: list[int], encoded: Encoded, steps: list[Step], settings: dict,
-                          notices: list[str]) -> Trace:
+    def _trace_from_steps(self, src: list[int], encoded: Encoded, steps: list[Step],
+                          settings: DecodingSettings, notices: list[str]) -> Trace:
         T, S = len(steps), len(src)
         L, h = self.config.n_decoder_layers, self.config.n_heads
         self_attn = np.zeros((L, h, T, T), dtype=np.float32)
@@ -266,8 +293,8 @@ class Translator:
         return self._trace(src, [s.token_id for s in steps], encoded, self_attn, cross, [s.top_k for s in steps],
                            settings, notices)
 
-    def _forced(self, src: list[int], output_ids: list[int], encoded: Encoded, top_k: int, settings: dict,
-                notices: list[str]) -> Trace:
+    def _forced(self, src: list[int], output_ids: list[int], encoded: Encoded, top_k: int,
+                settings: DecodingSettings, notices: list[str]) -> Trace:
         """One teacher-forced decoder pass that reads `output_ids` as the decoder produced them."""
         target_in = torch.tensor([_decoder_input(output_ids, self.config.decoder_start_id)], device=self.device)
         out = self.model.decode(target_in, encoded, need_weights=True)
@@ -276,7 +303,8 @@ class Translator:
                            _top_k(probs, top_k, self.tokenizer), settings, notices)
 
     def _trace(self, src: list[int], output_ids: list[int], encoded: Encoded, decoder_self_attn: np.ndarray,
-               cross_attn: np.ndarray, top_k: list[list[dict]], settings: dict, notices: list[str]) -> Trace:
+               cross_attn: np.ndarray, top_k: list[list[TopK]], settings: DecodingSettings,
+               notices: list[str]) -> Trace:
         return Trace(text=self.tokenizer.decode(output_ids), source_tokens=self.tokenizer.pieces(src),
                      target_tokens=self.tokenizer.pieces(_decoder_input(output_ids, self.config.decoder_start_id)),
                      output_tokens=self.tokenizer.pieces(output_ids), encoder_self_attn=_stack(encoded.self_attn),
@@ -302,11 +330,10 @@ class Translator:
     @torch.inference_mode()
     def inspect_candidate(self, trace: Trace, index: int, top_k: int | None = None) -> Trace:
         """The Trace of beam candidate `index` of `trace`, with the same candidates, settings and notices."""
-        settings = {**trace.settings, "mode": "beam candidate", "candidate": index + 1}
-        if top_k is not None:
-            settings["top_k"] = top_k
+        settings = replace(trace.settings, mode="beam candidate", candidate=index + 1,
+                           top_k=trace.settings.top_k if top_k is None else top_k)
         src = list(trace.source_ids)
-        new = self._forced(src, list(trace.candidates[index].ids), self._encode(src), settings["top_k"], settings,
+        new = self._forced(src, list(trace.candidates[index].ids), self._encode(src), settings.top_k, settings,
                            list(trace.notices))
         new.candidates = trace.candidates
         return new
@@ -315,8 +342,6 @@ class Translator:
     def head_vectors(self, trace: Trace, kind: str, layer: int) -> HeadVectors:
         """The per-head q, k, v of `kind` in layer `layer` (from 1) of a teacher-forced pass over the trace's ids:
         the numbers behind its attention maps, from the model's own modules."""
-        if kind not in ATTENTION_KINDS:
-            raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(ATTENTION_KINDS)}")
         src = torch.tensor([list(trace.source_ids)], device=self.device)
         tgt = torch.tensor([_decoder_input(list(trace.output_ids), self.config.decoder_start_id)], device=self.device)
         got = self.model.attention_inputs(src, tgt, kind, layer - 1)

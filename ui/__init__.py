@@ -1,4 +1,5 @@
-"""The Gradio app: layout (the page), handlers (what events do), wiring (which event runs which handler).
+"""The Gradio app: layout (the page), values (what an event reads, typed), handlers (what events do), wiring (which
+event runs which handler).
 
 create_app() builds it (loading the models); launch_options() are the theme, CSS and JavaScript that
 `demo.launch(...)` takes; start() does what launching needs besides (the trace pruner, torch's threads).

@@ -13,8 +13,9 @@ import time
 import gradio as gr
 
 import viz
-from anatomy import engine, views
-from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Link, Request, View, api_request, build_link,
+from anatomy import (architecture_views, attention_views, engine, head_views, positional_views, training_views,
+                     views)
+from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, page_request, parse_link)
 from anatomy.registry import ModelRegistry
 from anatomy.run import Run, StopSignal, Twin
@@ -23,47 +24,41 @@ from transformer import Trace
 from . import traces
 from .figures import plot
 from .layout import DEFAULTS, Page
+from .values import Drawn, Inputs, PageSettings, Tab
 
 # While streaming, the text and chips are sent at most every TEXT_INTERVAL seconds (several pieces at once only
 # when decoding outpaces that); figures are drawn once the trace is complete, outside the model's slot.
 TEXT_INTERVAL = 0.05
-COMPARE = "compare"
-
-
-@dataclasses.dataclass(frozen=True)
-class Drawn:
-    """What the figures a view change may leave as they are show now (Handlers.view compares before drawing)."""
-
-    tab: tuple | None = None  # the open tab's view-following figures: Handlers.tab_key
-    step: tuple | None = None  # the next-piece probabilities and the output so far: the run, step and labels
-
-
-VIEW_TABS = ("heads", "stats", COMPARE)  # tabs whose figures follow the view controls
 
 
 class Handlers:
+    """Each handler that reads the page takes one `values`: Gradio's dict keyed by component (its inputs are a set
+    of components, see wiring.py), or Inputs from tests and scripts; Inputs.of types it once, on entry."""
+
     def __init__(self, registry: ModelRegistry, page: Page):
         self.registry = registry
         self.page = page
 
     # ---- the model's events: each makes a Run ----
 
-    def _request(self, key, text, beam, max_new, device, top_k, lp, slow) -> Request:
-        request, notices = page_request(key, text, beam, max_new, device, top_k, lp, slow)
+    def _request(self, settings: PageSettings) -> Request:
+        """What the page's settings ask for; an empty text or an unknown direction is refused with a message."""
+        request, notices = page_request(**dataclasses.asdict(settings))
         if not request.text:
             raise gr.Error(" ".join(notices + ["Type a sentence in Source text first."]))
-        if key not in self.registry.entries:
-            raise gr.Error(f"Unknown direction {key!r}; choose one of: {', '.join(self.registry.entries)}.")
+        if settings.key not in self.registry.entries:
+            raise gr.Error(f"Unknown direction {settings.key!r}; choose one of: {', '.join(self.registry.entries)}.")
         return request
 
-    def _made(self, request: Request, trace: Trace, showing: str, extra: list[str], start: float, tab: str,
-              **run) -> dict:
-        """The outputs of a model event: the new Run, and the untrained twin's when its tab is open."""
+    def _made(self, request: Request, trace: Trace, showing: str, tab: Tab, *, start: float,
+              notices: list[str] | tuple[str, ...] = (), **run) -> dict:
+        """The outputs of a model event: the new Run (its notices after the request's own), and the untrained
+        twin's when its tab is open."""
         entry = self.registry.get(request.key)
-        new = Run(request, trace, showing, tuple(views.run_notices(entry, trace, [*request.notices, *extra])),
+        new = Run(request, trace, showing, tuple(views.run_notices(entry, trace, [*request.notices, *notices])),
                   time.perf_counter() - start, **run)
         out = {self.page.run: new}
-        if tab == COMPARE:
+        if tab == Tab.COMPARE:
             out[self.page.twin] = self._twin(new)
         return out
 
@@ -71,12 +66,12 @@ class Handlers:
         twin_trace, own = engine.untrained(self.registry.get(run.request.key).twin(), run.trace, MAX_NEW_TOKENS)
         return Twin(run.trace, twin_trace, own)
 
-    def translate_page(self, key, text, beam, max_new, device, top_k, lp, slow, signal: StopSignal, tab):
-        """Translate: greedy decoding streams its text piece by piece; beam search and slow motion compute the
-        whole trace first (slow motion is replayed by `show`)."""
-        p = self.page
-        request = self._request(key, text, beam, max_new, device, top_k, lp, slow)
-        mark = signal.asked
+    def translate_page(self, values: Inputs | dict):
+        """Translate (settings, signal, tab): greedy decoding streams its text piece by piece; beam search and slow
+        motion compute the whole trace first (slow motion is replayed by `show`)."""
+        p, i = self.page, Inputs.of(self.page, values)
+        request = self._request(i.settings)
+        mark = i.signal.asked
         translator, device_notice = self.registry.translator(request.key, request.device)
         extra = [device_notice] if device_notice else []
         start = time.perf_counter()
@@ -87,17 +82,18 @@ class Handlers:
             showing = f"Beam search ({request.beam} beams), best candidate" if request.beam > 1 else "Greedy decoding"
             if request.slow > 0:
                 showing = "Slow-motion replay" + (f" of beam search ({request.beam} beams)" if request.beam > 1 else "")
-            yield self._made(request, trace, showing, extra, start, tab, replay=request.slow > 0, stop_mark=mark)
+            yield self._made(request, trace, showing, i.tab, start=start, notices=extra, replay=request.slow > 0,
+                             stop_mark=mark)
             return
         yield {p.src_chips: views.source_chips(engine.source_pieces(translator, request.text)), p.out_chips: [],
                p.translation: "", p.run_info: "Translating…"}
         produced, top_k_rows, last = [], [], 0.0
-        for item in engine.stream(translator, request, lambda: signal.asked != mark):
+        for item in engine.stream(translator, request, lambda: i.signal.asked != mark):
             if isinstance(item, Trace):
-                stopped = bool(item.settings.get("stopped"))
+                stopped = item.settings.stopped
                 showing = f"Greedy decoding, stopped after {len(item.output_tokens)} pieces" if stopped \
                     else "Greedy decoding"
-                yield self._made(request, item, showing, extra, start, tab, stop_mark=mark)
+                yield self._made(request, item, showing, i.tab, start=start, notices=extra, stop_mark=mark)
                 return
             produced.append(item.token)
             top_k_rows.append(item.top_k)
@@ -106,8 +102,11 @@ class Handlers:
                 last = now
                 yield {p.translation: views.join(produced), p.out_chips: views.output_chips(produced, top_k_rows)}
 
-    def translate_link(self, link: Link | None, signal: StopSignal, tab):
-        """The translation a link asks for (parsed by load_link), whatever the controls say by now."""
+    def translate_link(self, values: Inputs | dict):
+        """The translation a link asks for (the Link load_link parsed; signal, tab), whatever the controls say by
+        now."""
+        i = Inputs.of(self.page, values)
+        link = i.link
         if link is None or not link.text:
             return gr.skip()
         key = link.key or self.registry.default_key
@@ -116,14 +115,18 @@ class Handlers:
                           notices=link.notices)
         translator, notice = self.registry.translator(key, "auto")
         start = time.perf_counter()
-        return self._made(request, engine.translate(translator, request), "Translation from the link",
-                          [notice] if notice else [], start, tab, stop_mark=signal.asked, step=link.view.step)
+        return self._made(request, engine.translate(translator, request), "Translation from the link", i.tab,
+                          start=start, notices=[notice] if notice else [], stop_mark=i.signal.asked,
+                          step=link.view.step)
 
-    def force(self, run: Run | None, target, tab):
-        """Inspect: the shown source teacher-forced through a typed translation, by the model that translated it."""
+    def force(self, values: Inputs | dict):
+        """Inspect (run, forced, tab): the shown source teacher-forced through a typed translation, by the model
+        that translated it."""
+        i = Inputs.of(self.page, values)
+        run = i.run
         if run is None:
             raise gr.Error("Translate a sentence first: Inspect reads its source through your translation.")
-        target, notices = clean_text(target, "your translation")
+        target, notices = clean_text(i.forced, "your translation")
         if not target:
             raise gr.Error("Type (or edit) a translation to inspect first.")
         request = dataclasses.replace(run.request, slow=0.0)
@@ -131,10 +134,14 @@ class Handlers:
         start = time.perf_counter()
         trace = engine.force(translator, request, target)
         return self._made(request, trace, "Your translation, teacher-forced (red rows in Predictions: pieces "
-                          "outside the model's top k)", notices + ([notice] if notice else []), start, tab)
+                          "outside the model's top k)", i.tab, start=start,
+                          notices=notices + ([notice] if notice else []))
 
-    def candidate(self, run: Run | None, tab, evt: gr.SelectData):
-        """A beam candidate, teacher-forced through the model (and on the source) of the shown beam search."""
+    def candidate(self, values: Inputs | dict, evt: gr.SelectData):
+        """A beam candidate (run, tab), teacher-forced through the model (and on the source) of the shown beam
+        search."""
+        i = Inputs.of(self.page, values)
+        run = i.run
         if run is None or not run.trace.candidates:
             return gr.skip()
         index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
@@ -144,13 +151,15 @@ class Handlers:
         trace = engine.candidate(translator, run.trace, row)
         request = dataclasses.replace(run.request, slow=0.0)
         return self._made(request, trace, f"Beam candidate #{row + 1} (score {run.trace.candidates[row].score:.3f})",
-                          [notice] if notice else [], start, tab)
+                          i.tab, start=start, notices=[notice] if notice else [])
 
-    def make_twin(self, run: Run | None, twin: Twin | None):
-        """The untrained twin of the shown trace, when the Trained vs untrained tab opens (once per trace)."""
-        if run is None or (twin is not None and twin.of is run.trace):
+    def make_twin(self, values: Inputs | dict):
+        """The untrained twin of the shown trace (run, twin), when the Trained vs untrained tab opens (once per
+        trace)."""
+        i = Inputs.of(self.page, values)
+        if i.run is None or (i.twin is not None and i.twin.of is i.run.trace):
             return gr.skip()
-        return self._twin(run)
+        return self._twin(i.run)
 
     @staticmethod
     def stop(signal: StopSignal) -> None:
@@ -180,22 +189,23 @@ class Handlers:
         timing = f" in {run.elapsed:.2f} s" if run.elapsed is not None else ""
         info = [f"⚠️ {viz.escape(n)}" for n in run.notices]
         info.append(f"{viz.escape(run.showing)}: {len(trace.source_tokens)} source pieces → {T} output pieces"
-                    f"{timing} on `{trace.settings.get('device', 'cpu')}` · "
+                    f"{timing} on `{trace.settings.device}` · "
                     f"[link to this view]({build_link(run.request, view)})")
         out.update({p.run_info: "\n\n".join(info), p.forced: trace.text, p.download: traces.trace_file(trace),
                     p.candidates: gr.update(value=views.candidate_rows(trace), visible=bool(trace.candidates)),
                     p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)})
         return out
 
-    def show(self, run: Run | None, signal: StopSignal, kind, layer, head, merge, plain=False, hide=False,
-             display=None, query=None):
-        """Draw a new Run at its step (the last, or a link's); a slow-motion one step by step first. Stop ends the
-        replay where it is: the page then shows those steps (and the Run becomes them, so later views and links
-        agree)."""
+    def show(self, values: Inputs | dict):
+        """Draw a new Run (run, signal, view) at its step (the last, or a link's); a slow-motion one step by step
+        first. Stop ends the replay where it is: the page then shows those steps (and the Run becomes them, so
+        later views and links agree)."""
+        i = Inputs.of(self.page, values)
+        run, signal = i.run, i.signal
         if run is None:
             yield gr.skip()
             return
-        view = View.of(kind, layer, head, merge, run.step, plain, hide, display, query)
+        view = dataclasses.replace(i.view, step=run.step)
         if not run.replay:
             yield self.present(run, view)
             return
@@ -219,64 +229,64 @@ class Handlers:
         without `step_only`, not the two that depend on the step alone (the next-piece probabilities, the
         output so far)."""
         p = self.page
-        step_cross, step_self, step_topk = views.step_figures(trace, view)
-        out = {p.heat: plot(self._large(key, trace, view), views.export_name(key, view)),
-               p.step_cross: plot(step_cross, views.export_name(key, view, "step-cross")),
-               p.step_self: plot(step_self, views.export_name(key, view, "step-self"))}
+        step_cross, step_self, step_topk = attention_views.step_figures(trace, view)
+        out = {p.heat: plot(self._large(key, trace, view), attention_views.export_name(key, view)),
+               p.step_cross: plot(step_cross, attention_views.export_name(key, view, "step-cross")),
+               p.step_self: plot(step_self, attention_views.export_name(key, view, "step-self"))}
         if step_only:
-            out.update({p.step_topk: plot(step_topk, views.export_name(key, view, "step-topk")),
+            out.update({p.step_topk: plot(step_topk, attention_views.export_name(key, view, "step-topk")),
                         p.partial: views.partial_chips(trace.output_tokens, view.step)})
         return out
 
     @staticmethod
-    def tab_key(run: Run | None, tab, view: View) -> tuple | None:
+    def tab_key(run: Run | None, tab: Tab, view: View) -> tuple | None:
         """What the open tab's view-following figures depend on. The All-heads grid and the head statistics show
         every layer and head: a layer, head or step change leaves them as they are (and they are the largest
         figures of the page). None: redraw on every change (the comparison follows the whole view)."""
-        if run is None or run.replay or tab not in ("heads", "stats"):
+        if run is None or run.replay or tab not in (Tab.HEADS, Tab.STATS):
             return None
         return tab, run.request, run.showing, run.trace.text, view.kind, view.merge, view.plain, view.hide
 
     def _large(self, key: str, trace: Trace, view: View):
         """The large view as the view asks: heatmap, lines, or the softmax walk (the model's q, k, v, on request)."""
         if view.display == "lines":
-            return views.lines(trace, view)
+            return attention_views.lines(trace, view)
         if view.display == "walk":
-            if views.walk_row(trace, view) < 0:
+            if attention_views.walk_row(trace, view) < 0:
                 return viz.empty_figure("No query to follow: nothing was decoded", 300)
             L = trace.attention(view.kind).weights.shape[0]
             vectors = engine.head_vectors(self.registry.get(key).cpu, trace, view.kind, min(view.layer, L))
-            return views.walk_figure(views.walk(trace, view, vectors), view)
-        return views.heatmap(trace, view)
+            return attention_views.walk_figure(attention_views.walk(trace, view, vectors), view)
+        return attention_views.heatmap(trace, view)
 
-    def view(self, run: Run | None, twin: Twin | None, tab, drawn, kind, layer, head, merge, step, plain=False,
-             hide=False, display=None, query=None):
-        """Kind, layer, head, merge, step, plain labels, special tokens, display or walk query changed: the large
-        view, the step panels, and the open tab's figures that follow the view, unless they already show what it
-        asks."""
+    def view(self, values: Inputs | dict):
+        """Kind, layer, head, merge, step, plain labels, special tokens, display or walk query changed (run, twin,
+        tab, drawn, view): the large view, the step panels, and the open tab's figures that follow the view,
+        unless they already show what it asks."""
+        i = Inputs.of(self.page, values)
+        run = i.run
         if run is None or run.replay:
             return gr.skip()
-        view = View.of(kind, layer, head, merge, step, plain, hide, display, query).fit(*views.shape(run.trace))
-        drawn = drawn if isinstance(drawn, Drawn) else Drawn()
-        now = Drawn(self.tab_key(run, tab, view), (run.request, run.showing, run.trace.text, view.step, view.plain))
-        out = self._view_figures(run.request.key, run.trace, view, step_only=now.step != drawn.step)
-        if tab in VIEW_TABS and (now.tab is None or now.tab != drawn.tab):
-            out.update(self._tab(tab, run, twin, run.request.key, view, []))
+        view = i.view.fit(*views.shape(run.trace))
+        now = Drawn(self.tab_key(run, i.tab, view), (run.request, run.showing, run.trace.text, view.step, view.plain))
+        out = self._view_figures(run.request.key, run.trace, view, step_only=now.step != i.drawn.step)
+        if i.tab.follows_view and (now.tab is None or now.tab != i.drawn.tab):
+            out.update(self._tab(dataclasses.replace(i, view=view), run.request.key))
         out[self.page.drawn] = now
         return out
 
     @staticmethod
     def kind_help(kind) -> str:
-        return views.kind_help(kind)
+        return attention_views.kind_help(kind)
 
     @staticmethod
     def stat_pick(evt: gr.SelectData):
         """A row of the head-statistics table: open that head (kind, layer, head) in the large view."""
         row = list(evt.row_value or [])
-        kinds = {label: kind for kind, label in viz.KIND_LABELS.items()}
-        if len(row) < 3 or row[0] not in kinds:
+        kind = head_views.table_kind(row[0]) if len(row) >= 3 else None
+        if kind is None:
             return gr.skip()
-        view = View.of(kinds[row[0]], row[1], row[2], False)
+        view = View.of(kind, row[1], row[2], False)
         return view.kind, view.layer, view.head
 
     @staticmethod
@@ -285,66 +295,71 @@ class Handlers:
         if not value or ":" not in str(value):
             return gr.skip()
         layer, head = str(value).split(":", 1)
-        view = View.of("cross", layer, head, False)
+        view = View.of(None, layer, head, False)  # any kind: only the layer and head are read
         return view.layer, view.head
 
     # ---- tabs (computed when opened) ----
 
     @staticmethod
-    def open_tab(evt: gr.EventData) -> str:
-        return getattr(evt.target, "id", None) or "heads"
+    def open_tab(evt: gr.EventData) -> Tab:
+        return Tab.of(getattr(evt.target, "id", None))
 
-    def tab_view(self, run: Run | None, twin: Twin | None, tab, direction, dims, kind, layer, head, merge, step,
-                 plain=False, hide=False, display=None, query=None):
-        """The open tab's contents: figures of the shown trace, or of the chosen model."""
-        key = direction if direction in self.registry.entries else self.registry.default_key
-        view = View.of(kind, layer, head, merge, step, plain, hide, display, query)
-        if run is not None:
-            view = view.fit(*views.shape(run.trace))
-        return {**self._tab(tab, run, twin, key, view, dims), self.page.drawn: Drawn(self.tab_key(run, tab, view))}
+    def tab_view(self, values: Inputs | dict):
+        """The open tab's contents (run, twin, tab, direction, dims, view): figures of the shown trace, or of the
+        chosen model."""
+        i = Inputs.of(self.page, values)
+        key = i.settings.key if i.settings.key in self.registry.entries else self.registry.default_key
+        if i.run is not None:
+            i = dataclasses.replace(i, view=i.view.fit(*views.shape(i.run.trace)))
+        return {**self._tab(i, key), self.page.drawn: Drawn(self.tab_key(i.run, i.tab, i.view))}
 
-    def _tab(self, tab: str, run: Run | None, twin: Twin | None, key: str, view: View, dims) -> dict:
-        p = self.page
+    def _tab(self, i: Inputs, key: str) -> dict:
+        """The figures of the tab `i` has open, for the model `key` (the view fitted to the shown trace, if any)."""
+        p, tab, run, twin, view = self.page, i.tab, i.run, i.twin, i.view
         entry = self.registry.get(key)
         trace = run.trace if run is not None and not run.replay else None
         same = trace is not None and run.request.key == key  # the shown trace is of the chosen model
-        if tab == "heads" and trace is not None:
+        if tab == Tab.HEADS and trace is not None:
             L, H, _ = views.shape(trace)
-            return {p.grid: plot(views.grid(trace, view), views.export_name(run.request.key, view, "grid")),
+            return {p.grid: plot(attention_views.grid(trace, view),
+                                 attention_views.export_name(run.request.key, view, "grid")),
                     p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)}
-        if tab == "stats" and trace is not None:
-            headers, rows = views.head_table(trace)
-            return {p.summary: plot(views.summary(trace, view.kind)), p.stats: gr.update(value=rows, headers=headers)}
-        if tab == "predictions" and trace is not None:
+        if tab == Tab.STATS and trace is not None:
+            headers, rows = head_views.head_table(trace)
+            return {p.summary: plot(head_views.summary(trace, view.kind)),
+                    p.stats: gr.update(value=rows, headers=headers)}
+        if tab == Tab.PREDICTIONS and trace is not None:
             return {p.topk_table: plot(views.topk_table(trace))}
-        if tab == COMPARE and trace is not None:
+        if tab == Tab.COMPARE and trace is not None:
             if twin is None or twin.of is not trace:
                 return {p.compare_text: "Open this tab again to compare this translation with the untrained model."}
-            return {p.cmp_trained: plot(views.heatmap(trace, view, "Trained"),
-                                        views.export_name(run.request.key, view, "trained")),
-                    p.cmp_untrained: plot(views.heatmap(twin.trace, view, "Untrained"),
-                                          views.export_name(run.request.key, view, "untrained")),
+            return {p.cmp_trained: plot(attention_views.heatmap(trace, view, "Trained"),
+                                        attention_views.export_name(run.request.key, view, "trained")),
+                    p.cmp_untrained: plot(attention_views.heatmap(twin.trace, view, "Untrained"),
+                                          attention_views.export_name(run.request.key, view, "untrained")),
                     p.compare_text: self._compare_text(run, twin)}
-        if tab == "positional":
-            chosen = tuple(sorted({int(d) for d in dims or [] if str(d).isdigit()}))
-            out = {p.pe: plot(views.pe_curves(entry.config, chosen)), p.pe_sim: plot(views.pe_similarity(entry.config))}
+        if tab == Tab.POSITIONAL:
+            out = {p.pe: plot(positional_views.pe_curves(entry.config, i.dims)),
+                   p.pe_sim: plot(positional_views.pe_similarity(entry.config))}
             if same:
-                out[p.pe_rows] = plot(views.pe_rows(entry.config, trace.source_tokens))
+                out[p.pe_rows] = plot(positional_views.pe_rows(entry.config, trace.source_tokens))
             return out
-        if tab == "architecture":
+        if tab == Tab.ARCHITECTURE:
             if same:
-                arch = views.architecture(entry.config, len(trace.source_tokens), len(trace.target_tokens),
-                                          "Shapes for this translation (the whole output read at once, as in "
-                                          "training and in the final pass)")
+                arch = architecture_views.architecture(entry.config, len(trace.source_tokens),
+                                                       len(trace.target_tokens),
+                                                       "Shapes for this translation (the whole output read at once, "
+                                                       "as in training and in the final pass)")
             else:
                 example = (entry.examples or [""])[0]
-                arch = views.architecture(entry.config, len(engine.source_pieces(entry.cpu, example)), 1,
-                                          f"Shapes for “{example}” at the first decoding step (T = 1); translate "
-                                          "to see yours")
-            return {p.arch: plot(arch), p.card: views.architecture_markdown(entry),
-                    p.params: plot(views.parameters(entry))}
-        if tab == "training":
-            return {p.curves: plot(views.training_curves(entry)), p.training_md: views.training_markdown(entry)}
+                arch = architecture_views.architecture(entry.config, len(engine.source_pieces(entry.cpu, example)),
+                                                       1, f"Shapes for “{example}” at the first decoding step "
+                                                       "(T = 1); translate to see yours")
+            return {p.arch: plot(arch), p.card: architecture_views.architecture_markdown(entry),
+                    p.params: plot(architecture_views.parameters(entry))}
+        if tab == Tab.TRAINING:
+            return {p.curves: plot(training_views.training_curves(entry)),
+                    p.training_md: training_views.training_markdown(entry)}
         return {}
 
     def _compare_text(self, run: Run, twin: Twin) -> str:
@@ -355,38 +370,37 @@ class Handlers:
                 "(seed 0). Right: the trained translation teacher-forced through the untrained weights, so the cells "
                 "line up. Untrained heads spread their attention almost evenly; training makes them pick.")
 
-    def direction_changed(self, direction, run, twin, tab, dims, kind, layer, head, merge, step, plain=False,
-                          hide=False, display=None, query=None):
-        """A new Direction: the source's placeholder, the model's dimensions, and the open tab if it shows the model."""
-        p = self.page
-        entry = self.registry.get(direction if direction in self.registry.entries else None)
+    def direction_changed(self, values: Inputs | dict):
+        """A new Direction (direction, run, twin, tab, view): the source's placeholder, the model's dimensions, and
+        the open tab if it shows the model."""
+        p, i = self.page, Inputs.of(self.page, values)
+        entry = self.registry.get(i.settings.key if i.settings.key in self.registry.entries else None)
+        chosen = tuple(viz.default_dims(entry.config.d_model))
         out = {p.text: gr.update(placeholder=self._placeholder(entry.key)),
                p.pe_dims: gr.update(choices=[str(d) for d in range(entry.config.d_model)],
-                                    value=[str(d) for d in viz.default_dims(entry.config.d_model)])}
-        if tab in ("positional", "architecture", "training"):
-            out.update(self._tab(tab, run, twin, entry.key,
-                                 View.of(kind, layer, head, merge, step, plain, hide, display, query),
-                                 viz.default_dims(entry.config.d_model)))
+                                    value=[str(d) for d in chosen])}
+        if i.tab.shows_model:
+            out.update(self._tab(dataclasses.replace(i, dims=chosen), entry.key))
         return out
 
     def _placeholder(self, key) -> str:
         entry = self.registry.get(key)
         return f"Type a {views.language(entry.source_lang)} sentence, e.g. {(entry.examples or [''])[0]}"
 
-    def dims(self, direction, dims):
-        entry = self.registry.get(direction if direction in self.registry.entries else None)
-        chosen = tuple(sorted({int(d) for d in dims or [] if str(d).isdigit()}))
-        return plot(views.pe_curves(entry.config, chosen))
+    def dims(self, values: Inputs | dict):
+        """The positional-encoding curves of the chosen dimensions (direction, dims)."""
+        i = Inputs.of(self.page, values)
+        entry = self.registry.get(i.settings.key if i.settings.key in self.registry.entries else None)
+        return plot(positional_views.pe_curves(entry.config, i.dims))
 
     # ---- links ----
 
-    def share(self, run: Run | None, kind, layer, head, merge, step, plain=False, hide=False, display=None,
-              query=None) -> str:
-        """The query string of a link to what is on screen; the page prefixes its own address."""
-        if run is None:
+    def share(self, values: Inputs | dict) -> str:
+        """The query string of a link to what is on screen (run, view); the page prefixes its own address."""
+        i = Inputs.of(self.page, values)
+        if i.run is None:
             raise gr.Error("Translate a sentence first: the link carries its text.")
-        view = View.of(kind, layer, head, merge, step, False, hide, display, query).fit(*views.shape(run.trace))
-        return build_link(run.request, view)
+        return build_link(i.run.request, i.view.fit(*views.shape(i.run.trace)))
 
     def load_link(self, request: gr.Request):
         """The page's address: the controls a link sets (anything malformed keeps its default), and the Link
@@ -401,7 +415,7 @@ class Handlers:
                p.kind: view.kind, p.layer: view.layer, p.head: view.head, p.merge: view.merge,
                p.hide: view.hide, p.display: view.display,
                p.walk_query: gr.update(maximum=max(view.query, 2), value=view.query),
-               p.kind_help: views.kind_help(view.kind)}
+               p.kind_help: attention_views.kind_help(view.kind)}
         # Hub models join the registry in the background: each page load offers those loaded by then.
         status = self.registry.status()
         out[p.direction] = gr.update(choices=self.registry.choices(), value=link.key or self.registry.default_key)
@@ -422,7 +436,7 @@ class Handlers:
         return {p.layer: entry.config.n_decoder_layers, p.head: MEAN_HEAD, p.beam: entry.decoding.beam_size,
                 p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"], p.lp: entry.decoding.length_penalty,
                 p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"], p.hide: False,
-                p.display: DISPLAYS[0], p.kind_help: views.kind_help(DEFAULTS["view"])}
+                p.display: DISPLAYS[0], p.kind_help: attention_views.kind_help(DEFAULTS["view"])}
 
     # ---- the API: Client(url).predict(text=..., direction="de-en", api_name="/translate") ----
 

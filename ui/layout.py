@@ -6,17 +6,17 @@ from dataclasses import dataclass
 import gradio as gr
 
 import viz
-from anatomy import views
-from anatomy.inputs import DISPLAYS, MAX_BEAM, MAX_CHARS, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, MEAN_HEAD
+from anatomy import attention_views, head_views, views
+from anatomy.inputs import DISPLAYS, MAX_BEAM, MAX_CHARS, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, MEAN_HEAD, View
 from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
 
 from .figures import plot
 from .prose import HOW_TO_READ, INTRO
+from .values import Tab
 
 # layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
-DEFAULTS = {"max": 0, "k": 5, "slow": 0.0, "view": "cross", "merge": False}
-TAB_IDS = ("heads", "stats", "predictions", "compare", "positional", "architecture", "training", "help")
+DEFAULTS = {"max": 0, "k": 5, "slow": 0.0, "view": View().kind, "merge": False}
 
 
 @dataclass
@@ -27,9 +27,9 @@ class Page:
     run: gr.State  # anatomy.run.Run | None: what the page shows
     twin: gr.State  # anatomy.run.Twin | None
     signal: gr.State  # anatomy.run.StopSignal, per visitor
-    tab: gr.State  # the id of the open tab (TAB_IDS)
+    tab: gr.State  # the open tab: ui.values.Tab
     link: gr.State  # anatomy.inputs.Link read from the page's address
-    drawn: gr.State  # ui.handlers.Drawn: what the figures a view change may leave alone show
+    drawn: gr.State  # ui.values.Drawn: what the figures a view change may leave alone show
     # header
     presenter: gr.Checkbox
     export_figure: gr.Dropdown  # the elem_id of the figure to export
@@ -108,15 +108,24 @@ class Page:
     api_trace: gr.JSON
     api_btn: gr.Button
 
+    # What ui.values.Inputs reads, by its field names: the handlers get them typed, never by position.
     @property
-    def view_controls(self) -> list:
-        return [self.kind, self.layer, self.head, self.merge, self.step, self.plain, self.hide, self.display,
-                self.walk_query]
+    def settings(self) -> dict[str, gr.components.Component]:
+        """The controls a translation is asked with, by ui.values.PageSettings field."""
+        return dict(key=self.direction, text=self.text, beam=self.beam, max_new=self.max_new, device=self.device,
+                    top_k=self.top_k, length_penalty=self.lp, slow=self.slow)
 
     @property
-    def settings(self) -> list:
-        """The controls a translation is asked with, in handlers.Handlers.translate_page's order."""
-        return [self.direction, self.text, self.beam, self.max_new, self.device, self.top_k, self.lp, self.slow]
+    def view_controls(self) -> dict[str, gr.components.Component]:
+        """The controls of the attention views, by anatomy.inputs.View field."""
+        return dict(kind=self.kind, layer=self.layer, head=self.head, merge=self.merge, step=self.step,
+                    plain=self.plain, hide=self.hide, display=self.display, query=self.walk_query)
+
+    @property
+    def state(self) -> dict[str, gr.components.Component]:
+        """The page's state (and the Inspect text), by ui.values.Inputs field."""
+        return dict(run=self.run, twin=self.twin, tab=self.tab, drawn=self.drawn, signal=self.signal,
+                    link=self.link, forced=self.forced)
 
 
 # The figures the export control offers: (label, elem_id).
@@ -220,7 +229,7 @@ def build_page(registry: ModelRegistry) -> Page:
             gr.Markdown(KEYS, elem_id="keys")
             heat = gr.Plot(empty, show_label=False, elem_id="heatmap")
             with gr.Accordion("What this attention shows", open=False, elem_classes=["anatomy-controls"]):
-                kind_help = gr.Markdown(views.kind_help(DEFAULTS["view"]), elem_id="kind-help")
+                kind_help = gr.Markdown(attention_views.kind_help(DEFAULTS["view"]), elem_id="kind-help")
 
     examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
     with gr.Row(elem_classes=["anatomy-controls"]):
@@ -243,30 +252,30 @@ def build_page(registry: ModelRegistry) -> Page:
 
     tabs = []
     with gr.Tabs():
-        with gr.Tab("All heads", id="heads") as t:
+        with gr.Tab("All heads", id=Tab.HEADS) as t:
             tabs.append(t)
             pick_head = gr.Dropdown(views.grid_pick_choices(c0.n_decoder_layers, c0.n_heads), value=None,
                                     label="Open a head in the large view", elem_id="pick-head")
             grid = gr.Plot(empty, show_label=False, elem_id="grid")
-        with gr.Tab("Head statistics", id="stats") as t:
+        with gr.Tab("Head statistics", id=Tab.STATS) as t:
             tabs.append(t)
             summary = gr.Plot(empty, show_label=False, elem_id="summary")
             stats = gr.Dataframe(headers=["attention", "layer", "head", *viz.STAT_LABELS.values()],
                                  datatype=["str", "number", "number"] + ["number"] * len(viz.STAT_LABELS),
                                  label="Every head of every attention (sort by a column; click a row to open that "
                                        "head above)", interactive=False, max_height=460, elem_id="head-stats")
-            gr.Markdown(views.stats_help(), elem_id="stats-help")
-        with gr.Tab("Predictions", id="predictions") as t:
+            gr.Markdown(head_views.stats_help(), elem_id="stats-help")
+        with gr.Tab("Predictions", id=Tab.PREDICTIONS) as t:
             tabs.append(t)
             topk_table = gr.Plot(empty, show_label=False, elem_id="topk-table")
-        with gr.Tab("Trained vs untrained", id="compare") as t:
+        with gr.Tab("Trained vs untrained", id=Tab.COMPARE) as t:
             tabs.append(t)
             compare_text = gr.Markdown("Translate a sentence to compare the trained model with its untrained twin.",
                                        elem_id="compare-text")
             with gr.Row():
                 cmp_trained = gr.Plot(empty, show_label=False, min_width=320, elem_id="compare-trained")
                 cmp_untrained = gr.Plot(empty, show_label=False, min_width=320, elem_id="compare-untrained")
-        with gr.Tab("Positional encoding", id="positional") as t:
+        with gr.Tab("Positional encoding", id=Tab.POSITIONAL) as t:
             tabs.append(t)
             pe_dims = gr.Dropdown([str(d) for d in range(c0.d_model)],
                                   value=[str(d) for d in viz.default_dims(c0.d_model)], multiselect=True,
@@ -275,17 +284,17 @@ def build_page(registry: ModelRegistry) -> Page:
             with gr.Row():
                 pe_sim = gr.Plot(empty, show_label=False, min_width=320, elem_id="pe-similarity")
                 pe_rows = gr.Plot(empty, show_label=False, min_width=320, elem_id="pe-rows")
-        with gr.Tab("Architecture", id="architecture") as t:
+        with gr.Tab("Architecture", id=Tab.ARCHITECTURE) as t:
             tabs.append(t)
             arch = gr.Plot(empty, show_label=False, elem_id="architecture")
             with gr.Row(equal_height=False, elem_id="architecture-row"):
                 card = gr.Markdown(elem_id="model-card", min_width=400)
                 params = gr.Plot(empty, show_label=False, min_width=320, elem_id="parameters")
-        with gr.Tab("Training", id="training") as t:
+        with gr.Tab("Training", id=Tab.TRAINING) as t:
             tabs.append(t)
             curves = gr.Plot(empty, show_label=False, elem_id="training")
             training_md = gr.Markdown(elem_id="training-card")
-        with gr.Tab("How to read this", id="help") as t:
+        with gr.Tab("How to read this", id=Tab.HELP) as t:
             tabs.append(t)
             gr.Markdown(HOW_TO_READ)
 
@@ -301,7 +310,7 @@ def build_page(registry: ModelRegistry) -> Page:
         api_trace = gr.JSON(label="trace")
         api_btn = gr.Button("api")
 
-    return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(TAB_IDS[0]),
+    return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
                 link=gr.State(None), drawn=gr.State(None), presenter=presenter, export_figure=export_figure,
                 export_frame=export_frame,
                 export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, direction=direction,

@@ -5,6 +5,7 @@ import gradio as gr
 
 from .handlers import Handlers
 from .layout import Page
+from .values import Tab
 
 # Model computation: one at a time across every visitor (a small CPU runs one model pass well, two badly).
 MODEL = dict(concurrency_id="model", concurrency_limit=1, api_visibility="undocumented")
@@ -22,8 +23,12 @@ def js(call: str) -> str:
 
 def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p = page
-    view_inputs = [p.run, p.twin, p.tab, p.drawn, *p.view_controls]
-    tab_inputs = [p.run, p.twin, p.tab, p.direction, p.pe_dims, *p.view_controls]
+    # Inputs given as a set reach the handler as one dict keyed by component, which it reads as ui.values.Inputs:
+    # no handler depends on the order of its inputs.
+    controls = set(p.view_controls.values())
+    asked = {*p.settings.values(), p.signal, p.tab}  # what a translation is asked with
+    view_inputs = {p.run, p.twin, p.tab, p.drawn, *controls}
+    tab_inputs = {p.run, p.twin, p.tab, p.direction, p.pe_dims, *controls}
     shown = [p.translation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download, p.step,
              p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run,
              p.walk_query]
@@ -34,25 +39,24 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     def draw(event):
         """After a model event made a Run: draw it, then the open tab."""
-        return event.then(h.show, [p.run, p.signal, p.kind, p.layer, p.head, p.merge, p.plain, p.hide, p.display,
-                                   p.walk_query], shown, **DRAW).then(
+        # a new Run opens at its own step (the last, or a link's), whatever the step slider says
+        return event.then(h.show, {p.run, p.signal, *controls - {p.step}}, shown, **DRAW).then(
             h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
     streamed = [*made, p.translation, p.out_chips, p.src_chips]
-    draw(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, [*p.settings, p.signal, p.tab], streamed,
-               **MODEL))
+    draw(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL))
     p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
-    draw(p.force_btn.click(h.force, [p.run, p.forced, p.tab], made, **MODEL))
-    draw(p.candidates.select(h.candidate, [p.run, p.tab], made, **MODEL))
+    draw(p.force_btn.click(h.force, {p.run, p.forced, p.tab}, made, **MODEL))
+    draw(p.candidates.select(h.candidate, {p.run, p.tab}, made, **MODEL))
     if p.examples is not None:
         draw(p.examples.load_input_event.then(h.example_settings, [p.direction],
                                               [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
                                                p.merge, p.hide, p.display, p.kind_help], **DRAW).then(
-            h.translate_page, [*p.settings, p.signal, p.tab], streamed, **MODEL))
+            h.translate_page, asked, streamed, **MODEL))
 
     # View controls: .input (a visitor's own change: arrow keys and typed numbers too), not .change (which the
     # handlers' own updates of these controls would trigger).
-    gr.on([c.input for c in p.view_controls], h.view, view_inputs, view_outputs, **VIEW)
+    gr.on([c.input for c in p.view_controls.values()], h.view, view_inputs, view_outputs, **VIEW)
     p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
     p.stats.select(h.stat_pick, None, [p.kind, p.layer, p.head], **DRAW).then(
         h.view, view_inputs, view_outputs, **VIEW)
@@ -60,25 +64,24 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
         h.view, view_inputs, view_outputs, **VIEW)
 
     # Tabs: computed when opened; the untrained twin only for its own tab (a model pass).
-    compare = next(t for t in p.tabs if t.id == "compare")
+    compare = next(t for t in p.tabs if t.id == Tab.COMPARE)
     others = [t.select for t in p.tabs if t is not compare]
     gr.on(others, h.open_tab, None, [p.tab], **DRAW).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
-    compare.select(h.open_tab, None, [p.tab], **DRAW).then(h.make_twin, [p.run, p.twin], [p.twin], **MODEL).then(
+    compare.select(h.open_tab, None, [p.tab], **DRAW).then(h.make_twin, {p.run, p.twin}, [p.twin], **MODEL).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
-    p.direction.change(h.direction_changed, [p.direction, p.run, p.twin, p.tab, p.pe_dims, *p.view_controls],
-                       [p.text, p.pe_dims, *tab_outputs], **DRAW)
-    p.pe_dims.input(h.dims, [p.direction, p.pe_dims], [p.pe], **VIEW)
+    p.direction.change(h.direction_changed, tab_inputs, [p.text, p.pe_dims, *tab_outputs], **DRAW)
+    p.pe_dims.input(h.dims, {p.direction, p.pe_dims}, [p.pe], **VIEW)
 
     draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.beam, p.max_new, p.lp, p.kind,
                                        p.layer, p.head, p.merge, p.hide, p.display, p.walk_query, p.step, p.presenter,
                                        p.kind_help], **DRAW).then(
-        h.translate_link, [p.link, p.signal, p.tab], made, **MODEL))
+        h.translate_link, {p.link, p.signal, p.tab}, made, **MODEL))
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
     export = [p.export_figure, p.export_frame, p.export_wide]
     p.png_btn.click(None, export, None, js=js("exportFigure(args[0], 'png', args[1], args[2])"))
     p.svg_btn.click(None, export, None, js=js("exportFigure(args[0], 'svg', args[1], args[2])"))
-    p.share_btn.click(h.share, [p.run, *p.view_controls], [p.share_query], **DRAW).then(
+    p.share_btn.click(h.share, {p.run, *controls}, [p.share_query], **DRAW).then(
         None, [p.share_query], [p.share_url], js=js("link(args[0])"))
 
     p.api_btn.click(h.api_translate, [p.api_text, p.api_direction, p.api_beam, p.api_max],

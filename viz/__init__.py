@@ -18,9 +18,9 @@ __all__ = ["attention_heatmap", "attention_grid", "attention_row", "causal_mask"
            "positioned", "query_label", "query_labels", "merge_attention", "plain_label", "plain_labels",
            "word_groups", "word_text"]
 
-from .heads import KIND_LABELS, STAT_LABELS, head_multiples, head_table  # noqa: E402
+from .heads import STAT_LABELS, head_multiples, head_table  # noqa: E402
 
-__all__ += ["head_multiples", "head_table", "KIND_LABELS", "STAT_LABELS"]
+__all__ += ["head_multiples", "head_table", "STAT_LABELS"]
 
 from .architecture import architecture_diagram, parameter_markdown  # noqa: E402
 

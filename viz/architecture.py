@@ -25,6 +25,8 @@ ARROW, RESIDUAL = "#374151", "#9ca3af"
 
 # x runs 0..100 across the figure; y is in pixels, so text always fits its box whatever the width.
 ENCODER_X, DECODER_X = (8.0, 45.0), (55.0, 92.0)
+# The stacks as their frames name them; in lower case, the prefix of their stages' keys and of their box ids.
+ENCODER, DECODER = "Encoder", "Decoder"
 GAP, LINE, FRAME_PAD, FRAME_TITLE = 22, 15, 12, 30
 ONE_LINE = ("io", "norm")  # boxes whose title and shape share a line
 
@@ -34,9 +36,9 @@ def shape_text(stage) -> str:
     return f"{stage.symbolic} = ({', '.join(str(n) for n in stage.shape)})"
 
 
-def _column(stages: dict, side: str, norm_first: bool) -> list[tuple]:
+def _column(stages: dict, stack: str, norm_first: bool) -> list[tuple]:
     """One stack's boxes, bottom to top: (box id, kind, title, [(label, stage)], inside the layer frame)."""
-    encoder = side == "encoder"
+    encoder, side = stack == ENCODER, stack.lower()
     seq, word = ("source", "Input") if encoder else ("target", "Output")
     add = "Add" if norm_first else "Add & Norm"
     output = stages[f"{side}.output"]
@@ -109,18 +111,18 @@ def _stack(boxes: list[tuple]) -> tuple[dict[str, tuple[float, float]], tuple[fl
     return spans, frame
 
 
-def _draw_column(fig: go.Figure, boxes: list[tuple], x: tuple[float, float], layer: str, repeat: int,
+def _draw_column(fig: go.Figure, boxes: list[tuple], x: tuple[float, float], stack: str, repeat: int,
                  norm_first: bool, hover: list) -> dict[str, tuple[float, float]]:
     """Draw one stack, its layer boxes inside a frame marked × N; return each box's (bottom, top)."""
     x0, x1 = x
     centre = (x0 + x1) / 2
     spans, (frame_bottom, frame_top) = _stack(boxes)
     fig.add_shape(type="rect", x0=x0 - 4, x1=x1 + 4, y0=frame_bottom, y1=frame_top, layer="below",
-                  fillcolor=FRAME[0], line=dict(color=FRAME[1], width=1, dash="dot"), name=f"{layer}.layer")
+                  fillcolor=FRAME[0], line=dict(color=FRAME[1], width=1, dash="dot"), name=f"{stack.lower()}.layer")
     pre = " (pre-LN)" if norm_first else ""
-    fig.add_annotation(x=x0 - 3.5, y=frame_top - 4, text=f"<b>{layer.capitalize()} layer × N = {repeat}</b>{pre}",
+    fig.add_annotation(x=x0 - 3.5, y=frame_top - 4, text=f"<b>{stack} layer × N = {repeat}</b>{pre}",
                        xanchor="left", yanchor="top", showarrow=False, font=dict(size=12, color="#4b5563"),
-                       name=f"{layer}.layer")
+                       name=f"{stack.lower()}.layer")
     for box_id, kind, title, lines, _ in boxes:
         y0, y1 = spans[box_id]
         fill, border = PALETTE[kind]
@@ -172,9 +174,9 @@ def architecture_diagram(stages: Sequence, *, norm_first: bool = False, title: s
     fig = go.Figure()
     hover: list = []
     spans = {}
-    for side, x in (("encoder", ENCODER_X), ("decoder", DECODER_X)):
-        boxes = _column(by_key, side, norm_first)
-        spans.update(_draw_column(fig, boxes, x, side, by_key[f"{side}.output"].repeat, norm_first, hover))
+    for stack, x in ((ENCODER, ENCODER_X), (DECODER, DECODER_X)):
+        boxes = _column(by_key, stack, norm_first)
+        spans.update(_draw_column(fig, boxes, x, stack, by_key[f"{stack.lower()}.output"].repeat, norm_first, hover))
         _connect(fig, boxes, spans, x)
     # The memory is computed once and read by every decoder layer's cross-attention.
     memory_y = sum(spans["memory"]) / 2

@@ -1,12 +1,13 @@
 """Per-head statistics as small multiples and as a table; transformer/analysis.py defines the statistics.
 
-A record is anything with the attributes of `transformer.analysis.HeadStats`: kind ("encoder", "decoder",
-"cross"), 1-based layer and head, and one attribute per statistic, None where it does not apply.
+A record is anything with the attributes of `transformer.analysis.HeadStats`: kind (an attention kind's name),
+1-based layer and head, and one attribute per statistic, None where it does not apply. The kinds' labels come from
+the caller.
 """
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -14,9 +15,6 @@ from plotly.subplots import make_subplots
 
 from .common import ATTENTION_SCALE, DIVERGING_SCALE, base_layout, empty_figure
 
-# The one name of each attention kind, everywhere on the page (tables, titles, controls, help).
-KIND_LABELS = {"cross": "cross-attention", "encoder": "encoder self-attention",
-               "decoder": "decoder masked self-attention"}
 STAT_LABELS = {"entropy": "entropy (bits)", "focus": "focus", "same": "same position", "previous": "previous position",
                "next": "next position", "first": "first token", "eos": "EOS",
                "special": "special tokens", "monotonic": "monotonic"}
@@ -27,18 +25,12 @@ COLUMNS = 3  # at most, so that a ~1000 px page leaves each cell room for its va
 PANEL_GAP = 64  # px between panel rows: room for the row's tick labels and the next row's titles
 
 
-def _kind_label(kind: str) -> str:
-    if kind not in KIND_LABELS:
-        raise ValueError(f"unknown attention kind {kind!r}; expected one of {', '.join(KIND_LABELS)}")
-    return KIND_LABELS[kind]
-
-
-def head_multiples(stats: Sequence, kind: str, *, title: str | None = None) -> go.Figure:
-    """One layers × heads panel per statistic that applies to `kind`, each cell showing its value."""
-    name = _kind_label(kind)
+def head_multiples(stats: Sequence, kind: str, label: str, *, title: str | None = None) -> go.Figure:
+    """One layers × heads panel per statistic that applies to `kind` (named `label`), each cell showing its
+    value."""
     records = [s for s in stats if s.kind == kind]
     if not records:
-        return empty_figure(f"No {name} heads to show")
+        return empty_figure(f"No {label} heads to show")
     L, H = max(r.layer for r in records), max(r.head for r in records)
     panels = [p for p in PANELS if any(getattr(r, p) is not None for r in records)]
     n_rows = math.ceil(len(panels) / COLUMNS)
@@ -78,12 +70,16 @@ def head_multiples(stats: Sequence, kind: str, *, title: str | None = None) -> g
     return base_layout(fig, height, title=title, margin=dict(l=60, r=30, t=top, b=bottom))
 
 
-def head_table(stats: Sequence) -> tuple[list[str], list[list]]:
+def head_table(stats: Sequence, labels: Mapping[str, str]) -> tuple[list[str], list[list]]:
     """Headers and rows for a table of every head: attention kind, layer, head, then each statistic to 3
-    decimals (None where it does not apply), in encoder, decoder, cross-attention order, then layer, head."""
-    order = {kind: i for i, kind in enumerate(("encoder", "decoder", "cross"))}
+    decimals (None where it does not apply). `labels` names each kind, in the order the rows take (then layer,
+    head); a record of any other kind is an error."""
+    order = {kind: i for i, kind in enumerate(labels)}
+    for s in stats:
+        if s.kind not in order:
+            raise ValueError(f"unknown attention kind {s.kind!r}; expected one of {', '.join(labels)}")
     headers = ["attention", "layer", "head", *STAT_LABELS.values()]
-    rows = [[_kind_label(s.kind), s.layer, s.head,
+    rows = [[labels[s.kind], s.layer, s.head,
              *(None if getattr(s, stat) is None else round(float(getattr(s, stat)), 3) for stat in STAT_LABELS)]
-            for s in sorted(stats, key=lambda s: (order.get(s.kind, len(order)), s.layer, s.head))]
+            for s in sorted(stats, key=lambda s: (order[s.kind], s.layer, s.head))]
     return headers, rows

@@ -13,14 +13,14 @@ from .text import escape
 
 _PRETTY = {
     "embedding": "shared embedding (src, tgt, output)", "tgt_embedding": "target embedding",
-    "output_projection": "output projection", "encoder_layers": "encoder", "decoder_layers": "decoder",
-    "self_attn": "self-attention", "cross_attn": "cross-attention", "ffn": "feed-forward",
-    "norms": "layer norms", "encoder_norm": "final encoder norm", "decoder_norm": "final decoder norm",
+    "output_projection": "output projection", "self_attn": "self-attention", "cross_attn": "cross-attention",
+    "ffn": "feed-forward", "norms": "layer norms", "encoder_norm": "final encoder norm",
+    "decoder_norm": "final decoder norm",
 }
 
 
 def _group_path(name: str) -> list[str]:
-    """'decoder_layers.1.cross_attn.W_qkv.weight' -> ['decoder', 'layer 2', 'cross-attention', 'W_qkv']."""
+    """decoder_layers.1.cross_attn.W_qkv.weight -> decoder / layer 2 / cross-attention / W_qkv."""
     parts = name.split(".")
     if parts and parts[-1] in ("weight", "bias"):
         parts = parts[:-1]
@@ -30,7 +30,7 @@ def _group_path(name: str) -> list[str]:
             prev = parts[i - 1] if i else ""
             out.append(f"norm {int(part) + 1}" if prev == "norms" else f"layer {int(part) + 1}")
         else:
-            out.append(_PRETTY.get(part, part))
+            out.append(_PRETTY.get(part, part.removesuffix("_layers")))  # a stack of layers goes by its own name
     # 'layer norms' / 'norm 2' reads better as one level.
     if len(out) >= 2 and out[-2] == "layer norms":
         out = out[:-2] + [f"layer {out[-1]}"]

@@ -17,9 +17,21 @@ def default_dims(d_model: int) -> list[int]:
     return [d for d in picks if 0 <= d < d_model]
 
 
-def positional_encoding(pe, *, dims: Sequence[int] | None = None, title: str | None = None) -> go.Figure:
+def wave(dim: int, d_model: int, layout: str = "interleaved") -> tuple[str, float]:
+    """("sin" or "cos", wavelength) of PE column `dim`: sin in even dims and cos in odd ones ("interleaved", the
+    paper's), or sines in the first half and cosines in the second ("split", Marian's)."""
+    if layout == "split":
+        half = d_model // 2
+        kind, two_i = ("sin", 2 * dim) if dim < half else ("cos", 2 * (dim - half))
+    else:
+        kind, two_i = ("sin" if dim % 2 == 0 else "cos"), dim - dim % 2
+    return kind, 2 * np.pi * 10000 ** (two_i / d_model)
+
+
+def positional_encoding(pe, *, dims: Sequence[int] | None = None, title: str | None = None,
+                        layout: str = "interleaved") -> go.Figure:
     """Left: PE as positions × dimensions (each column a wave of its own wavelength).
-    Right: a few columns as curves over position: sin in even dims, cos in odd, slower to the right."""
+    Right: a few columns as curves over position, each labelled sin or cos as `layout` (see `wave`) puts it."""
     pe = np.asarray(pe, dtype=np.float32)
     if pe.ndim != 2:
         raise ValueError(f"pe must be (positions, d_model), got shape {pe.shape}")
@@ -34,8 +46,7 @@ def positional_encoding(pe, *, dims: Sequence[int] | None = None, title: str | N
                              hovertemplate="pos %{y}, dim %{x}<br>%{z:.3f}<extra></extra>",
                              colorbar=dict(thickness=10, len=0.8, x=0.52)), row=1, col=1)
     for n, dim in enumerate(dims):
-        kind = "sin" if dim % 2 == 0 else "cos"
-        wavelength = 2 * np.pi * 10000 ** ((dim - dim % 2) / d)
+        kind, wavelength = wave(dim, d, layout)
         fig.add_trace(go.Scatter(x=np.arange(P), y=pe[:, dim], mode="lines", line=dict(color=COLORS[n % len(COLORS)]),
                                  name=f"dim {dim} ({kind}, λ≈{wavelength:,.0f})",
                                  hovertemplate=f"dim {dim}<br>pos %{{x}}: %{{y:.3f}}<extra></extra>"),

@@ -1,0 +1,46 @@
+"""The architecture tab: Figure 1 with an input's tensor shapes, the hyperparameters, the parameters per component
+against the paper's formula and as a sunburst. The figures are cached: they depend on the model (and the lengths)."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import plotly.graph_objects as go
+
+import viz
+from transformer.architecture import paper_total, parameter_breakdown, tensor_shapes
+from transformer.config import ModelConfig
+
+from .registry import ModelEntry, shown_path
+
+
+@lru_cache(maxsize=64)
+def architecture(config: ModelConfig, source_len: int, target_len: int, caption: str) -> go.Figure:
+    return viz.architecture_diagram(tensor_shapes(config, source_len, target_len), norm_first=config.norm_first,
+                                    title=caption)
+
+
+@lru_cache(maxsize=16)
+def parameters(entry: ModelEntry) -> go.Figure:
+    named = [(n, p.numel()) for n, p in entry.checkpoint.model.named_parameters()]
+    return viz.parameter_sunburst(named, title="Where the parameters are (click to zoom)")
+
+
+def architecture_markdown(entry: ModelEntry) -> str:
+    """The model's hyperparameters and its parameters per component, checked against the paper's formula."""
+    c = entry.config
+    lines = [f"### {viz.escape(entry.label)} (`{entry.key}`)"]
+    if entry.untrained:
+        lines.append("> ⚠️ **Untrained: random weights.** Translations are gibberish and attention patterns are "
+                     "arbitrary; they show the machinery, not what a trained model learns.")
+    else:
+        lines.append(f"Checkpoint `{shown_path(entry.source)}`.")
+    rows = [("layers N (encoder / decoder)", f"{c.n_encoder_layers} / {c.n_decoder_layers}"), ("d_model", c.d_model),
+            ("heads h", f"{c.n_heads} (d_k = d_v = d_model / h = {c.d_k})"), ("d_ff", c.d_ff),
+            ("vocabulary V (joint SentencePiece)", f"{c.vocab_size:,}"), ("max_len", c.max_len),
+            ("dropout (training)", c.dropout), ("layer norm", "pre-LN" if c.norm_first else "post-LN, as in the paper"),
+            ("embeddings", "tied: source, target and output (§3.4)" if c.tie_embeddings else "separate")]
+    lines += ["", "| hyperparameter | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
+    lines += ["", "#### Parameters", viz.parameter_markdown(parameter_breakdown(c),
+                                                             entry.checkpoint.model.num_parameters(),
+                                                             closed_form=paper_total(c).formula)]
+    return "\n".join(lines)

@@ -1,0 +1,258 @@
+"""The attention explorer as pure functions: (trace, view) -> the large view (heatmap, lines, softmax walk), the
+all-heads grid, the decoding-step panels, the kind's help and a figure's export name.
+
+Figures come from viz/; this module decides which arrays, labels and titles they get. transformer.kinds defines
+the attention kinds (name, label, sides); their axis titles and help are here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+import viz
+from transformer import HeadVectors, Trace
+from transformer.kinds import CROSS, DECODER, ENCODER, AttentionKind, by_name
+
+from .inputs import MEAN_HEAD, PAGE_KINDS, View
+from .views import Arrays, arrays, name, steps, without_special
+
+# Axis titles by the side that a kind's queries or keys come from (AttentionKind.queries, .keys).
+QUERY_TITLES = {"source": "query: source piece", "target": "query: decoder position (read ▸ produced)"}
+KEY_TITLES = {"source": "key: source piece", "target": "key: decoder input piece (read)"}
+HIDE_TITLE = " · special tokens hidden, rows renormalised"
+
+
+def stepped(kind: AttentionKind) -> bool:
+    """Its rows are decoder positions, one per decoding step (the step highlight and slow motion apply)."""
+    return kind.queries == "target"
+
+
+# What each kind does, under its name in the help.
+HELP: dict[AttentionKind, str] = {
+    CROSS: "Each row is one decoder position: it *reads* the previous output piece and *produces* the next one "
+           "(`read ▸ produced`). The row shows which source pieces it drew on; in a trained model the upper layers "
+           "look like an **alignment** between the sentences.",
+    ENCODER: "Each source piece (row) mixes in information from every source piece (columns), in both directions. "
+             "Heads specialise: some look at the next or previous piece, some at the end of the sentence.",
+    DECODER: "Position *t* may only look at positions ≤ *t*: the **grey** cells are hidden by the mask (they are "
+             "not zero attention). This is what makes left-to-right generation possible.",
+}
+COMMON_HELP = ("\n\nQueries are rows, keys are columns; each row sums to 1 and every heatmap uses the same 0–1 "
+               "colour scale. The orange frame marks the step chosen under *Decoding steps* (counted from 1)."
+               "\n\n**Show as**: *heatmap*; *lines* (queries left, keys right, a line per weight with that weight as "
+               "its opacity, the heads of the mean in their own colours, a click on the legend hides a head; point "
+               "at or tap a piece to keep only its lines); *softmax walk* (one query of one head through equation 1 "
+               "with this translation's numbers: q, each k, q·k, ÷√d_k, the mask, the softmax, and the weighted sum "
+               "of the values, the head's output before W_o; the query is the decoding step, or the *walk query* "
+               "piece for encoder self-attention)."
+               "\n\n**Hide special tokens** takes `<s>`, `</s>` and `<pad>` out of the keys and the rows and "
+               "renormalises each row over the keys left, so that heads which park attention on `</s>` show what "
+               "else they read.")
+
+
+def kind_help(kind: str) -> str:
+    """The help of the kind called `kind` (cross-attention's for any other value), then what every kind shares."""
+    shown = next((k for k in PAGE_KINDS if k.name == kind), CROSS)
+    return f"**{name(shown.name)}.** {HELP[shown]}{COMMON_HELP}"
+
+
+def pick(weights: np.ndarray, layer: int, head: str) -> tuple[np.ndarray, str]:
+    """(L, h, ...) -> one layer's head (or the mean of its heads), and a caption; layer and head counted from 1."""
+    L, H = weights.shape[:2]
+    l = min(max(layer, 1), L) - 1
+    if head == MEAN_HEAD:
+        return weights[l].mean(0), f"layer {l + 1}, mean of {H} heads"
+    h = min(max(int(head), 1), H) - 1
+    return weights[l, h], f"layer {l + 1}, head {h + 1}"
+
+
+def _merge_labels(tokens: list, groups: list[list[int]]) -> list:
+    if tokens and isinstance(tokens[0], tuple):
+        reads, prods = [t[0] for t in tokens], [t[1] for t in tokens]
+        return [(viz.word_text(reads, g), viz.word_text(prods, g)) for g in groups]
+    return [viz.word_text(tokens, g) for g in groups]
+
+
+def _shown(a: Arrays, weights: np.ndarray, merge: bool, plain: bool = False):
+    """Weights, labels and hidden cells as shown: per piece (▁ hidden when plain), or per word when merging."""
+    if not merge:
+        if plain:
+            return weights, viz.plain_labels(a.queries), viz.plain_labels(a.keys), a.hidden
+        return weights, a.queries, a.keys, a.hidden
+    w, hidden = viz.merge_attention(weights, a.query_groups, a.key_groups, a.hidden)
+    return w, _merge_labels(a.queries, a.query_groups), _merge_labels(a.keys, a.key_groups), hidden
+
+
+def _empty_note(hidden, queries, special_hidden: bool) -> str | None:
+    """The note for rows that see no key once special tokens are hidden, or None."""
+    if hidden is None or not special_hidden:
+        return None
+    empty = [viz.query_label(q) for q, row in zip(queries, hidden) if len(row) and row.all()]
+    if not empty:
+        return None
+    return f"row {', '.join(empty)}: sees only hidden special tokens (empty) · grey: hidden"
+
+
+def heatmap(trace: Trace, view: View, prefix_title: str = "") -> go.Figure:
+    """The large view: one layer's head (or mean) of one kind; the chosen step framed."""
+    kind = by_name(view.kind)
+    a = arrays(trace, view.kind, view.hide)
+    matrix, caption = pick(a.weights, view.layer, view.head)
+    matrix, q, k, hidden = _shown(a, matrix, view.merge, view.plain)
+    highlight = None
+    if stepped(kind) and not view.merge and steps(trace):
+        t = min(view.step or steps(trace), steps(trace)) - 1
+        highlight = a.rows.index(t) if t in a.rows else None
+    title = (f"{prefix_title}: " if prefix_title else "") + f"{name(view.kind)} · {caption}" + (
+        " · words" if view.merge else "") + (HIDE_TITLE if view.hide else "")
+    return viz.attention_heatmap(matrix, q, k, query_title=QUERY_TITLES[kind.queries],
+                                 key_title=KEY_TITLES[kind.keys], hidden=hidden, highlight_row=highlight, title=title,
+                                 note=_empty_note(hidden, q, view.hide))
+
+
+def grid(trace: Trace, view: View) -> go.Figure:
+    a = arrays(trace, view.kind, view.hide)
+    w, q, k, hidden = _shown(a, a.weights, view.merge, view.plain)
+    return viz.attention_grid(w, q, k, hidden=hidden, title=f"{name(view.kind)}: every layer × head" + (
+        HIDE_TITLE if view.hide else ""))
+
+
+def lines(trace: Trace, view: View) -> go.Figure:
+    """The line view of one layer: its chosen head, or every head over each other in its own colour."""
+    kind = by_name(view.kind)
+    a = arrays(trace, view.kind, view.hide)
+    L, H = a.weights.shape[:2]
+    l = min(max(view.layer, 1), L) - 1
+    heads = list(range(1, H + 1)) if view.head == MEAN_HEAD else [min(int(view.head), H)]
+    w, q, k, hidden = _shown(a, a.weights[l, [h - 1 for h in heads]], view.merge, view.plain)  # (n, Tq, Tk)
+    caption = f"layer {l + 1}, " + (f"all {H} heads" if len(heads) > 1 else f"head {heads[0]}")
+    title = f"{name(view.kind)} · {caption} · lines" + (" · words" if view.merge else "") + (
+        HIDE_TITLE if view.hide else "")
+    # a decoder position is labelled by the piece it produces (its hover says what it read too)
+    return viz.attention_lines(w, q, k, heads=heads, hidden=hidden, title=title,
+                               note=_empty_note(hidden, q, view.hide),
+                               query_title="produces" if stepped(kind) else "query", key_title="key")
+
+
+@dataclass(frozen=True)
+class Walk:
+    """One query of one head through eq. 1, every stage as the page shows it (Tk keys, d_k dimensions)."""
+
+    kind: str
+    layer: int  # from 1
+    head: int  # from 1
+    row: int  # the query's row in the trace's attention of this kind (from 0)
+    query: object  # its label: a piece or (read, produced)
+    keys: list[str]
+    q: np.ndarray  # (d_k,)
+    k: np.ndarray  # (Tk, d_k)
+    v: np.ndarray  # (Tk, d_k)
+    visible: np.ndarray  # (Tk,) bool: the keys the mask lets this query see
+    scores: np.ndarray  # (Tk,) q·k_j
+    scaled: np.ndarray  # (Tk,) q·k_j / √d_k
+    weights: np.ndarray  # (Tk,) softmax over the visible keys
+    output: np.ndarray  # (d_k,) Σ_j weights_j v_j: the head's output for this query, before W_o
+
+
+def walk_row(trace: Trace, view: View) -> int:
+    """The trace row the softmax walk follows: the decoding step, or the walk query for the encoder (from 0)."""
+    if stepped(by_name(view.kind)):
+        n = steps(trace)
+        return min(view.step or n, n) - 1
+    return min(view.query, len(trace.source_tokens)) - 1
+
+
+def walk(trace: Trace, view: View, vectors: HeadVectors) -> Walk:
+    """The walk of the view's query row through the head's q, k and v (the mean of heads has no single q: head 1)."""
+    H = vectors.q.shape[0]
+    head = 1 if view.head == MEAN_HEAD else min(int(view.head), H)
+    row = walk_row(trace, view)
+    maps = trace.attention(view.kind)
+    q, k, v = (a.astype(np.float64) for a in (vectors.q[head - 1, row], vectors.k[head - 1], vectors.v[head - 1]))
+    visible = vectors.visible[row]
+    scores = k @ q  # (Tk,)
+    scaled = scores / np.sqrt(q.shape[-1])
+    shifted = np.exp(np.where(visible, scaled - scaled[visible].max(), -np.inf))
+    weights = shifted / shifted.sum()
+    return Walk(view.kind, vectors.layer, head, row, maps.queries[row], list(maps.keys), q, k, v, visible, scores,
+                scaled, weights, weights @ v)
+
+
+def walk_figure(w: Walk, view: View) -> go.Figure:
+    d_k = len(w.q)
+    keys = viz.plain_labels(w.keys) if view.plain else w.keys
+    query = viz.plain_labels([w.query])[0] if view.plain else w.query
+    note = None
+    if view.head == MEAN_HEAD:
+        note = "The mean of heads has no single q: this is head 1. Choose a head above."
+    elif view.hide or view.merge:
+        note = "The walk is the model's own computation: every piece, special tokens included."
+    return viz.softmax_walk(w.q, w.k, w.v, w.visible, w.scores, w.scaled, w.weights, w.output, key_tokens=keys,
+                            query=query, d_k=d_k, note=note,
+                            title=f"{name(w.kind)} · layer {w.layer}, head {w.head} · query "
+                                  f"{viz.query_label(query)}: softmax(q·kᵀ / √{d_k}) · V, step by step")
+
+
+def step_figures(trace: Trace, view: View) -> tuple[go.Figure, go.Figure, go.Figure]:
+    """Decoding step t (view.step, from 1; the last when unset): its cross-attention row over the source, its
+    masked self-attention row over the pieces read so far, and its top-k next pieces."""
+    T = steps(trace)
+    if T == 0:
+        empty = viz.empty_figure("No decoding step", 300)
+        return empty, empty, empty
+    t = min(view.step or T, T) - 1
+    cross, caption = pick(trace.cross_attn[:, :, t], view.layer, view.head)
+    selfw, _ = pick(trace.decoder_self_attn[:, :, t, :t + 1], view.layer, view.head)
+    src, tgt = list(trace.source_tokens), list(trace.target_tokens[:t + 1])
+    if view.hide:
+        cross, src = without_special(cross, src)
+        selfw, tgt = without_special(selfw, tgt)
+    if view.merge:
+        sg, tg = viz.word_groups(src), viz.word_groups(tgt)
+        cross = np.array([cross[g].sum() for g in sg], dtype=np.float32)
+        selfw = np.array([selfw[g].sum() for g in tg], dtype=np.float32)
+        src, tgt = [viz.word_text(src, g) for g in sg], [viz.word_text(tgt, g) for g in tg]
+    elif view.plain:
+        src, tgt = viz.plain_labels(src), viz.plain_labels(tgt)
+    query = (trace.target_tokens[t], trace.output_tokens[t])
+    if view.plain:
+        query = viz.plain_labels([query])[0]
+    top_k = trace.top_k[t] if t < len(trace.top_k) else []
+    produced = viz.plain_label(trace.output_tokens[t]) if view.plain else trace.output_tokens[t]
+    hidden = " · special tokens hidden" if view.hide else ""
+    titles = [f"Step {t + 1} · {kind.label} ({caption}){hidden}" for kind in (CROSS, DECODER)]
+    return (viz.attention_row(cross, src, query=query, key_title=KEY_TITLES[CROSS.keys], title=titles[0])
+            if src else viz.empty_figure(f"{titles[0]}: no key left to see", 300),
+            viz.attention_row(selfw, tgt, query=query, key_title=KEY_TITLES[DECODER.keys], color="#21918c",
+                              title=titles[1])
+            if tgt else viz.empty_figure(f"{titles[1]}: this step sees only <s>, which is hidden (empty row)", 300),
+            viz.topk_bars([c.token for c in top_k], [c.prob for c in top_k], chosen=produced,
+                          title=f"Step {t + 1}: next-piece probabilities → {viz.label(produced)}"))
+
+
+def export_name(key: str, view: View, figure: str = "") -> str:
+    """A figure's download name without extension: direction, step for the step panels, kind, layer, head
+    (`de-en_cross-attention_layer3_head2`), how the large view draws it when not as a heatmap (`lines`,
+    `walk-step4`), `no-special` when special tokens are hidden; `figure` names one that is not the large view
+    ("step-topk", "grid", "trained", "untrained")."""
+    shown = {"step-cross": CROSS, "step-self": DECODER}.get(figure) or by_name(view.kind)
+    kind = shown.label.replace(" ", "-")
+    head = "mean-of-heads" if view.head == MEAN_HEAD else f"head{view.head}"
+    step = f"step{view.step}_" if figure.startswith("step") else ""
+    special = ["no-special"] if view.hide and figure != "step-topk" else []
+    if figure == "step-topk":
+        return f"{key}_{step}next-piece-probabilities"
+    if figure == "grid":
+        return "_".join([f"{key}_{kind}_all-heads"] + (["words"] if view.merge else []) + special)
+    display = []
+    if not figure and view.display == "lines":
+        display = ["lines"]
+    elif not figure and view.display == "walk":
+        head = "head1" if view.head == MEAN_HEAD else head
+        where = f"step{view.step}" if stepped(by_name(view.kind)) else f"query{view.query}"
+        return f"{key}_{kind}_layer{view.layer}_{head}_walk-{where}"
+    parts = [f"{key}_{step}{kind}", f"layer{view.layer}", head] + (["words"] if view.merge else []) + display + (
+        [figure] if figure in ("trained", "untrained") else []) + special
+    return "_".join(parts)

@@ -1,0 +1,44 @@
+"""The training tab: a checkpoint's curves (metrics.jsonl), its validation scores and recipe (config.json) and its
+model card."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import plotly.graph_objects as go
+
+import viz
+
+from .registry import ModelEntry, shown_path
+
+
+@lru_cache(maxsize=16)
+def training_curves(entry: ModelEntry) -> go.Figure:
+    return viz.training_curves(entry.metrics, title="Training")
+
+
+def training_markdown(entry: ModelEntry) -> str:
+    """How the checkpoint was trained and scored (config.json), then its model card."""
+    if entry.untrained:
+        return "This model is **untrained**: random weights, no training log and no model card."
+    meta = entry.checkpoint.meta
+    metrics, training = meta.get("metrics") or {}, meta.get("training") or {}
+    lines = []
+    if metrics:
+        parts = [f"BLEU **{metrics['val_bleu']:.1f}**" if "val_bleu" in metrics else "",
+                 f"chrF {metrics['val_chrf']:.1f}" if "val_chrf" in metrics else "",
+                 f"loss {metrics['val_loss']:.3f}" if "val_loss" in metrics else "",
+                 f"after epoch {metrics['epoch']}" if "epoch" in metrics else ""]
+        per_corpus = [f"{k.removeprefix('val_bleu_')} {v:.1f}" for k, v in metrics.items() if k.startswith("val_bleu_")]
+        where = f"mean over {', '.join(per_corpus)}" if per_corpus else "Multi30k"
+        lines.append(f"**Validation** (greedy; {where}): " + ", ".join(p for p in parts if p) + ".")
+    if training:
+        corpora = training.get("corpora") or []
+        data = ", ".join(f"{c['name']} ×{c['weight']:g}" for c in corpora if isinstance(c, dict) and "name" in c) \
+            or str(training.get("data", ""))
+        bits = [f"{training['steps']:,} steps" if isinstance(training.get("steps"), int) else "",
+                f"{training['train_time_s'] / 60:.0f} min" if isinstance(training.get("train_time_s"), (int, float))
+                else "", f"on {training['device']}" if training.get("device") else "", data]
+        if any(bits):
+            lines.append("**Training**: " + ", ".join(b for b in bits if b) + ".")
+    lines += ["", "---", "", entry.card or f"No model card (README.md) in `{shown_path(entry.source)}`."]
+    return "\n\n".join(lines)

@@ -1,0 +1,102 @@
+"""What the page's events read, as typed values: the tabs by name, the translation settings, and Inputs.
+
+Gradio passes an event's inputs, given as a set of components, as one dict keyed by component; Inputs.of turns
+that dict into one frozen Inputs, once, at the top of each handler.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Mapping
+
+from anatomy.inputs import Link, View
+from anatomy.run import Run, StopSignal, Twin
+
+if TYPE_CHECKING:
+    from .layout import Page
+
+
+class Tab(StrEnum):
+    """The tabs below the explorer, by their component id (what the page's tab state holds)."""
+
+    HEADS = "heads"
+    STATS = "stats"
+    PREDICTIONS = "predictions"
+    COMPARE = "compare"
+    POSITIONAL = "positional"
+    ARCHITECTURE = "architecture"
+    TRAINING = "training"
+    HELP = "help"
+
+    @classmethod
+    def of(cls, value) -> Tab:
+        """The tab with this id; the first (All heads) for anything else."""
+        return next((tab for tab in cls if tab == value), cls.HEADS)
+
+    @property
+    def follows_view(self) -> bool:
+        """Its figures follow the view controls (kind, layer, head, ...): a view change may redraw them."""
+        return self in (Tab.HEADS, Tab.STATS, Tab.COMPARE)
+
+    @property
+    def shows_model(self) -> bool:
+        """It shows the chosen model rather than the shown translation: a new Direction redraws it."""
+        return self in (Tab.POSITIONAL, Tab.ARCHITECTURE, Tab.TRAINING)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What the figures a view change may leave as they are show now (Handlers.view compares before drawing)."""
+
+    tab: tuple | None = None  # the open tab's view-following figures: Handlers.tab_key
+    step: tuple | None = None  # the next-piece probabilities and the output so far: the run, step and labels
+
+
+@dataclass(frozen=True)
+class PageSettings:
+    """The controls a translation is asked with, as the page holds them: anatomy.inputs.page_request's arguments,
+    unchecked (page_request checks them, and makes a value left out its default)."""
+
+    key: str | None = None  # the Direction dropdown: a model key
+    text: str = ""
+    beam: float | None = None
+    max_new: float | None = None  # 0: automatic
+    device: str = "auto"
+    top_k: float | None = None
+    length_penalty: float | None = None
+    slow: float | None = None  # seconds per piece of a slow-motion replay
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one event reads from the page. A component the event does not pass leaves its field at the default."""
+
+    settings: PageSettings = PageSettings()
+    view: View = View()  # the view controls, read by View.of (not yet fitted to a trace)
+    run: Run | None = None
+    twin: Twin | None = None
+    tab: Tab = Tab.HEADS
+    drawn: Drawn = Drawn()
+    signal: StopSignal = field(default_factory=StopSignal)
+    link: Link | None = None
+    forced: str = ""  # the translation typed into Inspect
+    dims: tuple[int, ...] = ()  # the positional-encoding dimensions chosen as curves
+
+    @classmethod
+    def of(cls, page: Page, values: Inputs | Mapping) -> Inputs:
+        """Gradio's dict keyed by component as Inputs (Inputs, from tests and scripts, pass as they are)."""
+        if isinstance(values, Inputs):
+            return values
+        settings = {name: values[c] for name, c in page.settings.items() if c in values}
+        state = {name: values[c] for name, c in page.state.items() if c in values}
+        tab, drawn = state.pop("tab", None), state.pop("drawn", None)
+        return cls(settings=PageSettings(**settings),
+                   view=View.of(**{name: values.get(c) for name, c in page.view_controls.items()}),
+                   tab=Tab.of(tab),
+                   drawn=drawn if isinstance(drawn, Drawn) else Drawn(),
+                   dims=_dims(values.get(page.pe_dims)), **state)
+
+
+def _dims(values) -> tuple[int, ...]:
+    """The dimensions chosen in the positional-encoding dropdown (strings of numbers), sorted, each once."""
+    return tuple(sorted({int(d) for d in values or [] if str(d).isdigit()}))

@@ -14,19 +14,21 @@ import argparse
 import json
 from pathlib import Path
 
-from . import checkpoint, data
+from .config import ModelConfig
 from .tokenizer import Tokenizer
-from .train import build_parser, resolve_corpora, steps_of_epoch, totals
+from .train import build_parser
+from .train_data import TrainingData, resolve_corpora
+from .train_eval import totals
+from .train_ranks import Ranks
 
 
-def replay(recipe: argparse.Namespace, seed: int, steps: int, sizes: list[int], weights: list[float],
-           src_lengths: list[int], tgt_lengths: list[int], parts: int) -> int:
+def replay(data: TrainingData, recipe: argparse.Namespace, seed: int, steps: int, parts: int) -> int:
     """Non-pad target tokens (with EOS) of a run's first `steps` steps."""
     args = argparse.Namespace(**{**vars(recipe), "seed": seed})
     tokens, epoch = 0, 0
     while steps > 0:
-        batches = steps_of_epoch(args, epoch, sizes, weights, src_lengths, tgt_lengths, parts)[:steps]
-        tokens += sum(tgt_lengths[i] + 1 for b in batches for i in b)
+        batches = data.epoch_steps(args, epoch, parts)[:steps]
+        tokens += sum(data.target_tokens(b) for b in batches)
         steps -= len(batches)
         epoch += 1
     return tokens
@@ -53,21 +55,13 @@ def main(argv: list[str] | None = None) -> dict:
         recipe.cache_dir = args.cache_dir
     corpora = resolve_corpora(recipe)
     tokenizer = Tokenizer((folder / "tokenizer.model").read_bytes())
-    limit = checkpoint.load(folder).config.max_len - 1
-    ids = {}
-    for lang in (recipe.src, recipe.tgt):
-        files = [data.ensure_file(c.path, "train", lang) for c in corpora]
-        ids[lang] = data.cached_token_ids(files, tokenizer.encode_batch, tokenizer.proto, limit,
-                                          Path(recipe.cache_dir).expanduser(), recipe.max_train_pairs)
-    (src_ids, sizes), (tgt_ids, _) = ids[recipe.src], ids[recipe.tgt]
-    weights = [c.weight for c in corpora]
+    data = TrainingData.load(recipe, corpora, [], tokenizer, ModelConfig.from_dict(meta["model"]).max_len, Ranks())
     parts = training.get("processes", 1) * recipe.accumulate
     runs = [*training.get("earlier", []), training]
     for run in runs:
         if run.get("target_tokens") is None:
             seed = run["seed"] if run is not training else recipe.seed
-            run["target_tokens"] = replay(recipe, seed, run["steps"], sizes, weights, src_ids.lengths,
-                                          tgt_ids.lengths, parts)
+            run["target_tokens"] = replay(data, recipe, seed, run["steps"], parts)
         print(f"seed {run.get('seed', recipe.seed)}: {run['steps']} steps, {run['target_tokens']:,} target tokens")
     training.update(totals(training.get("earlier", []), training["target_tokens"], training["train_time_s"]))
     training.setdefault("autocast", "float32")  # before bf16, every CPU run was fp32

@@ -27,18 +27,16 @@ from tqdm import tqdm
 from . import data
 from .checkpoint import Checkpoint, lineage
 from .config import PRESETS, ModelConfig
-from .train_data import (DEFAULT_MAX_TOKENS, TrainingData, load_tokenizer, mix_rng, read_vals, resolve_corpora,
-                         steps_of_epoch)
-from .train_eval import EpochStats, Evaluation, totals, validate
+from .train_data import DEFAULT_MAX_TOKENS, TrainingData, load_tokenizer, read_vals, resolve_corpora
+from .train_eval import EpochStats, Evaluation
 from .train_ranks import Ranks, join_ranks, say
 from .train_state import Position, RunState, Weights, load_start, stop_signals
 from .train_step import Trainer, autocast_dtype, native_bf16
 from .translator import Translator
 
 # The names other modules and tests import from transformer.train.
-__all__ = ["main", "build_parser", "parse_duration", "model_config", "learning_rate", "Ranks", "join_ranks",
-           "native_bf16", "autocast_dtype", "validate", "steps_of_epoch", "totals", "resolve_corpora", "mix_rng",
-           "stop_signals"]
+__all__ = ["main", "build_parser", "parse_duration", "parse_count", "model_config", "learning_rate", "Ranks",
+           "join_ranks", "native_bf16", "autocast_dtype", "resolve_corpora", "stop_signals"]
 
 PROGRESS_EVERY = 50  # steps between progress lines under --no-progress
 BUDGET_EPOCHS = 10_000  # with a time or token budget, the budget ends the run, not the epoch count

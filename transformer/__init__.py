@@ -1,8 +1,10 @@
 """Transformer Anatomy: the Transformer of "Attention Is All You Need", from scratch."""
 from .config import ModelConfig
+from .head_mask import HeadMask, HeadRef
 from .kinds import AttentionKind
 from .model import Decoded, DecoderCache, Encoded, Transformer
 from .translator import AttentionMaps, Candidate, DecodingSettings, HeadVectors, Step, TopK, Trace, Translator
 
 __all__ = ["ModelConfig", "Transformer", "Encoded", "Decoded", "DecoderCache", "Translator", "Trace", "Step",
-           "Candidate", "AttentionMaps", "AttentionKind", "HeadVectors", "TopK", "DecodingSettings"]
+           "Candidate", "AttentionMaps", "AttentionKind", "HeadVectors", "TopK", "DecodingSettings", "HeadMask",
+           "HeadRef"]

@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import ModelConfig
-from .kinds import DECODER, ENCODER, by_name
+from .head_mask import HeadMask
+from .kinds import CROSS, DECODER, ENCODER, by_name
 
 Mask = Tensor | None  # bool, broadcastable to (B, h, T_q, T_k); True = may attend
 
@@ -177,9 +178,13 @@ class MultiHeadAttention(nn.Module):
                                                       dropout_p=dropout_p)
         return Attention(q, k, v, mask, heads, weights)
 
-    def output(self, attention: Attention) -> Tensor:
-        B, h, T, d_k = attention.heads.shape
-        return self.W_o(attention.heads.transpose(1, 2).reshape(B, T, h * d_k))  # (B, T, d_model)
+    def output(self, attention: Attention, gates: Tensor | None = None) -> Tensor:
+        """W_o over the concatenated heads, each scaled by its gate first (`HeadMask.layer_gates`) when given."""
+        heads = attention.heads
+        if gates is not None:
+            heads = heads * gates.to(heads.dtype)
+        B, h, T, d_k = heads.shape
+        return self.W_o(heads.transpose(1, 2).reshape(B, T, h * d_k))  # (B, T, d_model)
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -238,9 +243,10 @@ class EncoderLayer(_Layer):
         self.self_attn = MultiHeadAttention(config)
         self.ffn = PositionwiseFeedForward(config)
 
-    def forward(self, x: Tensor, mask: Mask, need_weights: bool) -> tuple[Tensor, Attention]:
+    def forward(self, x: Tensor, mask: Mask, need_weights: bool,
+                gates: Tensor | None = None) -> tuple[Tensor, Attention]:
         attention = self.attention(x, mask, need_weights)
-        x = self._out(x, self.self_attn.output(attention), 0)
+        x = self._out(x, self.self_attn.output(attention, gates), 0)
         x = self._out(x, self.ffn(self._in(x, 1)), 1)
         return x, attention
 
@@ -253,12 +259,13 @@ class DecoderLayer(_Layer):
         self.ffn = PositionwiseFeedForward(config)
 
     def forward(self, y: Tensor, memory: Tensor, self_mask: Mask, cross_mask: Mask, need_weights: bool,
-                cache: DecoderCache | None = None, index: int = 0) -> tuple[Tensor, Attention, Attention]:
+                cache: DecoderCache | None = None, index: int = 0, self_gates: Tensor | None = None,
+                cross_gates: Tensor | None = None) -> tuple[Tensor, Attention, Attention]:
         """`index` is this layer's place in the stack: its slot in the cache."""
         self_attention = self.attention(y, self_mask, need_weights, cache=cache, index=index)
-        y = self._out(y, self.self_attn.output(self_attention), 0)
+        y = self._out(y, self.self_attn.output(self_attention, self_gates), 0)
         cross_attention = self.attention(y, cross_mask, need_weights, True, memory, cache, index)
-        y = self._out(y, self.cross_attn.output(cross_attention), 1)
+        y = self._out(y, self.cross_attn.output(cross_attention, cross_gates), 1)
         y = self._out(y, self.ffn(self._in(y, 2)), 2)
         return y, self_attention, cross_attention
 
@@ -310,25 +317,28 @@ class Transformer(nn.Module):
             return F.linear(y, self.embedding.weight, self.final_logits_bias)
         return F.linear(y, self.output_projection.weight, self.final_logits_bias)
 
-    def encode(self, src_ids: Tensor, need_weights: bool = False, src_lengths: Tensor | None = None) -> Encoded:
-        """src_ids (B, S), right-padded; src_lengths (B,) or, when not given, up to the last non-pad id."""
+    def encode(self, src_ids: Tensor, need_weights: bool = False, src_lengths: Tensor | None = None,
+               head_mask: HeadMask | None = None) -> Encoded:
+        """src_ids (B, S), right-padded; src_lengths (B,) or, when not given, up to the last non-pad id.
+        `head_mask` gates the encoder's heads (its `encoder` part)."""
         S = src_ids.size(1)
         if src_lengths is None:
             src_lengths = right_padded_lengths(src_ids, self.config.pad_id)
         padded = not bool((src_lengths >= S).all())
         src_mask = lengths_mask(src_lengths, S)[:, None, None, :] if padded else None  # (B, 1, 1, S)
-        x, attentions = self._encoder_stack(self._embed(src_ids, self.embedding), src_mask, need_weights)
+        x, attentions = self._encoder_stack(self._embed(src_ids, self.embedding), src_mask, need_weights,
+                                            head_mask=head_mask)
         if self.encoder_norm is not None:
             x = self.encoder_norm(x)
         return Encoded(x, src_mask, tuple(a.weights for a in attentions) if need_weights else None)
 
-    def _encoder_stack(self, x: Tensor, mask: Mask, need_weights: bool,
-                       layers: int | None = None) -> tuple[Tensor, list[Attention]]:
+    def _encoder_stack(self, x: Tensor, mask: Mask, need_weights: bool, layers: int | None = None,
+                       head_mask: HeadMask | None = None) -> tuple[Tensor, list[Attention]]:
         """The first `layers` encoder layers (all when None) over the embedded source: the stream after them, and
         each one's self-attention."""
         attentions = []
-        for layer in islice(self.encoder_layers, layers):
-            x, attention = layer(x, mask, need_weights)
+        for i, layer in enumerate(islice(self.encoder_layers, layers)):
+            x, attention = layer(x, mask, need_weights, HeadMask.layer_gates(head_mask, ENCODER.name, i))
             attentions.append(attention)
         return x, attentions
 
@@ -342,12 +352,14 @@ class Transformer(nn.Module):
         return DecoderCache(buf[0], buf[1], cross_k, cross_v)
 
     def decode(self, tgt_ids: Tensor, encoded: Encoded, cache: DecoderCache | None = None,
-               need_weights: bool = False, last_only: bool = False, tgt_lengths: Tensor | None = None) -> Decoded:
+               need_weights: bool = False, last_only: bool = False, tgt_lengths: Tensor | None = None,
+               head_mask: HeadMask | None = None) -> Decoded:
         """Logits for target positions (only the last one with `last_only`).
 
         Without a cache, tgt_ids (B, T) is the whole right-padded prefix, tgt_lengths (B,) its lengths (when not
         given: up to the last non-pad id, at least the decoder start). With one, tgt_ids (B, n) are the next n
-        positions, appended to the cache.
+        positions, appended to the cache. `head_mask` gates the decoder's heads (its `decoder` and `cross` parts);
+        `encoded` should come from `encode` under the same mask.
         """
         offset = 0 if cache is None else cache.length
         T = tgt_ids.size(1)
@@ -363,7 +375,7 @@ class Transformer(nn.Module):
             self_mask = torch.arange(offset + T, device=tgt_ids.device)[None, :] <= q_pos  # (T, offset+T)
         y = self._embed(tgt_ids, self.tgt_embedding or self.embedding, offset)
         y, self_attn, cross_attn = self._decoder_stack(y, encoded.memory, self_mask, encoded.src_mask, need_weights,
-                                                       cache)
+                                                       cache, head_mask=head_mask)
         if cache is not None:
             cache.advance(T)
         if last_only:
@@ -375,18 +387,21 @@ class Transformer(nn.Module):
         return Decoded(self.logits(y))
 
     def _decoder_stack(self, y: Tensor, memory: Tensor, self_mask: Mask, cross_mask: Mask, need_weights: bool,
-                       cache: DecoderCache | None = None,
-                       layers: int | None = None) -> tuple[Tensor, list[Attention], list[Attention]]:
+                       cache: DecoderCache | None = None, layers: int | None = None,
+                       head_mask: HeadMask | None = None) -> tuple[Tensor, list[Attention], list[Attention]]:
         """The first `layers` decoder layers (all when None) over the embedded target: the stream after them, and
         each one's self- and cross-attention."""
         self_attn, cross_attn = [], []
         for i, layer in enumerate(islice(self.decoder_layers, layers)):
-            y, s, c = layer(y, memory, self_mask, cross_mask, need_weights, cache, i)
+            y, s, c = layer(y, memory, self_mask, cross_mask, need_weights, cache, i,
+                            HeadMask.layer_gates(head_mask, DECODER.name, i),
+                            HeadMask.layer_gates(head_mask, CROSS.name, i))
             self_attn.append(s)
             cross_attn.append(c)
         return y, self_attn, cross_attn
 
-    def attention_inputs(self, src_ids: Tensor, tgt_ids: Tensor, kind: str, layer: int) -> Attention:
+    def attention_inputs(self, src_ids: Tensor, tgt_ids: Tensor, kind: str, layer: int,
+                         head_mask: HeadMask | None = None) -> Attention:
         """The per-head q, k, v of the attention kind named `kind` in layer `layer` (from 0) of a
         teacher-forced pass over one unpadded sentence pair (1, S), (1, T), and what eq. 1 made of them: the
         stacks of `encode` and `decode` with weights (the pass a trace's maps come from), stopped after `layer`."""
@@ -396,17 +411,18 @@ class Transformer(nn.Module):
             raise ValueError(f"no {kind!r} attention in layer {layer} (from 0) of a {n_layers}-layer stack")
         # One unpadded sentence: no padding mask, only the decoder's causal one, (T, T).
         if spec == ENCODER:
-            _, attentions = self._encoder_stack(self._embed(src_ids, self.embedding), None, True, layer + 1)
+            _, attentions = self._encoder_stack(self._embed(src_ids, self.embedding), None, True, layer + 1,
+                                                head_mask)
             return attentions[layer]
-        memory = self.encode(src_ids, need_weights=True).memory
+        memory = self.encode(src_ids, need_weights=True, head_mask=head_mask).memory
         y = self._embed(tgt_ids, self.tgt_embedding or self.embedding)
         _, self_attn, cross_attn = self._decoder_stack(y, memory, causal_mask(tgt_ids.size(1), tgt_ids.device), None,
-                                                       True, layers=layer + 1)
+                                                       True, layers=layer + 1, head_mask=head_mask)
         return (self_attn if spec == DECODER else cross_attn)[layer]
 
-    def forward(self, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
+    def forward(self, src_ids: Tensor, tgt_ids: Tensor, head_mask: HeadMask | None = None) -> Tensor:
         """Teacher-forced logits (B, T, vocab_size) for training."""
-        return self.decode(tgt_ids, self.encode(src_ids)).logits
+        return self.decode(tgt_ids, self.encode(src_ids, head_mask=head_mask), head_mask=head_mask).logits
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from .config import EOS_ID
+from .head_mask import HeadMask
 from .model import Encoded, Transformer
 
 
@@ -53,7 +54,8 @@ class GreedyStep:
 
 
 @torch.inference_mode()
-def greedy_steps(model: Transformer, encoded: Encoded, limit: int, need_weights: bool = False) -> Iterator[GreedyStep]:
+def greedy_steps(model: Transformer, encoded: Encoded, limit: int, need_weights: bool = False,
+                 head_mask: HeadMask | None = None) -> Iterator[GreedyStep]:
     """Greedy decoding, one step at a time, until every sentence has chosen EOS or `limit` steps are done.
 
     Inference mode holds only while a step computes: the generator may be resumed on another thread.
@@ -63,7 +65,7 @@ def greedy_steps(model: Transformer, encoded: Encoded, limit: int, need_weights:
     tokens = torch.full((B, 1), config.decoder_start_id, dtype=torch.long, device=device)
     done = torch.zeros(B, dtype=torch.bool, device=device)
     for t in range(limit):
-        out = model.decode(tokens, encoded, cache, need_weights=need_weights)
+        out = model.decode(tokens, encoded, cache, need_weights=need_weights, head_mask=head_mask)
         logits = out.logits[:, -1].float()  # (B, V)
         next_ids = _suppress(logits, model).argmax(-1).masked_fill(done, config.pad_id)  # (B,)
         self_attn = cross_attn = None
@@ -78,10 +80,12 @@ def greedy_steps(model: Transformer, encoded: Encoded, limit: int, need_weights:
 
 
 @torch.inference_mode()
-def greedy(model: Transformer, src_ids: Tensor, max_new_tokens: int | None = None) -> list[list[int]]:
+def greedy(model: Transformer, src_ids: Tensor, max_new_tokens: int | None = None,
+           head_mask: HeadMask | None = None) -> list[list[int]]:
     """Most likely next token at each step, for a (B, S) batch; returns ids without EOS."""
     limit = output_limit(model, src_ids.size(1), max_new_tokens)
-    steps = [step.ids for step in greedy_steps(model, model.encode(src_ids), limit)]
+    encoded = model.encode(src_ids, head_mask=head_mask)
+    steps = [step.ids for step in greedy_steps(model, encoded, limit, head_mask=head_mask)]
     out = torch.stack(steps, dim=1).tolist()  # (B, n)
     return [_strip(row, model.config.eos_id) for row in out]
 
@@ -106,8 +110,8 @@ class Hypothesis:
 
 
 @torch.inference_mode()
-def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit: int,
-                    length_penalty: float = 1.0) -> list[list[Hypothesis]]:
+def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit: int, length_penalty: float = 1.0,
+                    head_mask: HeadMask | None = None) -> list[list[Hypothesis]]:
     """Beam search over an encoded (B, S) batch: per sentence, its finished hypotheses best first.
 
     A sentence stops when it has `beam_size` hypotheses that chose EOS. At the length limit, by the config's
@@ -127,7 +131,8 @@ def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit:
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     done = [False] * B
     for t in range(limit):
-        logp = _suppress(model.decode(tokens, encoded, cache).logits[:, -1].float().log_softmax(-1), model)  # (B*K, V)
+        logits = model.decode(tokens, encoded, cache, head_mask=head_mask).logits[:, -1]
+        logp = _suppress(logits.float().log_softmax(-1), model)  # (B*K, V)
         last = t == limit - 1
         V = logp.size(-1)
         candidates = (beam_scores[:, :, None] + logp.view(B, K, V)).view(B, K * V)  # (B, K*V)
@@ -173,7 +178,8 @@ def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit:
 
 @torch.inference_mode()
 def beam_search(model: Transformer, src_ids: Tensor, beam_size: int, max_new_tokens: int | None = None,
-                length_penalty: float = 1.0) -> list[list[Hypothesis]]:
+                length_penalty: float = 1.0, head_mask: HeadMask | None = None) -> list[list[Hypothesis]]:
     """Beam search over a (B, S) batch of source ids (see `beam_hypotheses`)."""
     limit = output_limit(model, src_ids.size(1), max_new_tokens)
-    return beam_hypotheses(model, model.encode(src_ids), beam_size, limit, length_penalty)
+    return beam_hypotheses(model, model.encode(src_ids, head_mask=head_mask), beam_size, limit, length_penalty,
+                           head_mask)

@@ -14,6 +14,7 @@ from . import checkpoint as ckpt
 from .config import EOS_ID
 from .data import pad
 from .device import pick_device
+from .head_mask import HeadMask
 from .kinds import KINDS, by_name
 from .model import Encoded, Transformer
 from .search import beam_hypotheses, beam_search, cut_by_limit, greedy, greedy_steps, output_limit
@@ -61,6 +62,7 @@ class DecodingSettings:
     stopped: bool = False  # a stop request ended greedy decoding before EOS or the limit
     candidate: int | None = None  # "beam candidate": which one (from 1)
     direction: str | None = None  # the app's direction key (anatomy.engine tags its traces)
+    heads_off: str = ""  # the heads a HeadMask switched off, in its link form (cross:1.2,encoder:1.3)
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
@@ -223,40 +225,47 @@ class Translator:
         return ids, notices
 
     def settings(self, mode: str, top_k: int, beam_size: int | None = None, max_new_tokens: int | None = None,
-                 length_penalty: float | None = None) -> DecodingSettings:
+                 length_penalty: float | None = None, head_mask: HeadMask | None = None) -> DecodingSettings:
         """A trace's `settings`: how it was made, on this translator's device."""
-        return DecodingSettings(mode, top_k, str(self.device), beam_size, max_new_tokens, length_penalty)
+        return DecodingSettings(mode, top_k, str(self.device), beam_size, max_new_tokens, length_penalty,
+                                heads_off="" if head_mask is None else str(head_mask))
 
-    def _encode(self, ids: list[int]) -> Encoded:
+    def _mask(self, head_mask: HeadMask | None) -> HeadMask | None:
+        return None if head_mask is None else head_mask.to(self.device)
+
+    def _encode(self, ids: list[int], head_mask: HeadMask | None = None) -> Encoded:
         """The encoder pass of one sentence, with its attention."""
-        return self.model.encode(torch.tensor([ids], device=self.device), need_weights=True)
+        return self.model.encode(torch.tensor([ids], device=self.device), need_weights=True, head_mask=head_mask)
 
     @torch.inference_mode()
     def stream(self, text: str, beam_size: int = 1, max_new_tokens: int | None = None, length_penalty: float = 1.0,
-               top_k: int = 5, stop: Callable[[], bool] | None = None) -> Iterator[Step | Trace]:
+               top_k: int = 5, stop: Callable[[], bool] | None = None,
+               head_mask: HeadMask | None = None) -> Iterator[Step | Trace]:
         """Translate `text`; the last item is the finished Trace.
 
         Greedy decoding (beam_size 1) first yields each Step as soon as it exists, and builds the Trace from
         those steps. When `stop()` turns true between two steps, decoding ends there and the Trace holds the
         pieces so far (`settings.stopped`). Beam search yields only the Trace, whose attention is one
         teacher-forced decoder pass over the best hypothesis. Either way the encoder runs once. Inference mode
-        holds only while the generator computes: it may be resumed on another thread (Gradio does).
+        holds only while the generator computes: it may be resumed on another thread (Gradio does). A head mask
+        ((layers, heads) gates) switches heads off in every pass.
         """
         src, notices = self.encode_source(text)
         limit = output_limit(self.model, len(src), max_new_tokens)
+        head_mask = self._mask(head_mask)
         settings = self.settings("greedy" if beam_size == 1 else "beam", top_k, beam_size=beam_size,
-                                 max_new_tokens=limit, length_penalty=length_penalty)
-        encoded = self._encode(src)
+                                 max_new_tokens=limit, length_penalty=length_penalty, head_mask=head_mask)
+        encoded = self._encode(src, head_mask)
         if beam_size > 1:
-            hyps = beam_hypotheses(self.model, encoded, beam_size, limit, length_penalty)[0]
-            trace = self._forced(src, hyps[0].ids, encoded, top_k, settings, notices)
+            hyps = beam_hypotheses(self.model, encoded, beam_size, limit, length_penalty, head_mask)[0]
+            trace = self._forced(src, hyps[0].ids, encoded, top_k, settings, notices, head_mask)
             trace.candidates = [Candidate(self.tokenizer.decode(h.ids),
                                           self.tokenizer.pieces(i for i in h.ids if i != self.config.eos_id),
                                           h.score, h.log_prob, h.ids, self.config.eos_id) for h in hyps]
             yield trace
             return
         steps = []
-        for step in self._greedy_steps(encoded, limit, top_k):
+        for step in self._greedy_steps(encoded, limit, top_k, head_mask):
             steps.append(step)
             yield step
             if stop is not None and step.token_id != self.config.eos_id and stop():
@@ -265,14 +274,14 @@ class Translator:
         yield self._trace_from_steps(src, encoded, steps, settings, notices)
 
     def translate(self, text: str, beam_size: int = 1, max_new_tokens: int | None = None,
-                  length_penalty: float = 1.0, top_k: int = 5) -> Trace:
+                  length_penalty: float = 1.0, top_k: int = 5, head_mask: HeadMask | None = None) -> Trace:
         """The Trace of `text`: the last item of `stream`."""
-        *_, trace = self.stream(text, beam_size, max_new_tokens, length_penalty, top_k)
+        *_, trace = self.stream(text, beam_size, max_new_tokens, length_penalty, top_k, head_mask=head_mask)
         return trace
 
-    def _greedy_steps(self, encoded: Encoded, limit: int, top_k: int) -> Iterator[Step]:
+    def _greedy_steps(self, encoded: Encoded, limit: int, top_k: int, head_mask: HeadMask | None) -> Iterator[Step]:
         ids = []
-        for s in greedy_steps(self.model, encoded, limit, need_weights=True):
+        for s in greedy_steps(self.model, encoded, limit, need_weights=True, head_mask=head_mask):
             token_id = int(s.ids[0])
             ids.append(token_id)
             probs = s.logits[0].softmax(-1)  # (V,)
@@ -294,10 +303,10 @@ class Translator:
                            settings, notices)
 
     def _forced(self, src: list[int], output_ids: list[int], encoded: Encoded, top_k: int,
-                settings: DecodingSettings, notices: list[str]) -> Trace:
+                settings: DecodingSettings, notices: list[str], head_mask: HeadMask | None = None) -> Trace:
         """One teacher-forced decoder pass that reads `output_ids` as the decoder produced them."""
         target_in = torch.tensor([_decoder_input(output_ids, self.config.decoder_start_id)], device=self.device)
-        out = self.model.decode(target_in, encoded, need_weights=True)
+        out = self.model.decode(target_in, encoded, need_weights=True, head_mask=head_mask)
         probs = out.logits[0].float().softmax(-1)  # (T, V)
         return self._trace(src, output_ids, encoded, _stack(out.self_attn), _stack(out.cross_attn),
                            _top_k(probs, top_k, self.tokenizer), settings, notices)
@@ -313,44 +322,59 @@ class Translator:
                      eos_id=self.config.eos_id)
 
     @torch.inference_mode()
-    def force(self, text: str, target_text: str, top_k: int = 5) -> Trace:
+    def force(self, text: str, target_text: str, top_k: int = 5, head_mask: HeadMask | None = None) -> Trace:
         """Teacher-forced pass over a given translation: its attention and what the model expected."""
         src, notices = self.encode_source(text)
         output = self.tokenizer.encode_target(target_text)[:self.config.max_len - 1] + [self.config.eos_id]
-        return self._forced(src, output, self._encode(src), top_k, self.settings("forced", top_k), notices)
+        head_mask = self._mask(head_mask)
+        return self._forced(src, output, self._encode(src, head_mask), top_k,
+                            self.settings("forced", top_k, head_mask=head_mask), notices, head_mask)
 
     @torch.inference_mode()
     def force_output(self, source_ids: Sequence[int], output_ids: Sequence[int], top_k: int = 5,
-                     mode: str = "forced") -> Trace:
+                     mode: str = "forced", head_mask: HeadMask | None = None) -> Trace:
         """Teacher-forced pass over output ids as a decoder produced them (a Trace's or Candidate's `ids`,
         EOS included when it was chosen), e.g. another model's output read by this one."""
-        src = list(source_ids)
-        return self._forced(src, list(output_ids), self._encode(src), top_k, self.settings(mode, top_k), [])
+        src, head_mask = list(source_ids), self._mask(head_mask)
+        return self._forced(src, list(output_ids), self._encode(src, head_mask), top_k,
+                            self.settings(mode, top_k, head_mask=head_mask), [], head_mask)
 
     @torch.inference_mode()
-    def inspect_candidate(self, trace: Trace, index: int, top_k: int | None = None) -> Trace:
+    def log_probs(self, source_ids: Sequence[int], output_ids: Sequence[int],
+                  head_mask: HeadMask | None = None) -> np.ndarray:
+        """log p(output_ids[t] | source, output_ids[:t]) for each t, teacher-forced (float64, one per output id)."""
+        src = torch.tensor([list(source_ids)], device=self.device)
+        target_in = torch.tensor([_decoder_input(list(output_ids), self.config.decoder_start_id)], device=self.device)
+        logits = self.model(src, target_in, self._mask(head_mask))[0].double()  # (T, V)
+        return logits.log_softmax(-1).gather(-1, torch.tensor(list(output_ids), device=self.device)[:, None])[:, 0] \
+            .cpu().numpy()
+
+    @torch.inference_mode()
+    def inspect_candidate(self, trace: Trace, index: int, top_k: int | None = None,
+                          head_mask: HeadMask | None = None) -> Trace:
         """The Trace of beam candidate `index` of `trace`, with the same candidates, settings and notices."""
         settings = replace(trace.settings, mode="beam candidate", candidate=index + 1,
                            top_k=trace.settings.top_k if top_k is None else top_k)
-        src = list(trace.source_ids)
-        new = self._forced(src, list(trace.candidates[index].ids), self._encode(src), settings.top_k, settings,
-                           list(trace.notices))
+        src, head_mask = list(trace.source_ids), self._mask(head_mask)
+        new = self._forced(src, list(trace.candidates[index].ids), self._encode(src, head_mask), settings.top_k,
+                           settings, list(trace.notices), head_mask)
         new.candidates = trace.candidates
         return new
 
     @torch.inference_mode()
-    def head_vectors(self, trace: Trace, kind: str, layer: int) -> HeadVectors:
+    def head_vectors(self, trace: Trace, kind: str, layer: int, head_mask: HeadMask | None = None) -> HeadVectors:
         """The per-head q, k, v of `kind` in layer `layer` (from 1) of a teacher-forced pass over the trace's ids:
         the numbers behind its attention maps, from the model's own modules."""
         src = torch.tensor([list(trace.source_ids)], device=self.device)
         tgt = torch.tensor([_decoder_input(list(trace.output_ids), self.config.decoder_start_id)], device=self.device)
-        got = self.model.attention_inputs(src, tgt, kind, layer - 1)
+        got = self.model.attention_inputs(src, tgt, kind, layer - 1, self._mask(head_mask))
         q, k, v, weights, heads = (t[0].float().cpu().numpy() for t in (got.q, got.k, got.v, got.weights, got.heads))
         visible = np.ones(weights.shape[1:], dtype=bool) if got.mask is None else got.mask.cpu().numpy()
         return HeadVectors(kind, layer, q, k, v, visible, weights, heads)
 
     def translate_batch(self, texts: list[str], beam_size: int = 1, max_new_tokens: int | None = None,
-                        length_penalty: float = 1.0, batch_size: int = 64) -> list[str]:
+                        length_penalty: float = 1.0, batch_size: int = 64,
+                        head_mask: HeadMask | None = None) -> list[str]:
         """Plain translations of many sentences (no attention), batched by length."""
         srcs = [self.encode_source(t)[0] for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(srcs[i]))
@@ -361,10 +385,10 @@ class Translator:
                 continue
             src = pad([srcs[i] for i in idx], self.config.pad_id).to(self.device)
             if beam_size == 1:
-                outs = greedy(self.model, src, max_new_tokens)
+                outs = greedy(self.model, src, max_new_tokens, self._mask(head_mask))
             else:
                 outs = [hyps[0].ids for hyps in beam_search(self.model, src, beam_size, max_new_tokens,
-                                                            length_penalty)]
+                                                            length_penalty, self._mask(head_mask))]
             for i, ids in zip(idx, outs):
                 results[i] = self.tokenizer.decode(ids)
         return results

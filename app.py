@@ -4,10 +4,10 @@
 
 Models: every checkpoint folder under checkpoints/ (or $ANATOMY_CHECKPOINT_DIR), plus the Hub checkpoints in
 $ANATOMY_HUB_MODELS (comma-separated hf://owner/name); see anatomy/registry.py for their keys and labels. A folder
-that cannot be loaded is skipped with a visible notice; with no usable checkpoint at all, a random-init model of
-the same shape keeps the app usable, labelled "untrained". $ANATOMY_THREADS sets torch's CPU threads (default 1),
-$ANATOMY_QUEUE_SIZE the requests that may wait (64), $ANATOMY_TRACE_RETENTION how long trace downloads are kept
-(900 s).
+that cannot be loaded is skipped with a notice (on the page and in the log); with no usable checkpoint at all, a
+random-init model of the same shape keeps the app usable, labelled "untrained". $ANATOMY_THREADS sets torch's CPU
+threads (default 1), $ANATOMY_QUEUE_SIZE the requests that may wait (64), $ANATOMY_TRACE_RETENTION how long trace
+downloads are kept (900 s).
 
 The app: anatomy/ (models, inputs, figures of a trace; no Gradio), ui/ (layout, handlers, wiring), viz/ (figures).
 """

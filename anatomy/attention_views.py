@@ -16,12 +16,14 @@ from transformer import HeadVectors, Trace
 from transformer.kinds import CROSS, DECODER, ENCODER, AttentionKind, by_name
 
 from .inputs import MEAN_HEAD, PAGE_KINDS, View
-from .views import Arrays, arrays, name, steps, without_special
+from .views import Arrays, arrays, name, off_in, steps, without_special
 
 # Axis titles by the side that a kind's queries or keys come from (AttentionKind.queries, .keys).
 QUERY_TITLES = {"source": "query: source piece", "target": "query: decoder position (read ▸ produced)"}
 KEY_TITLES = {"source": "key: source piece", "target": "key: decoder input piece (read)"}
 HIDE_TITLE = " · special tokens hidden, rows renormalised"
+# The step panels' bar colours (viridis's): cross-attention, decoder self-attention.
+STEP_COLORS: dict[AttentionKind, str] = {CROSS: "#3b528b", DECODER: "#21918c"}
 
 
 def stepped(kind: AttentionKind) -> bool:
@@ -95,28 +97,62 @@ def _empty_note(hidden, queries, special_hidden: bool) -> str | None:
     return f"row {', '.join(empty)}: sees only hidden special tokens (empty) · grey: hidden"
 
 
+@dataclass(frozen=True)
+class Shown:
+    """One layer's head (or the mean of its heads) of one kind, as the large view's heatmap shows it."""
+
+    weights: np.ndarray  # (queries, keys): per piece, or per word when merging
+    queries: list  # labels: pieces, words, or (read, produced) pairs of them
+    keys: list
+    hidden: np.ndarray | None  # (queries, keys): cells a mask hides
+    rows: list[int]  # the trace's row of each piece row (hiding special tokens drops some)
+    caption: str  # "layer 3, mean of 4 heads"
+
+
+def matrix(trace: Trace, view: View) -> Shown:
+    """The weights, labels and hidden cells of the view's kind, layer and head, with its words, ▁ and special
+    tokens applied."""
+    a = arrays(trace, view.kind, view.hide)
+    weights, caption = pick(a.weights, view.layer, view.head)
+    return Shown(*_shown(a, weights, view.merge, view.plain), a.rows, caption)
+
+
+def view_title(view: View, caption: str) -> str:
+    """What a view of one layer's head shows: "Cross-attention · layer 3, mean of 4 heads · words"."""
+    return f"{name(view.kind)} · {caption}" + (" · words" if view.merge else "") + (HIDE_TITLE if view.hide else "")
+
+
 def heatmap(trace: Trace, view: View, prefix_title: str = "") -> go.Figure:
     """The large view: one layer's head (or mean) of one kind; the chosen step framed."""
     kind = by_name(view.kind)
-    a = arrays(trace, view.kind, view.hide)
-    matrix, caption = pick(a.weights, view.layer, view.head)
-    matrix, q, k, hidden = _shown(a, matrix, view.merge, view.plain)
+    shown = matrix(trace, view)
     highlight = None
     if stepped(kind) and not view.merge and steps(trace):
         t = min(view.step or steps(trace), steps(trace)) - 1
-        highlight = a.rows.index(t) if t in a.rows else None
-    title = (f"{prefix_title}: " if prefix_title else "") + f"{name(view.kind)} · {caption}" + (
-        " · words" if view.merge else "") + (HIDE_TITLE if view.hide else "")
-    return viz.attention_heatmap(matrix, q, k, query_title=QUERY_TITLES[kind.queries],
-                                 key_title=KEY_TITLES[kind.keys], hidden=hidden, highlight_row=highlight, title=title,
-                                 note=_empty_note(hidden, q, view.hide))
+        highlight = shown.rows.index(t) if t in shown.rows else None
+    q = shown.queries
+    return viz.attention_heatmap(shown.weights, q, shown.keys, query_title=QUERY_TITLES[kind.queries],
+                                 key_title=KEY_TITLES[kind.keys], hidden=shown.hidden, highlight_row=highlight,
+                                 title=(f"{prefix_title}: " if prefix_title else "") + view_title(view, shown.caption)
+                                 + off_note(trace, view),
+                                 note=_empty_note(shown.hidden, q, view.hide))
 
 
 def grid(trace: Trace, view: View) -> go.Figure:
     a = arrays(trace, view.kind, view.hide)
     w, q, k, hidden = _shown(a, a.weights, view.merge, view.plain)
     return viz.attention_grid(w, q, k, hidden=hidden, title=f"{name(view.kind)}: every layer × head" + (
-        HIDE_TITLE if view.hide else ""))
+        HIDE_TITLE if view.hide else ""), off=off_in(trace.settings.heads_off, view.kind), click_kind=view.kind)
+
+
+def off_note(trace: Trace, view: View) -> str:
+    """What a view of one layer's head (or mean) should say about heads switched off there: " · head 2 off"."""
+    off = sorted(h for l, h in off_in(trace.settings.heads_off, view.kind) if l == view.layer)
+    if not off:
+        return ""
+    if view.head != MEAN_HEAD:
+        return " · this head is switched OFF" if int(view.head) in off else ""
+    return f" · head{'s' if len(off) > 1 else ''} {', '.join(map(str, off))} off" 
 
 
 def lines(trace: Trace, view: View) -> go.Figure:
@@ -195,6 +231,36 @@ def walk_figure(w: Walk, view: View) -> go.Figure:
                                   f"{viz.query_label(query)}: softmax(q·kᵀ / √{d_k}) · V, step by step")
 
 
+@dataclass(frozen=True)
+class StepRow:
+    """One decoding step's attention row of one decoder kind, as its step panel shows it."""
+
+    weights: np.ndarray  # (keys,): per piece, or per word when merging
+    keys: list[str]  # the source, or the pieces read up to this step; special ones left out when hidden
+    query: tuple[str, str]  # (read, produced)
+    caption: str  # "layer 3, mean of 4 heads"
+
+
+def step_row(trace: Trace, view: View, kind: AttentionKind, t: int) -> StepRow:
+    """Row t (from 0) of a kind whose queries are decoding steps (cross-attention, decoder self-attention) over the
+    keys it may see, with the view's layer, head, words, ▁ and special tokens."""
+    if not stepped(kind):
+        raise ValueError(f"{kind.label} has no row per decoding step")
+    maps = trace.attention(kind.name)
+    keys = list(maps.keys[:t + 1] if kind.causal else maps.keys)
+    row, caption = pick(maps.weights[:, :, t, :len(keys)], view.layer, view.head)
+    if view.hide:
+        row, keys = without_special(row, keys)
+    if view.merge:
+        groups = viz.word_groups(keys)
+        row = np.array([row[g].sum() for g in groups], dtype=np.float32)
+        keys = [viz.word_text(keys, g) for g in groups]
+    elif view.plain:
+        keys = viz.plain_labels(keys)
+    query = (trace.target_tokens[t], trace.output_tokens[t])
+    return StepRow(row, keys, viz.plain_labels([query])[0] if view.plain else query, caption)
+
+
 def step_figures(trace: Trace, view: View) -> tuple[go.Figure, go.Figure, go.Figure]:
     """Decoding step t (view.step, from 1; the last when unset): its cross-attention row over the source, its
     masked self-attention row over the pieces read so far, and its top-k next pieces."""
@@ -203,31 +269,18 @@ def step_figures(trace: Trace, view: View) -> tuple[go.Figure, go.Figure, go.Fig
         empty = viz.empty_figure("No decoding step", 300)
         return empty, empty, empty
     t = min(view.step or T, T) - 1
-    cross, caption = pick(trace.cross_attn[:, :, t], view.layer, view.head)
-    selfw, _ = pick(trace.decoder_self_attn[:, :, t, :t + 1], view.layer, view.head)
-    src, tgt = list(trace.source_tokens), list(trace.target_tokens[:t + 1])
-    if view.hide:
-        cross, src = without_special(cross, src)
-        selfw, tgt = without_special(selfw, tgt)
-    if view.merge:
-        sg, tg = viz.word_groups(src), viz.word_groups(tgt)
-        cross = np.array([cross[g].sum() for g in sg], dtype=np.float32)
-        selfw = np.array([selfw[g].sum() for g in tg], dtype=np.float32)
-        src, tgt = [viz.word_text(src, g) for g in sg], [viz.word_text(tgt, g) for g in tg]
-    elif view.plain:
-        src, tgt = viz.plain_labels(src), viz.plain_labels(tgt)
-    query = (trace.target_tokens[t], trace.output_tokens[t])
-    if view.plain:
-        query = viz.plain_labels([query])[0]
+    cross, selfw = step_row(trace, view, CROSS, t), step_row(trace, view, DECODER, t)
     top_k = trace.top_k[t] if t < len(trace.top_k) else []
     produced = viz.plain_label(trace.output_tokens[t]) if view.plain else trace.output_tokens[t]
     hidden = " · special tokens hidden" if view.hide else ""
-    titles = [f"Step {t + 1} · {kind.label} ({caption}){hidden}" for kind in (CROSS, DECODER)]
-    return (viz.attention_row(cross, src, query=query, key_title=KEY_TITLES[CROSS.keys], title=titles[0])
-            if src else viz.empty_figure(f"{titles[0]}: no key left to see", 300),
-            viz.attention_row(selfw, tgt, query=query, key_title=KEY_TITLES[DECODER.keys], color="#21918c",
-                              title=titles[1])
-            if tgt else viz.empty_figure(f"{titles[1]}: this step sees only <s>, which is hidden (empty row)", 300),
+    titles = [f"Step {t + 1} · {kind.label} ({cross.caption}){hidden}" for kind in (CROSS, DECODER)]
+    return (viz.attention_row(cross.weights, cross.keys, query=cross.query, key_title=KEY_TITLES[CROSS.keys],
+                              color=STEP_COLORS[CROSS], title=titles[0])
+            if cross.keys else viz.empty_figure(f"{titles[0]}: no key left to see", 300),
+            viz.attention_row(selfw.weights, selfw.keys, query=selfw.query, key_title=KEY_TITLES[DECODER.keys],
+                              color=STEP_COLORS[DECODER], title=titles[1])
+            if selfw.keys else viz.empty_figure(f"{titles[1]}: this step sees only <s>, which is hidden (empty row)",
+                                                300),
             viz.topk_bars([c.token for c in top_k], [c.prob for c in top_k], chosen=produced,
                           title=f"Step {t + 1}: next-piece probabilities → {viz.label(produced)}"))
 

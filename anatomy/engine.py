@@ -10,10 +10,12 @@ from typing import Callable, Iterator
 
 import torch
 
-from transformer import HeadVectors, Step, Trace, Translator
+from transformer import HeadMask, HeadVectors, Step, Trace, Translator
 from transformer.checkpoint import Checkpoint
+from transformer.heads import SentenceImportance, sentence_importance
 
 from .inputs import Request
+from .run import Ablation
 
 
 def load(source: str) -> Translator:
@@ -33,23 +35,44 @@ def _tagged(trace: Trace, request: Request) -> Trace:
     return dataclasses.replace(trace, settings=dataclasses.replace(trace.settings, direction=request.key))
 
 
+def head_mask(translator: Translator, request: Request) -> HeadMask | None:
+    """The request's heads switched off (its `heads_off`, already checked against this model); None when none."""
+    return HeadMask.parse(request.heads_off, translator.config) if request.heads_off else None
+
+
 def translate(translator: Translator, request: Request) -> Trace:
     """The whole trace of a request: greedy (beam 1) or beam search with its candidates."""
     return _tagged(translator.translate(request.text, beam_size=request.beam, max_new_tokens=request.max_new,
-                                        length_penalty=request.length_penalty, top_k=request.top_k), request)
+                                        length_penalty=request.length_penalty, top_k=request.top_k,
+                                        head_mask=head_mask(translator, request)), request)
+
+
+def ablation(translator: Translator, request: Request, original: Trace) -> Ablation:
+    """What switching the request's heads off does to `original`, the same request with every head on: the
+    log-probability of each of its output pieces with every head on and with the heads off (teacher-forced)."""
+    source, output = original.source_ids, original.output_ids
+    return Ablation(original, translator.log_probs(source, output),
+                    translator.log_probs(source, output, head_mask(translator, request)))
+
+
+def importance(translator: Translator, trace: Trace) -> SentenceImportance:
+    """How much the trace's translation needs each head of the model that made it (transformer.heads)."""
+    return sentence_importance(translator, trace)
 
 
 def stream(translator: Translator, request: Request, stopped: Callable[[], bool]) -> Iterator[Step | Trace]:
     """Greedy decoding, one Step per piece as soon as it exists; the last item is the finished Trace of the same
     pass. When `stopped()` turns true between two pieces, decoding ends there and the Trace holds the pieces so
     far (`settings.stopped`)."""
-    for item in translator.stream(request.text, max_new_tokens=request.max_new, top_k=request.top_k, stop=stopped):
+    for item in translator.stream(request.text, max_new_tokens=request.max_new, top_k=request.top_k, stop=stopped,
+                                  head_mask=head_mask(translator, request)):
         yield _tagged(item, request) if isinstance(item, Trace) else item
 
 
 def force(translator: Translator, request: Request, target: str) -> Trace:
     """Teacher-forced pass over a given translation."""
-    return _tagged(translator.force(request.text, target, top_k=request.top_k), request)
+    return _tagged(translator.force(request.text, target, top_k=request.top_k,
+                                    head_mask=head_mask(translator, request)), request)
 
 
 def candidate(translator: Translator, trace: Trace, row: int) -> Trace:

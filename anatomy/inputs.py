@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from transformer.checkpoint import Decoding
+from transformer.config import ModelConfig
+from transformer.head_mask import HeadMask
 from transformer.kinds import CROSS, DECODER, ENCODER
 
 MAX_CHARS = 500
@@ -21,7 +23,13 @@ MAX_NEW_TOKENS = 200
 MAX_TOP_K = 10
 MAX_SLOW = 2.0  # seconds per piece in slow motion
 MAX_LP = 3.0
+MAX_HEADS_OFF = 1000  # items of a heads-off list read (opus-mt base has 144 heads)
 MAX_LAYERS = 64  # views clamp layers and heads to the model's own counts later (View.fit)
+MAX_STEPS = 10_000  # decoding steps and source pieces a link may name; views clamp them to the trace's own
+# Characters of a link's query string read as they are, far more than build_link writes (500 characters of text
+# are at most 6k, %-encoded); Gradio fails on a whole URL over 64k (httpx.InvalidURL), so longer ones are shortened
+# first (shorten_query).
+MAX_QUERY = 16_384
 MEAN_HEAD = "mean"
 PAGE_KINDS = (CROSS, ENCODER, DECODER)  # the attention kinds, in the order the page lists them
 DISPLAYS = ("heatmap", "lines", "walk")  # how the large view draws one kind: a matrix, lines, one query's softmax
@@ -37,7 +45,10 @@ def clean_text(text, what: str = "the text") -> tuple[str, list[str]]:
     text = text if isinstance(text, str) else ""
     notices = []
     clean = _ANSI.sub("", text)
-    clean = "".join(ch if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf") else " " for ch in clean)
+    # A control character (Cc) may stand between two words; a format character (Cf: zero-width joiners, soft
+    # hyphens, direction marks) sits inside a word, which a space would split.
+    clean = "".join(ch if ch.isspace() or unicodedata.category(ch) != "Cc" else " " for ch in clean
+                    if unicodedata.category(ch) != "Cf")
     if clean != text:
         notices.append(f"Control characters and terminal escape codes were removed from {what}.")
     clean = " ".join(clean.split())
@@ -93,6 +104,7 @@ class Request:
     length_penalty: float = 1.0
     slow: float = 0.0  # seconds per piece of a slow-motion replay; 0: none
     notices: tuple[str, ...] = ()  # what clean_text changed
+    heads_off: str = ""  # the heads switched off, in HeadMask's link form (checked by `heads_off`); "": none
 
 
 def page_request(key: str, text, beam, max_new, device, top_k, length_penalty, slow) -> tuple[Request, list[str]]:
@@ -111,17 +123,42 @@ def _show(value) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
+def heads_off(value, config: ModelConfig) -> tuple[str, list[str]]:
+    """Heads to switch off, as a link or the API give them (HeadMask's link form, `cross:1.2,encoder:1.3`) or the
+    page's checkboxes (a list of its items), checked against the model: its link form, and a notice naming the items
+    that were ignored (not a head of this model, or malformed)."""
+    if value is None or value == "":
+        return "", []
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        items = list(value)
+    elif isinstance(value, str):
+        items = value.split(",")
+    else:
+        return "", [f"heads_off must be a string such as 'cross:1.2,encoder:1.3', got {_show(value)}: every head "
+                    "was left on."]
+    mask, bad = HeadMask.ones(config), []
+    for item in filter(None, (i.strip() for i in items[:MAX_HEADS_OFF])):
+        try:
+            for head in HeadMask.parse(item, config).heads_off():
+                mask = mask.off(head.kind, head.layer, head.head)
+        except ValueError as err:
+            bad.append(str(err))
+    notices = [f"Some heads to switch off were ignored: {'; '.join(bad[:3])}."] if bad else []
+    if len(items) > MAX_HEADS_OFF:
+        notices.append(f"Only the first {MAX_HEADS_OFF} heads to switch off were read.")
+    return str(mask), notices
+
+
 def api_int(name: str, value, hi: int, automatic: bool = False) -> tuple[int | None, str]:
-    """An API argument as an integer in [1, hi], or None and the notice that says why not. Integers, integral
-    floats and strings of an integer are read; None means the default where `automatic` allows it."""
+    """An API argument as an integer in [1, hi], or None and the notice that says why not. Only JSON numbers
+    without a fraction are read (5, 5.0; not "5", not 2.5): one rule, whatever the client's language; None
+    means the default where `automatic` allows it."""
     if value is None and automatic:
         return None, ""
     number = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,12}\s*", value):
         number = int(value)
     none = " (or null for the default)" if automatic else ""
     if number is None:
@@ -131,15 +168,22 @@ def api_int(name: str, value, hi: int, automatic: bool = False) -> tuple[int | N
     return number, ""
 
 
-def api_request(text, direction, beam_size, max_new_tokens, decodings: Mapping[str, Decoding]
-                ) -> tuple[Request | None, str]:
+def api_request(text, direction, beam_size, max_new_tokens, decodings: Mapping[str, Decoding],
+                skipped: Mapping[str, str] | None = None) -> tuple[Request | None, str]:
     """The /translate arguments (any JSON values) as a Request, or None and the notice that says why not.
-    `decodings`: each model key's own decoding, which a null beam_size and the length penalty take."""
+    `decodings`: each model key's own decoding, which a null beam_size and the length penalty take; `skipped`:
+    why each model that could not be loaded was skipped, by the name a caller would give it."""
+    if not isinstance(text, str):
+        return None, f"text must be a string, got {_show(text)}."
     clean, notices = clean_text(text)
     if not clean:
         return None, " ".join(notices + ["Nothing to translate: text is empty."])
+    available = f"available: {', '.join(decodings)}."
     if not isinstance(direction, str) or direction not in decodings:
-        return None, f"Unknown direction {_show(direction)}; available: {', '.join(decodings)}."
+        if isinstance(direction, str) and direction in (skipped or {}):
+            return None, f"The model {direction!r} was skipped, it could not be loaded: {skipped[direction]} " \
+                         f"Directions {available}"
+        return None, f"Unknown direction {_show(direction)}; {available}"
     beam, problem = api_int("beam_size", beam_size, MAX_BEAM, automatic=True)
     limit, problem_max = api_int("max_new_tokens", max_new_tokens, MAX_NEW_TOKENS, automatic=True)
     if problem or problem_max:
@@ -172,8 +216,8 @@ class View:
             head = MEAN_HEAD
         kind = kind if any(kind == k.name for k in PAGE_KINDS) else CROSS.name
         return cls(kind, to_int(layer, 1, MAX_LAYERS, MAX_LAYERS), head, to_flag(merge),
-                   to_int(step, 1, 10_000, 0) or None, to_flag(plain), to_flag(hide),
-                   display if display in DISPLAYS else DISPLAYS[0], to_int(query, 1, 10_000, 1))
+                   to_int(step, 1, MAX_STEPS, 0) or None, to_flag(plain), to_flag(hide),
+                   display if display in DISPLAYS else DISPLAYS[0], to_int(query, 1, MAX_STEPS, 1))
 
     def fit(self, layers: int, heads: int, steps: int) -> "View":
         """Clamped to a trace's layers, heads and steps (the step filled in: the last one when unset)."""
@@ -194,6 +238,7 @@ class Link:
     view: View = field(default_factory=View)
     presenter: bool | None = None  # None: leave the page's setting
     notices: tuple[str, ...] = ()  # what clean_text changed in the text
+    off: str = ""  # the heads to switch off as the link gives them (unchecked: `heads_off` checks them)
 
     def decoded_as(self, own: Decoding) -> Link:
         """The settings the link leaves out taken from its model's own decoding."""
@@ -213,17 +258,60 @@ def build_link(request: Request, view: View) -> str:
     if view.display != DISPLAYS[0]:
         params["display"] = view.display
         params["query"] = view.query
-    return "?" + urllib.parse.urlencode(params)
+    # HeadMask's link form is made of characters a query may hold as they are: readable in the address bar
+    off = f"&off={request.heads_off}" if request.heads_off else ""
+    return "?" + urllib.parse.urlencode(params) + off
+
+
+# A link's numbers and their ranges (max 0: automatic); a number outside is clamped, with a notice.
+LINK_RANGES = {"beam": (1, MAX_BEAM), "max": (0, MAX_NEW_TOKENS), "lp": (0, MAX_LP), "layer": (1, MAX_LAYERS),
+               "step": (1, MAX_STEPS), "query": (1, MAX_STEPS)}
+SHORTENED = "shortened"  # the parameter shorten_query adds, so that the shortened link says so
+
+
+def shorten_query(query: str) -> str | None:
+    """A query string over MAX_QUERY characters made short enough, with SHORTENED set: its text cleaned and cut
+    (clean_text), then the other parameters while they fit (last value wins, as in parse_link). None when the query
+    is short enough as it is."""
+    if len(query) <= MAX_QUERY:
+        return None
+    params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    short = [urllib.parse.urlencode({SHORTENED: 1, "text": clean_text(params.pop("text", ""))[0]})]
+    size = len(short[0])
+    for name, value in params.items():
+        pair = urllib.parse.urlencode({name: value})
+        if size + 1 + len(pair) <= MAX_QUERY and name != SHORTENED:
+            short.append(pair)
+            size += 1 + len(pair)
+    return "&".join(short)
+
+
+def _out_of_range(q: Mapping[str, str]) -> list[str]:
+    """The notice for a link's numbers outside their ranges (an unreadable one is not a number: it just falls back
+    to the default)."""
+    outside = []
+    for name, (lo, hi) in LINK_RANGES.items():
+        number = _finite(q.get(name))
+        if number is not None and not lo <= number <= hi:
+            shown = q[name].strip()
+            outside.append(f"{name}={shown if len(shown) <= 20 else shown[:19] + '…'} (allowed: {lo:g} to {hi:g})")
+    return [f"Out of range in the link, so the nearest allowed value was used: {', '.join(outside)}."] \
+        if outside else []
 
 
 def parse_link(query: Mapping[str, str], keys) -> Link:
-    """A link's query parameters as a Link: every missing, unknown or malformed value is the default."""
+    """A link's query parameters as a Link: every missing, unknown or malformed value is the default; a number out
+    of range is clamped, and the Link's notices say so (and that the link was shortened, if it was)."""
     q = {k: v for k, v in query.items() if isinstance(v, str)}
     max_new = to_int(q.get("max"), 0, MAX_NEW_TOKENS, 0)
     text, notices = clean_text(q.get("text", ""))
+    if SHORTENED in q:
+        notices.insert(0, f"This link was longer than {MAX_QUERY:,} characters, so it was shortened (its text "
+                          f"cleaned and cut to at most {MAX_CHARS} characters).")
+    notices += _out_of_range(q)
     return Link(key=q["direction"] if q.get("direction") in keys else None, text=text, notices=tuple(notices),
                 beam=to_int(q.get("beam"), 1, MAX_BEAM, None), max_new=max_new or None,
                 length_penalty=to_float(q.get("lp"), 0.0, MAX_LP, None),
                 view=View.of(q.get("view"), q.get("layer"), q.get("head"), q.get("merge", ""), q.get("step"),
                                 hide=q.get("hide", ""), display=q.get("display"), query=q.get("query")),
-                presenter=to_flag(q["presenter"]) if "presenter" in q else None)
+                presenter=to_flag(q["presenter"]) if "presenter" in q else None, off=q.get("off", ""))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import re
 import threading
@@ -28,6 +29,7 @@ from transformer.tokenizer import Tokenizer
 from . import engine
 
 ROOT = Path(__file__).resolve().parents[1]
+log = logging.getLogger(__name__)
 
 # Examples written for this app (not taken from any test set), by source language and the checkpoint's domain.
 # The two "animal" sentences are the paper's most famous attention picture: in German the pronoun must follow
@@ -155,7 +157,9 @@ def direction_label(src: str, tgt: str) -> str:
 
 
 def shown_path(source: str) -> str:
-    """A path as notices show it: relative to the repository when inside it."""
+    """A path as notices show it: relative to the repository when inside it; an hf:// id as it is."""
+    if source.startswith("hf://"):
+        return source
     try:
         return str(Path(source).resolve().relative_to(ROOT))
     except ValueError:
@@ -227,19 +231,36 @@ def random_checkpoints(sources: list[str]) -> tuple[list[Checkpoint], str]:
     return ckpts, where
 
 
-def _load(sources: list[str]) -> tuple[list[tuple[str, Checkpoint]], list[tuple], list[str]]:
-    """(source, checkpoint), (translator, metrics, card) of each source that loads, and a notice for each other."""
-    loaded, extras, notices = [], [], []
+@dataclass(frozen=True)
+class Skipped:
+    """A source that could not be loaded, and why."""
+
+    source: str
+    reason: str
+
+    @property
+    def name(self) -> str:
+        """What a caller would name it by: its folder's name, or `name` of hf://owner/name."""
+        return source_name(self.source)
+
+    @property
+    def notice(self) -> str:
+        return f"Skipped `{shown_path(self.source)}`: {self.reason}"
+
+
+def _load(sources: list[str]) -> tuple[list[tuple[str, Checkpoint]], list[tuple], list[Skipped]]:
+    """(source, checkpoint), (translator, metrics, card) of each source that loads, and each other one skipped
+    (said in the log too: whoever runs the app may not open its page)."""
+    loaded, extras, skipped = [], [], []
     for source in sources:
         if source.startswith("hf://"):  # a download can take a while: say so in the log
             print(f"Loading {source} from the Hugging Face Hub (once per process)", flush=True)
         try:
             translator = engine.load(source)
-        except CheckpointError as err:
-            notices.append(f"Skipped `{shown_path(source)}`: {err}")
-            continue
         except Exception as err:  # a broken folder or a failed download must never take the app down
-            notices.append(f"Skipped `{shown_path(source)}`: {type(err).__name__}: {err}")
+            skipped.append(Skipped(source, str(err) if isinstance(err, CheckpointError)
+                                   else f"{type(err).__name__}: {err}"))
+            log.warning(skipped[-1].notice)
             continue
         try:
             folder = resolve(source)
@@ -247,7 +268,7 @@ def _load(sources: list[str]) -> tuple[list[tuple[str, Checkpoint]], list[tuple]
             folder = None
         loaded.append((source, translator.checkpoint))
         extras.append((translator, _read_metrics(folder), _read_card(folder)))
-    return loaded, extras, notices
+    return loaded, extras, skipped
 
 
 def _count(n: int) -> str:
@@ -280,11 +301,12 @@ def name_models(loaded: list[tuple[str, Checkpoint]]) -> list[tuple[str, str]]:
 class ModelRegistry:
     """The models the app offers, each loaded once on the CPU (and copied to CUDA when asked)."""
 
-    def __init__(self, entries: list[ModelEntry], notices: list[str]):
+    def __init__(self, entries: list[ModelEntry], notices: list[str], skipped: tuple[Skipped, ...] = ()):
         if not entries:
             raise ValueError("a registry needs at least one model")
         self.entries = {e.key: e for e in entries}  # replaced, never changed in place: readers need no lock
         self.notices = notices
+        self.skipped = skipped  # replaced too, as Hub models fail
         self.pending: list[str] = []  # Hub models still loading in the background
         self._lock = threading.Lock()
 
@@ -295,7 +317,8 @@ class ModelRegistry:
         serves its shipped models at once."""
         sources = default_sources() if sources is None else list(sources)
         later = [s for s in sources if s.startswith("hf://")] if hub_in_background else []
-        loaded, extras, notices = _load([s for s in sources if s not in later])
+        loaded, extras, skipped = _load([s for s in sources if s not in later])
+        notices = [s.notice for s in skipped]
         entries = []
         for (key, label), (source, ck), (translator, metrics, card) in zip(name_models(loaded), loaded, extras):
             entries.append(ModelEntry(key, label, source, ck, metrics=metrics, card=card,
@@ -310,7 +333,7 @@ class ModelRegistry:
                 notices.append("No trained checkpoint was found, so the app runs an **untrained model** (random "
                                f"weights, the shipped layer sizes; tokenizer from {where}): its translations are "
                                "gibberish, and the figures show the machinery, not learned behaviour.")
-        registry = cls(entries, notices)
+        registry = cls(entries, notices, tuple(skipped))
         if later:
             registry.pending = list(later)
             threading.Thread(target=registry._load_later, args=(later,), name="anatomy-hub", daemon=True).start()
@@ -318,7 +341,7 @@ class ModelRegistry:
 
     def _load_later(self, sources: list[str]) -> None:
         for source in sources:
-            loaded, extras, notices = _load([source])
+            loaded, extras, skipped = _load([source])
             with self._lock:
                 entries = dict(self.entries)
                 if loaded:
@@ -330,7 +353,8 @@ class ModelRegistry:
                     entries[key] = ModelEntry(key, label, source, loaded[0][1], metrics=metrics, card=card,
                                               _translators={"cpu": translator})
                 self.entries = entries
-                self.notices = [*self.notices, *notices]
+                self.notices = [*self.notices, *(s.notice for s in skipped)]
+                self.skipped = (*self.skipped, *skipped)
                 self.pending = [s for s in self.pending if s != source]
 
     def wait(self, timeout: float | None = None) -> bool:

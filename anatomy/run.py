@@ -3,9 +3,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from transformer import Trace
 
 from .inputs import Request
+
+
+@dataclass(frozen=True)
+class Ablation:
+    """Heads switched off, against the translation with every head on (engine.ablation)."""
+
+    original: Trace  # the same request with every head on
+    log_probs: np.ndarray  # (T,) log p of each of the original's output pieces, every head on
+    ablated_log_probs: np.ndarray  # (T,) the same pieces read with the heads off (teacher-forced)
 
 
 @dataclass(frozen=True)
@@ -21,6 +32,7 @@ class Run:
     step: int | None = None  # the decoding step to open at (a link's); None: the last
     replay: bool = False  # a slow-motion replay is still to be shown
     stop_mark: int = 0  # StopSignal.asked when it was asked for: a later Stop ends its replay
+    ablation: Ablation | None = None  # when request.heads_off switches heads off
 
 
 @dataclass

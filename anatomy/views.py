@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import viz
 from transformer import TopK, Trace
 from transformer.analysis import HIDDEN_PIECES
+from transformer.head_mask import HeadMask
 from transformer.kinds import by_name
 
 from .inputs import MEAN_HEAD, PAGE_KINDS
@@ -33,6 +34,11 @@ def name(kind: str) -> str:
 
 
 # ---- a trace and its parts ----
+
+def off_in(heads_off: str, kind: str) -> set[tuple[int, int]]:
+    """The (layer, head) pairs, from 1, of `kind` that a trace's (checked) `heads_off` switches off."""
+    return {(ref.layer, ref.head) for ref in HeadMask.refs(heads_off) if ref.kind == kind}
+
 
 def steps(trace: Trace) -> int:
     return len(trace.output_tokens)

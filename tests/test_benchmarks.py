@@ -71,6 +71,16 @@ def test_decode_quick_on_a_tiny_model(tiny_folder, copy_data, tmp_path):
 
 
 @pytest.mark.slow
+def test_animate_on_a_tiny_model(tiny_folder, tmp_path):
+    figures = run("animate", ["--checkpoint", str(tiny_folder / "tiny-de-en"), "--repeats", "1"], "module",
+                  "elsewhere", tmp_path, 120)
+    mp4 = figures.pop("mp4_s"), figures.pop("mp4_mb")
+    figures = sane(figures, ["pieces", "translate_s", "gif_s", "gif_mb"])
+    assert figures["pieces"] >= 1
+    assert mp4 == ("na", "na") if importlib.util.find_spec("av") is None else all(float(v) > 0 for v in mp4)
+
+
+@pytest.mark.slow
 def test_train_speed_quick(copy_data, tmp_path):
     figures = run("train_speed", ["--threads", "1", "--quick"], "module", "elsewhere", tmp_path, 240,
                   {"ANATOMY_DATA_DIR": str(copy_data)})

@@ -7,6 +7,7 @@ import urllib.parse
 
 import pytest
 
+from anatomy.inputs import clean_text
 from tests.browser import TIMEOUT, needs_chromium, wait_title
 
 pytestmark = [needs_chromium, pytest.mark.slow]
@@ -72,6 +73,20 @@ def test_a_hostile_link_falls_back_to_defaults(page, url):
     assert view["kind"] == "cross" and view["head"] == "mean"
     assert page.locator("img[src=x]").count() == 0 and not page.dialogs
     assert page.locator("input[aria-label='number input for Beam size (1 = greedy)']").input_value() == "8"
+    assert not page.errors, page.errors
+
+
+def test_an_80k_character_link_opens_with_its_text_capped_and_says_so(page, url, key):
+    """Gradio answered a URL over 64k characters with an HTTP 500: the server shortens the link first."""
+    text = SENTENCE + " " + "Hunde spielen im Schnee. " * 3300
+    page.goto(url + "?" + urllib.parse.urlencode({"direction": key, "text": text, "beam": "-5"}),
+              wait_until="domcontentloaded")
+    page.wait_for_function("document.querySelector('#run-info')?.innerText.includes('Translation from the link')")
+    info = page.inner_text("#run-info")
+    assert "This link was longer than 16,384 characters, so it was shortened" in info, info
+    assert "beam=-5 (allowed: 1 to 8)" in info, info
+    assert page.locator("#source-text textarea").input_value() == clean_text(text)[0]
+    assert "shortened=1" in page.url and len(page.url) < 20_000
     assert not page.errors, page.errors
 
 

@@ -4,11 +4,14 @@ markup; a visitor over the queue's bound is told at once that the app is busy; v
 logs, output or files beyond the trace retention."""
 from __future__ import annotations
 
+import asyncio
+import http.client
 import json
 import logging
 import subprocess
 import sys
 import time
+import types
 import urllib.parse
 from concurrent.futures import FIRST_EXCEPTION, wait
 from pathlib import Path
@@ -19,7 +22,9 @@ import numpy as np
 import pytest
 
 import viz
-from anatomy.inputs import MAX_BEAM, MAX_CHARS, clean_text, parse_link
+from anatomy.inputs import (MAX_BEAM, MAX_CHARS, MAX_LP, MAX_NEW_TOKENS, MAX_QUERY, MAX_STEPS, clean_text, parse_link,
+                            shorten_query)
+from anatomy.registry import ModelRegistry
 from anatomy.run import StopSignal
 from tests.app_fixtures import SENTENCE, SLOW_REQUEST, drawn, run_of, show, translate
 from ui.values import Inputs
@@ -270,7 +275,7 @@ def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
 
     client = Client(served.url, verbose=False, download_files=False)
     assert client.predict(text=SECRET, direction="de-en", max_new_tokens=3, api_name="/translate")[2] is not None
-    client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, api_name="/translate_page")
+    client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, [], api_name="/translate_page")
     # the same session: its Run (the view controls, given as a set of inputs, in the order the page makes them)
     page = client.predict("cross", "mean", 1, False, False, False, "heatmap", 1, api_name="/show")
     assert any(isinstance(v, dict) and str(v.get("path", "")).endswith(".json") for v in page)  # the trace download
@@ -315,3 +320,159 @@ def test_every_json_value_of_every_api_argument_gets_a_result_or_a_notice(tiny, 
 def test_out_of_range_or_mistyped_numbers_are_refused_by_name(tiny, beam, max_new, problem):
     text, notice, trace = tiny.api_translate(GOOD["text"], "de-en", beam, max_new)
     assert (text, trace) == ("", None) and problem in notice
+
+
+# ---- links, API values, invisible characters, skipped models --------------------------------------------------
+
+def test_a_link_clamps_numbers_out_of_range_and_says_so(tiny):
+    link = parse_link({"text": SENTENCE, "beam": "-5", "step": "1e12", "lp": "7", "max": "1e308"}, ["de-en"])
+    assert (link.beam, link.view.step, link.length_penalty, link.max_new) == (1, MAX_STEPS, MAX_LP, MAX_NEW_TOKENS)
+    [notice] = link.notices
+    for said in ("beam=-5 (allowed: 1 to 8)", "step=1e12 (allowed: 1 to 10000)", "lp=7", "max=1e308"):
+        assert said in notice, notice
+    assert parse_link({"beam": "1e308"}, ["de-en"]).beam == MAX_BEAM
+    # in range, or unreadable (which falls back to the default): nothing to say
+    assert parse_link({"beam": "3", "step": "abc", "lp": "0.6", "max": "0", "layer": "inf"}, ["de-en"]).notices == ()
+    # the notice comes with the link's translation; a link without text pops it up
+    run = tiny.translate_link(Inputs(signal=StopSignal(), link=parse_link({"text": SENTENCE, "beam": "1e308",
+                                                                           "max": "3"}, ["de-en"])))[tiny.page.run]
+    assert "beam=1e308 (allowed: 1 to 8)" in _page(tiny, run)
+    with pytest.warns(UserWarning, match=r"beam=-5 \(allowed: 1 to 8\)"):
+        tiny.load_link(types.SimpleNamespace(query_params={"beam": "-5"}))
+
+
+def test_an_over_long_link_is_shortened_to_one_that_says_so():
+    assert shorten_query(urllib.parse.urlencode({"text": "Hund " * 100, "beam": 3})) is None
+    text = "Zwei Hunde spielen im Schnee. " * 2700
+    query = urllib.parse.urlencode({"direction": "de-en", "text": text, "beam": 3})
+    assert len(query) > 80_000
+    short = shorten_query(query)
+    assert len(short) <= MAX_QUERY
+    link = parse_link(dict(urllib.parse.parse_qsl(short)), ["de-en"])
+    assert (link.key, link.beam, link.text) == ("de-en", 3, clean_text(text)[0])
+    assert link.notices[0].startswith(f"This link was longer than {MAX_QUERY:,} characters, so it was shortened")
+    # whatever the query holds, the shortened one is short: many long parameters, a text of invisible characters
+    hostile = "&".join(f"p{i}={'x' * 300}" for i in range(1000)) + "&text=" + "%E2%80%8B" * 10_000 + "&shortened=0"
+    assert len(shorten_query(hostile)) <= MAX_QUERY
+
+
+def test_the_server_redirects_an_over_long_page_load_and_shortens_any_other_request():
+    from ui.server import ShortLinks
+
+    seen, sent = [], []
+
+    async def app(scope, receive, send):
+        seen.append(scope["query_string"])
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    query = urllib.parse.urlencode({"text": "Hund " * 16_000})
+    short = shorten_query(query)
+    page = {"type": "http", "method": "GET", "path": "/", "query_string": query.encode(), "headers": []}
+    asyncio.run(ShortLinks(app)(page, receive, send))
+    assert not seen and sent[0]["status"] == 307 and dict(sent[0]["headers"])[b"location"] == f"?{short}".encode()
+    asyncio.run(ShortLinks(app)({**page, "method": "POST"}, receive, send))
+    asyncio.run(ShortLinks(app)({**page, "query_string": b"text=Hund"}, receive, send))
+    assert seen == [short.encode(), b"text=Hund"]
+
+
+@pytest.mark.slow
+def test_an_80k_character_link_opens_the_page_not_a_server_error(served):
+    """`python app.py` (its launch options): an 80k-character link is redirected to its shortened form, which
+    opens the page; Gradio answered the long one with an HTTP 500 (httpx.InvalidURL: URL too long)."""
+    address = urllib.parse.urlsplit(served.url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+    connection.request("GET", "/?" + urllib.parse.urlencode({"direction": "de-en", "text": "Hund " * 16_000}))
+    answer = connection.getresponse()
+    location = answer.getheader("location")
+    answer.read()
+    assert answer.status == 307 and location.startswith("?shortened=1&text=Hund+Hund")
+    assert len(location) <= MAX_QUERY + 1
+    assert httpx.get(served.url + location, timeout=30).status_code == 200
+
+
+def _endpoint(tiny, name: str):
+    return next(f for f in tiny.demo.fns.values() if f.api_name == name)
+
+
+def _api(tiny, *values):
+    """The /translate endpoint's answer through Gradio (its components' processing, its input check); the
+    arguments left out are null."""
+    fn = _endpoint(tiny, "translate")
+    return asyncio.run(tiny.demo.process_api(fn, [*values, *[None] * (len(fn.inputs) - len(values))]))["data"]
+
+
+@pytest.mark.parametrize("text", [[SENTENCE], {"text": SENTENCE}, 42, None])
+def test_api_text_of_another_type_gets_a_notice_through_gradio(tiny, text):
+    translation, notice, trace = _api(tiny, text, "de-en", 1, 3)
+    assert (translation, trace) == ("", None) and notice.startswith("text must be a string, got ")
+
+
+@pytest.mark.parametrize("beam, read", [(5, True), (5.0, True), ("5", False), (" 5 ", False), (2.5, False),
+                                        ("2.5", False)])
+def test_api_numbers_are_json_numbers_without_a_fraction(tiny, beam, read):
+    translation, notice, trace = tiny.api_translate(SENTENCE, "de-en", beam, 3)
+    assert (trace is not None) == read, notice
+    if not read:
+        assert notice.startswith("beam_size must be an integer from 1 to 8 (or null for the default), got")
+
+
+def test_a_call_with_too_few_values_is_told_so_and_never_printed(tiny, capfd):
+    fn = _endpoint(tiny, "translate")
+    with pytest.raises(gr.Error) as refused:
+        asyncio.run(tiny.demo.process_api(fn, [SECRET]))
+    assert refused.value.message == f"This endpoint takes {len(fn.inputs)} values; the request sent 1."
+    assert not refused.value.print_exception  # Gradio prints the traceback of an exception that asks for it
+    # a page endpoint's value that its component refuses: Gradio's message quotes it, so it is not printed either
+    fn = _endpoint(tiny, "translate_page")
+    values = [SECRET if c is tiny.page.direction else getattr(c, "value", None) for c in fn.inputs]
+    with pytest.raises(gr.Error) as refused:
+        asyncio.run(tiny.demo.process_api(fn, values))
+    assert not refused.value.print_exception
+    # a value its component cannot read (Gradio's ComponentProcessingError quotes it): neither said nor printed
+    values = [SECRET if c is tiny.page.beam else getattr(c, "value", None) for c in fn.inputs]
+    with pytest.raises(gr.Error, match="A value sent or made could not be processed.") as refused:
+        asyncio.run(tiny.demo.process_api(fn, values))
+    assert not refused.value.print_exception
+    out, err = capfd.readouterr()
+    assert "ComponentProcessingError" in err and not any(word in out + err for word in SECRET.split())
+
+
+@pytest.mark.slow
+def test_the_server_prints_nothing_of_a_call_with_too_few_values(served):
+    """A raw call with one value: a clear error to the caller, nothing of the value in the server's output
+    (Gradio printed "Received inputs: [...]")."""
+    start = len(served.output)
+    event = httpx.post(served.url + "gradio_api/call/translate", json={"data": [SECRET]}, timeout=30).json()
+    stream = httpx.get(f"{served.url}gradio_api/call/translate/{event['event_id']}", timeout=30).text
+    time.sleep(0.5)  # the server's output, read by a thread
+    output = "".join(served.output[start:])
+    assert not any(word in output for word in SECRET.split()), output
+    assert "event: error" in stream and "values; the request sent 1." in stream
+
+
+def test_invisible_format_characters_are_deleted_not_read_as_spaces(tiny):
+    assert clean_text("Hun\u200dde spie\u00adlen\u2060 im\u200b Schnee\ufeff.")[0] == "Hunde spielen im Schnee."
+    joined = tiny.api_translate("Zwei Hun\u200dde.", "de-en", 1, 3)[2]
+    assert joined["source_tokens"] == tiny.api_translate("Zwei Hunde.", "de-en", 1, 3)[2]["source_tokens"]
+
+
+def test_a_skipped_model_is_logged_and_an_api_call_naming_it_hears_why(tiny, folders, caplog, monkeypatch):
+    import huggingface_hub
+
+    def offline(*args, **kwargs):
+        raise OSError("no network")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    caplog.set_level(logging.WARNING, logger="anatomy.registry")
+    registry = ModelRegistry.discover([str(folders / "tiny-de-en"), str(folders / "broken"), "hf://owner/name"])
+    assert [r.getMessage() for r in caplog.records] == registry.notices
+    assert registry.notices[1].startswith("Skipped `hf://owner/name`: could not fetch")
+    translation, notice, trace = tiny.api_translate(SENTENCE, "broken", 1, 3)
+    assert (translation, trace) == ("", None)
+    assert notice.startswith("The model 'broken' was skipped, it could not be loaded: ") and "model.safetensors" \
+        in notice and notice.endswith("Directions available: de-en, en-de.")

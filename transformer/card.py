@@ -18,6 +18,7 @@ import torch
 from . import data
 from .checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, lineage
 from .evaluate import score
+from .heads import HEADS_FILE, read_heads
 from .translator import Translator
 
 
@@ -181,7 +182,7 @@ print(translator.translate("{results['example_source']}", beam_size={results['be
 # {results['example_output']}
 ```
 
-## Good at, bad at
+{heads_section(folder)}## Good at, bad at
 
 {limits(names, src, tgt, results)}
 """
@@ -242,6 +243,75 @@ def limits(names: list[str], src: str, tgt: str, results: dict) -> str:
             "thousand sentence pairs on two CPU cores, not a production translator.")
 
 
+HEADS_HEADING = "## Which heads matter"
+HEADS_FIGURE = "heads.png"  # drawn from heads.json by `python assets/pruning.py`
+RANKINGS = {
+    "raw": "by I_h as it is (the paper first divides each layer's importances by their ℓ2 norm; `heads.json` holds "
+           "both, and `--rank-by normalized` ranks that way)",
+    "normalized": "by I_h over the ℓ2 norm of its layer's importances (per attention kind), as in the paper",
+}
+
+
+def heads_section(folder: Path) -> str:
+    """The card's pruning section from the folder's heads.json, ending in a blank line; "" when it has none for
+    these weights."""
+    heads = read_heads(folder)
+    if heads is None or not heads.corpora:
+        return ""
+    results = list(heads.corpora.values())
+    first = results[0]
+    total = len(first.by_importance.order)
+    half = total // 2
+    rows = "\n".join(
+        f"| {corpus_info(r.corpus).title} {r.split} | {r.sentences} | {r.full_bleu:.1f} | {r.removable} | "
+        f"{r.random.removable} | {_bleu_at(r.by_importance.bleu, half)} / {_bleu_at(r.random.bleu, half)} |"
+        for r in results)
+    figure = (f"![Val BLEU as heads are removed, least important first and in a random order]({HEADS_FIGURE})\n\n"
+              if (folder / HEADS_FIGURE).is_file() else "")
+    order = first.by_importance.order
+    return f"""{HEADS_HEADING}
+
+Head importance as Michel et al. (2019, *Are Sixteen Heads Really Better than One?*) define it:
+I_h = Σ_x |∂ log p(y_x | x) / ∂ξ_h| at ξ = 1, where ξ_h gates head h's output (before W_o) and y_x is the
+reference translation of the val sentence x, teacher-forced. The {total} heads are switched off one at a time,
+least important first {RANKINGS[first.ranked_by]}, and, as a control, in a random order (seed {first.seed}), with
+greedy val BLEU after each removal; a curve ends once BLEU stays below 0.5 for three removals in a row.
+
+| val set | sentences | BLEU, all {total} heads | heads off with < 1 BLEU lost, least important first | random order | BLEU with {half} heads off: least important first / random |
+|---|---:|---:|---:|---:|---:|
+{rows}
+
+{figure}Least important on {corpus_info(first.corpus).title}: {_head_list(order[:3])}; most important:
+{_head_list(order[:-4:-1])} (`kind:layer.head`, as the app's links name heads). `{HEADS_FILE}` holds every importance (raw and normalised),
+both orders and every BLEU; `python -m transformer.heads --checkpoint {folder.as_posix()} --corpus {first.corpus}`
+recomputes them (`--sentences`, default 500).
+
+"""
+
+
+def _head_list(heads) -> str:
+    return ", ".join(f"`{h}`" for h in heads)
+
+
+def _bleu_at(bleu: list[float], k: int) -> str:
+    """BLEU with k heads off, "~0" where the curve ended near 0 before k."""
+    return f"{bleu[k]:.1f}" if k < len(bleu) else "~0"
+
+
+def with_heads_section(card: str, section: str) -> str:
+    """`card` with its pruning section replaced by `section` ("" drops it); one without gets it before "Good at,
+    bad at"."""
+    start = card.find(HEADS_HEADING)
+    if start < 0:
+        start = end = card.find("## Good at, bad at")
+        if start < 0:
+            return card.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
+    else:
+        end = card.find("\n## ", start + len(HEADS_HEADING))
+        end = len(card) if end < 0 else end + 1
+    return card[:start] + section + card[end:]
+
+
 def usage_example(sources: list[str]) -> str:
     """A short val sentence for the card's usage example: the kind of sentence the model is made for."""
     return next((s for s in sources if 4 <= len(s.split()) <= 10), sources[0])
@@ -257,7 +327,16 @@ def main(argv: list[str] | None = None) -> None:
                    help="one, or several to choose from on val")
     p.add_argument("--limit", type=int, help="only the first N val sentences of each corpus")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--heads-only", action="store_true",
+                   help=f"only rewrite the card's pruning section from {HEADS_FILE} (no scoring)")
     args = p.parse_args(argv)
+    if args.heads_only:
+        card = args.checkpoint / "README.md"
+        if not card.is_file():
+            raise SystemExit(f"error: {card} does not exist; write the whole card first")
+        card.write_text(with_heads_section(card.read_text(), heads_section(args.checkpoint)))
+        print(f"wrote the pruning section of {card}")
+        return
     torch.set_num_threads(args.threads)
     translator = Translator.from_checkpoint(args.checkpoint, device="cpu")
     ck = translator.checkpoint

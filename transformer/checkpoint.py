@@ -26,7 +26,7 @@ HF_PREFIX = "hf://"
 FILES = ("config.json", "model.safetensors", "tokenizer.model")
 # What a Hub download fetches: our files, or a MarianMT folder's (pytorch_model.bin only when it has no safetensors).
 HUB_PATTERNS = [*FILES, *marian.TOKENIZER_FILES, "tokenizer_config.json", "generation_config.json", "metrics.jsonl",
-                "README.md"]
+                "README.md", "heads.json"]
 # For a checkpoint whose card chose nothing. Chosen on Multi30k val: beam 5 with length penalty 1.4 gave +2.1 BLEU
 # over greedy for de->en (37.9 -> 40.0) and +1.2 for en->de (35.8 -> 37.0).
 DEFAULT_BEAM = 5

@@ -42,16 +42,24 @@ class HeadMask:
                    torch.ones(config.n_decoder_layers, h, device=device),
                    torch.ones(config.n_decoder_layers, h, device=device))
 
-    @classmethod
-    def parse(cls, text: str, config: ModelConfig) -> "HeadMask":
-        """The mask that switches off the heads named in the link form; ValueError saying what is wrong."""
-        mask = cls.ones(config)
+    @staticmethod
+    def refs(text: str) -> list[HeadRef]:
+        """The heads the link form names, in its order, checked for form only; ValueError saying what is wrong."""
+        out = []
         for item in filter(None, (part.strip() for part in text.split(","))):
             kind, sep, place = item.partition(":")
             layer, dot, head = place.partition(".")
             if not (sep and dot and layer.isdigit() and head.isdigit()):
                 raise ValueError(f"{item!r} is not KIND:LAYER.HEAD (e.g. cross:1.2)")
-            mask = mask.off(kind.strip(), int(layer), int(head))
+            out.append(HeadRef(kind.strip(), int(layer), int(head)))
+        return out
+
+    @classmethod
+    def parse(cls, text: str, config: ModelConfig) -> "HeadMask":
+        """The mask that switches off the heads named in the link form; ValueError saying what is wrong."""
+        mask = cls.ones(config)
+        for ref in cls.refs(text):
+            mask = mask.off(ref.kind, ref.layer, ref.head)
         return mask
 
     def __getitem__(self, kind: str) -> Tensor:

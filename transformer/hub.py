@@ -19,7 +19,8 @@ from .checkpoint import FILES
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAIN_GIT_LIMIT = 10 * 1024 * 1024  # bytes; larger files need LFS in a plain `git push`
-MODEL_PATTERNS = [*FILES, "metrics.jsonl", "README.md"]
+# heads.json and heads.png: the corpus head importance and the card's figure of it (transformer.heads).
+MODEL_PATTERNS = [*FILES, "metrics.jsonl", "README.md", "heads.json", "heads.png"]
 SPACE_PATTERNS = ["app.py", "pre-requirements.txt", "requirements.txt", "README.md", "LICENSE", "transformer/*.py",
                   "anatomy/*.py", "ui/*.py", "ui/static/*", "viz/*.py", "assets/*", "checkpoints/*/*"]
 

@@ -190,7 +190,7 @@ def _stack(per_layer: tuple[Tensor, ...]) -> np.ndarray:
     return torch.cat(per_layer, dim=0).float().cpu().numpy()
 
 
-def _decoder_input(output_ids: list[int], start_id: int) -> list[int]:
+def decoder_input(output_ids: list[int], start_id: int) -> list[int]:
     """What the decoder reads to produce `output_ids`: the same ids one position late, behind the start id (<s>)."""
     return [start_id] + output_ids[:-1]
 
@@ -305,7 +305,7 @@ class Translator:
     def _forced(self, src: list[int], output_ids: list[int], encoded: Encoded, top_k: int,
                 settings: DecodingSettings, notices: list[str], head_mask: HeadMask | None = None) -> Trace:
         """One teacher-forced decoder pass that reads `output_ids` as the decoder produced them."""
-        target_in = torch.tensor([_decoder_input(output_ids, self.config.decoder_start_id)], device=self.device)
+        target_in = torch.tensor([decoder_input(output_ids, self.config.decoder_start_id)], device=self.device)
         out = self.model.decode(target_in, encoded, need_weights=True, head_mask=head_mask)
         probs = out.logits[0].float().softmax(-1)  # (T, V)
         return self._trace(src, output_ids, encoded, _stack(out.self_attn), _stack(out.cross_attn),
@@ -315,7 +315,7 @@ class Translator:
                cross_attn: np.ndarray, top_k: list[list[TopK]], settings: DecodingSettings,
                notices: list[str]) -> Trace:
         return Trace(text=self.tokenizer.decode(output_ids), source_tokens=self.tokenizer.pieces(src),
-                     target_tokens=self.tokenizer.pieces(_decoder_input(output_ids, self.config.decoder_start_id)),
+                     target_tokens=self.tokenizer.pieces(decoder_input(output_ids, self.config.decoder_start_id)),
                      output_tokens=self.tokenizer.pieces(output_ids), encoder_self_attn=_stack(encoded.self_attn),
                      decoder_self_attn=decoder_self_attn, cross_attn=cross_attn, top_k=top_k, settings=settings,
                      checkpoint=self.checkpoint.id, source_ids=src, output_ids=output_ids, notices=notices,
@@ -344,7 +344,7 @@ class Translator:
                   head_mask: HeadMask | None = None) -> np.ndarray:
         """log p(output_ids[t] | source, output_ids[:t]) for each t, teacher-forced (float64, one per output id)."""
         src = torch.tensor([list(source_ids)], device=self.device)
-        target_in = torch.tensor([_decoder_input(list(output_ids), self.config.decoder_start_id)], device=self.device)
+        target_in = torch.tensor([decoder_input(list(output_ids), self.config.decoder_start_id)], device=self.device)
         logits = self.model(src, target_in, self._mask(head_mask))[0].double()  # (T, V)
         return logits.log_softmax(-1).gather(-1, torch.tensor(list(output_ids), device=self.device)[:, None])[:, 0] \
             .cpu().numpy()
@@ -366,7 +366,7 @@ class Translator:
         """The per-head q, k, v of `kind` in layer `layer` (from 1) of a teacher-forced pass over the trace's ids:
         the numbers behind its attention maps, from the model's own modules."""
         src = torch.tensor([list(trace.source_ids)], device=self.device)
-        tgt = torch.tensor([_decoder_input(list(trace.output_ids), self.config.decoder_start_id)], device=self.device)
+        tgt = torch.tensor([decoder_input(list(trace.output_ids), self.config.decoder_start_id)], device=self.device)
         got = self.model.attention_inputs(src, tgt, kind, layer - 1, self._mask(head_mask))
         q, k, v, weights, heads = (t[0].float().cpu().numpy() for t in (got.q, got.k, got.v, got.weights, got.heads))
         visible = np.ones(weights.shape[1:], dtype=bool) if got.mask is None else got.mask.cpu().numpy()

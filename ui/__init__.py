@@ -1,5 +1,5 @@
 """The Gradio app: layout (the page), values (what an event reads, typed), handlers (what events do), wiring (which
-event runs which handler).
+event runs which handler), server (what the app adds to Gradio's server).
 
 create_app() builds it (loading the models); launch_options() are the theme, CSS and JavaScript that
 `demo.launch(...)` takes; start() does what launching needs besides (the trace pruner, torch's threads).
@@ -14,7 +14,7 @@ import torch
 
 from anatomy.registry import ModelRegistry
 
-from . import traces
+from . import server, traces
 from .handlers import Handlers
 from .layout import build_page
 from .wiring import wire
@@ -37,7 +37,7 @@ def create_app(sources: list[str] | None = None) -> gr.Blocks:
     in the background. The demo's `anatomy` attribute is its Handlers (the registry and the page's components),
     for tests and scripts."""
     registry = ModelRegistry.discover(sources, hub_in_background=True)
-    with gr.Blocks(title="Transformer Anatomy") as demo:
+    with server.Blocks(title="Transformer Anatomy") as demo:
         page = build_page(registry)
         handlers = Handlers(registry, page)
         wire(page, handlers, demo)
@@ -54,10 +54,11 @@ def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
 
 
 def launch_options() -> dict:
-    """What demo.launch(...) takes besides the server settings: theme, CSS, JavaScript, footer."""
+    """What demo.launch(...) takes besides the server settings: theme, CSS, JavaScript, footer, the server's
+    middleware."""
     return dict(theme=_light_only(gr.themes.Soft(primary_hue="blue", secondary_hue="orange", neutral_hue="slate")),
                 css_paths=[STATIC / "app.css"], js=(STATIC / "app.js").read_text(encoding="utf-8"),
-                footer_links=["api", "settings"])
+                footer_links=["api", "settings"], app_kwargs={"middleware": server.MIDDLEWARE})
 
 
 def set_threads() -> None:

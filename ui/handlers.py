@@ -13,13 +13,13 @@ import time
 import gradio as gr
 
 import viz
-from anatomy import (architecture_views, attention_views, engine, head_views, positional_views, training_views,
-                     views)
+from anatomy import (ablation_views, architecture_views, attention_views, engine, export, head_views,
+                     positional_views, training_views, views)
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
-                            clean_text, page_request, parse_link)
+                            clean_text, heads_off, page_request, parse_link)
 from anatomy.registry import ModelRegistry
-from anatomy.run import Run, StopSignal, Twin
-from transformer import Trace
+from anatomy.run import Ablation, Run, StopSignal, Twin
+from transformer import Trace, Translator
 
 from . import traces
 from .figures import plot
@@ -43,12 +43,30 @@ class Handlers:
 
     def _request(self, settings: PageSettings) -> Request:
         """What the page's settings ask for; an empty text or an unknown direction is refused with a message."""
-        request, notices = page_request(**dataclasses.asdict(settings))
+        asked = dataclasses.asdict(settings)
+        off = asked.pop("heads_off")
+        request, notices = page_request(**asked)
         if not request.text:
             raise gr.Error(" ".join(notices + ["Type a sentence in Source text first."]))
         if settings.key not in self.registry.entries:
             raise gr.Error(f"Unknown direction {settings.key!r}; choose one of: {', '.join(self.registry.entries)}.")
-        return request
+        return self._with_heads_off(request, off)
+
+    def _with_heads_off(self, request: Request, off) -> Request:
+        """The request with the heads `off` names switched off, checked against its model (anatomy.inputs.heads_off);
+        a notice for any that were ignored."""
+        checked, notices = heads_off(off, self.registry.get(request.key).config)
+        return dataclasses.replace(request, heads_off=checked, notices=(*request.notices, *notices))
+
+    @staticmethod
+    def _ablation(translator: Translator, request: Request, original: Trace | None = None) -> Ablation | None:
+        """With heads off, what they change against `original` (the same request with every head on; translated
+        here when not given). None with every head on."""
+        if not request.heads_off:
+            return None
+        if original is None:
+            original = engine.translate(translator, dataclasses.replace(request, heads_off="", slow=0.0))
+        return engine.ablation(translator, request, original)
 
     def _made(self, request: Request, trace: Trace, showing: str, tab: Tab, *, start: float,
               notices: list[str] | tuple[str, ...] = (), **run) -> dict:
@@ -83,7 +101,7 @@ class Handlers:
             if request.slow > 0:
                 showing = "Slow-motion replay" + (f" of beam search ({request.beam} beams)" if request.beam > 1 else "")
             yield self._made(request, trace, showing, i.tab, start=start, notices=extra, replay=request.slow > 0,
-                             stop_mark=mark)
+                             stop_mark=mark, ablation=self._ablation(translator, request))
             return
         yield {p.src_chips: views.source_chips(engine.source_pieces(translator, request.text)), p.out_chips: [],
                p.translation: "", p.run_info: "Translating…"}
@@ -93,7 +111,8 @@ class Handlers:
                 stopped = item.settings.stopped
                 showing = f"Greedy decoding, stopped after {len(item.output_tokens)} pieces" if stopped \
                     else "Greedy decoding"
-                yield self._made(request, item, showing, i.tab, start=start, notices=extra, stop_mark=mark)
+                yield self._made(request, item, showing, i.tab, start=start, notices=extra, stop_mark=mark,
+                                 ablation=self._ablation(translator, request))
                 return
             produced.append(item.token)
             top_k_rows.append(item.top_k)
@@ -111,13 +130,49 @@ class Handlers:
             return gr.skip()
         key = link.key or self.registry.default_key
         link = link.decoded_as(self.registry.get(key).decoding)
-        request = Request(key, link.text, link.beam, link.max_new, "auto", DEFAULTS["k"], link.length_penalty,
-                          notices=link.notices)
+        request = self._with_heads_off(Request(key, link.text, link.beam, link.max_new, "auto", DEFAULTS["k"],
+                                               link.length_penalty, notices=link.notices), link.off)
         translator, notice = self.registry.translator(key, "auto")
         start = time.perf_counter()
         return self._made(request, engine.translate(translator, request), "Translation from the link", i.tab,
                           start=start, notices=[notice] if notice else [], stop_mark=i.signal.asked,
-                          step=link.view.step)
+                          step=link.view.step, ablation=self._ablation(translator, request))
+
+    def ablate(self, values: Inputs | dict):
+        """The heads-off checkboxes changed (run, heads off, tab): the shown request translated again with those
+        heads switched off, beside its translation with every head on. Before any translation, the checkboxes
+        only wait for the next one."""
+        i = Inputs.of(self.page, values)
+        run = i.run
+        if run is None or run.replay:
+            return gr.skip()
+        request = self._with_heads_off(dataclasses.replace(run.request, slow=0.0, notices=()), i.settings.heads_off)
+        if request.heads_off == run.request.heads_off:
+            return gr.skip()
+        # the all-heads translation of the same request, when the page already has it
+        original = run.ablation.original if run.ablation is not None else \
+            run.trace if not run.request.heads_off and run.trace.settings.mode in ("greedy", "beam") else None
+        translator, notice = self.registry.translator(request.key, request.device)
+        start = time.perf_counter()
+        if request.heads_off:
+            trace, showing = engine.translate(translator, request), "Heads switched off"
+        else:
+            trace = original or engine.translate(translator, request)
+            showing = "Every head on again"
+        return self._made(request, trace, showing, i.tab, start=start, notices=[notice] if notice else [],
+                          ablation=self._ablation(translator, request, original))
+
+    @staticmethod
+    def every_head_on() -> list[str]:
+        return []
+
+    @staticmethod
+    def toggle_head(off, clicked):
+        """A click on a head's thumbnail or map cell: that head (a HeadMask link item) off, or on again."""
+        off, clicked = list(off or []), str(clicked or "")
+        if not clicked:
+            return gr.skip()
+        return [item for item in off if item != clicked] if clicked in off else [*off, clicked]
 
     def force(self, values: Inputs | dict):
         """Inspect (run, forced, tab): the shown source teacher-forced through a typed translation, by the model
@@ -177,6 +232,7 @@ class Handlers:
         view = view.fit(L, H, T if upto is None else max(upto, 1))
         out = {p.translation: trace.text, p.out_chips: views.output_chips(trace.output_tokens, trace.top_k),
                p.src_chips: views.source_chips(trace.source_tokens),
+               p.ablation: ablation_views.comparison_html(run),
                p.step: gr.update(maximum=max(views.steps(run.trace), 2), value=view.step),
                p.layer: gr.update(maximum=max(L, 2), value=view.layer),
                p.head: gr.update(choices=views.head_choices(H), value=view.head),
@@ -330,6 +386,17 @@ class Handlers:
                     p.stats: gr.update(value=rows, headers=headers)}
         if tab == Tab.PREDICTIONS and trace is not None:
             return {p.topk_table: plot(views.topk_table(trace))}
+        if tab == Tab.IMPORTANCE and trace is not None:
+            # judged on the translation with every head on, by the model that made it
+            own = run.ablation.original if run.ablation is not None else trace
+            importance = engine.importance(self.registry.get(run.request.key).cpu, own)
+            changed = run.ablation is not None
+            return {p.importance: plot(ablation_views.importance_figure(importance, run.request.heads_off),
+                                       f"{run.request.key}_head-importance"),
+                    p.importance_list: ablation_views.importance_list(importance),
+                    p.log_probs: gr.update(value=plot(ablation_views.log_prob_figure(run.ablation),
+                                                      f"{run.request.key}_heads-off-log-p") if changed else None,
+                                           visible=changed)}
         if tab == Tab.COMPARE and trace is not None:
             if twin is None or twin.of is not trace:
                 return {p.compare_text: "Open this tab again to compare this translation with the untrained model."}
@@ -377,6 +444,7 @@ class Handlers:
         entry = self.registry.get(i.settings.key if i.settings.key in self.registry.entries else None)
         chosen = tuple(viz.default_dims(entry.config.d_model))
         out = {p.text: gr.update(placeholder=self._placeholder(entry.key)),
+               p.heads_off: gr.update(choices=ablation_views.head_choices(entry.config), value=[]),
                p.pe_dims: gr.update(choices=[str(d) for d in range(entry.config.d_model)],
                                     value=[str(d) for d in chosen])}
         if i.tab.shows_model:
@@ -404,9 +472,12 @@ class Handlers:
 
     def load_link(self, request: gr.Request):
         """The page's address: the controls a link sets (anything malformed keeps its default), and the Link
-        for translate_link."""
+        for translate_link. Its notices come with its translation; a link without text has none, so they pop up."""
         p = self.page
         link = parse_link(dict(request.query_params) if request is not None else {}, self.registry.entries)
+        if not link.text:
+            for notice in link.notices:
+                gr.Warning(notice)
         entry = self.registry.get(link.key)
         link = link.decoded_as(entry.decoding)
         c = entry.config
@@ -422,6 +493,8 @@ class Handlers:
         out[p.model_notices] = gr.update(value=status, visible=bool(status))
         # the placeholder says the page's load events are done (the browser tests wait for it)
         out[p.text] = gr.update(placeholder=self._placeholder(link.key), **({"value": link.text} if link.text else {}))
+        out[p.heads_off] = gr.update(choices=ablation_views.head_choices(c),
+                                     value=ablation_views.off_items(heads_off(link.off, c)[0]))
         if link.view.step is not None:
             out[p.step] = gr.update(maximum=max(link.view.step, 2), value=link.view.step)
         if link.presenter is not None:
@@ -438,24 +511,86 @@ class Handlers:
                 p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"], p.hide: False,
                 p.display: DISPLAYS[0], p.kind_help: attention_views.kind_help(DEFAULTS["view"])}
 
+    # ---- animations: Export animation, and Client(url).predict(text=..., api_name="/animate") ----
+
+    def animate_page(self, values: Inputs | dict) -> dict:
+        """Export animation (run, view, animation settings): the shown translation's decoding, drawn from its trace
+        (no model), as a file named after what it shows; an MP4 without PyAV comes as PNG frames, with a warning."""
+        i = Inputs.of(self.page, values)
+        if i.run is None:
+            raise gr.Error("Translate a sentence first: the animation shows its decoding.")
+        a = i.animation
+        animation = export.Animation.of(i.view, a.layout, a.size, a.seconds)
+        try:
+            animation.check()
+        except ValueError as err:
+            raise gr.Error(f"{str(err)[0].upper()}{str(err)[1:]}.") from None
+        suffix = a.suffix if a.suffix in export.FORMATS else export.FORMATS[0]
+        done = export.export(i.run.trace, animation,
+                             traces.animation_path(export.file_name(i.run.request.key, animation, suffix)))
+        if done.notice:
+            gr.Warning(done.notice)
+        return {self.page.animation.file: str(done.path)}
+
+    def api_animate(self, text: str, direction: str = "de-en", kind: str | None = None, layer: int | None = None,
+                    head: int | str | None = None, layout: str | None = None, size: str | None = None,
+                    frame_seconds: float | None = None, file_format: str | None = None,
+                    merge_words: bool | None = None, hide_special: bool | None = None,
+                    hide_marker: bool | None = None) -> tuple[str | None, str]:
+        """Translate `text` in `direction` with the model's own decoding and animate its decoding: one frame per
+        generated piece (the first and last held), the source, the translation so far and that step's attention.
+
+        Returns (file, notice): the GIF, MP4 or ZIP of PNG frames (None when nothing was made), and what went wrong
+        or what to know (empty when all is well). kind: cross (default), encoder, decoder; layer: from 1 (null: the
+        last); head: from 1 or "mean" (default); layout: bar (default) or heatmap; size: 1280x720 (default) or
+        1920x1080; frame_seconds: 0.1-10 (default 0.8); file_format: gif (default), mp4, zip; merge_words,
+        hide_special, hide_marker: true or false, as the page's checkboxes.
+        """
+        try:
+            request, problem = api_request(text, direction, None, None,
+                                           {key: e.decoding for key, e in self.registry.entries.items()})
+            if request is None:
+                return None, problem
+            formats = [suffix[1:] for suffix in export.FORMATS]
+            file_format = formats[0] if file_format is None else file_format
+            if file_format not in formats:
+                return None, f"file_format must be one of {', '.join(formats)}, got {file_format!r}."
+            entry = self.registry.get(request.key)
+            animation, problem = export.api_animation(kind, layer, head, layout, size, frame_seconds, merge_words,
+                                                      hide_special, hide_marker, *export.layers_heads(entry))
+            if animation is None:
+                return None, problem
+            translator, notice = self.registry.translator(request.key, request.device)
+            trace = engine.translate(translator, request)
+            done = export.export(trace, animation, traces.animation_path(
+                export.file_name(request.key, animation, f".{file_format}")))
+            notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
+            return str(done.path), " ".join([*notices, *([done.notice] if done.notice else [])])
+        except Exception as err:  # the API never raises: it says what went wrong
+            return None, f"Animation failed: {type(err).__name__}: {err}"
+
     # ---- the API: Client(url).predict(text=..., direction="de-en", api_name="/translate") ----
 
     def api_translate(self, text: str, direction: str = "de-en", beam_size: int | None = None,
-                      max_new_tokens: int | None = None) -> tuple[str, str, dict | None]:
+                      max_new_tokens: int | None = None, heads_off: str | None = None) -> tuple[str, str, dict | None]:
         """Translate `text` in `direction` (a model key: "de-en", "en-de", ...).
 
         Returns (translation, notice, trace). The notice is empty when all went well; otherwise it says what
-        happened (bad input, unknown direction, truncation, untrained model), and the translation is empty or
-        partial. beam_size: 1-8 (null: the model's own, as its card chose; the length penalty is always the
-        model's own); max_new_tokens: 1-200 (null: automatic). The trace is the Trace as JSON
-        (see Trace.to_dict; attention as nested lists [layer][head][query][key]; Trace.from_dict reads it back),
-        or None when nothing was translated.
+        happened (bad input, unknown or skipped direction, truncation, untrained model), and the translation is
+        empty or partial. beam_size: 1-8 (null: the model's own, as its card chose; the length penalty is always
+        the model's own); max_new_tokens: 1-200 (null: automatic); both JSON numbers without a fraction. The
+        trace is the Trace as JSON (see Trace.to_dict; attention as nested lists [layer][head][query][key];
+        Trace.from_dict reads it back), or None when nothing was translated. heads_off: heads to switch off, as
+        links name them ("cross:1.2,encoder:1.3"; null: none); any that the model does not have are ignored, with
+        a notice.
         """
         try:
             request, problem = api_request(text, direction, beam_size, max_new_tokens,
-                                           {key: e.decoding for key, e in self.registry.entries.items()})
+                                           {key: e.decoding for key, e in self.registry.entries.items()},
+                                           {s.name: s.reason for s in self.registry.skipped})
             if request is None:
                 return "", problem, None
+            request = self._with_heads_off(request, heads_off)
             translator, notice = self.registry.translator(request.key, request.device)
             trace = engine.translate(translator, request)
             notices = views.run_notices(self.registry.get(request.key), trace,

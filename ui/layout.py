@@ -6,7 +6,8 @@ from dataclasses import dataclass
 import gradio as gr
 
 import viz
-from anatomy import attention_views, head_views, views
+from anatomy import ablation_views, attention_views, head_views, views
+from anatomy.export import HOLD, MIN_SECONDS
 from anatomy.inputs import DISPLAYS, MAX_BEAM, MAX_CHARS, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, MEAN_HEAD, View
 from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
@@ -17,6 +18,28 @@ from .values import Tab
 
 # layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
 DEFAULTS = {"max": 0, "k": 5, "slow": 0.0, "view": View().kind, "merge": False}
+
+
+@dataclass
+class AnimationControls:
+    """Export animation: the page's controls, and the /animate endpoint's own components (never shown; text and
+    direction are /translate's)."""
+
+    layout: gr.Radio
+    size: gr.Radio
+    seconds: gr.Slider
+    suffix: gr.Radio  # the file's format
+    button: gr.Button
+    file: gr.File
+    api: dict[str, gr.components.Component]  # by Handlers.api_animate's parameter, after text and direction
+    api_file: gr.File
+    api_notice: gr.Textbox
+    api_btn: gr.Button
+
+    @property
+    def controls(self) -> dict[str, gr.components.Component]:
+        """By ui.values.AnimationSettings field."""
+        return dict(layout=self.layout, size=self.size, seconds=self.seconds, suffix=self.suffix)
 
 
 @dataclass
@@ -37,6 +60,7 @@ class Page:
     export_wide: gr.Checkbox
     png_btn: gr.Button
     svg_btn: gr.Button
+    animation: AnimationControls
     # settings
     direction: gr.Dropdown
     model_notices: gr.Markdown  # skipped models, Hub models still loading
@@ -51,6 +75,7 @@ class Page:
     stop_btn: gr.Button
     # result
     translation: gr.Textbox
+    ablation: gr.HTML  # heads off: the all-heads translation above the ablated one
     run_info: gr.Markdown
     src_chips: gr.HighlightedText
     out_chips: gr.HighlightedText
@@ -79,6 +104,10 @@ class Page:
     walk_query: gr.Slider
     heat: gr.Plot
     kind_help: gr.Markdown
+    heads_off: gr.CheckboxGroup  # HeadMask link items ("cross:1.2") of the heads switched off
+    reset_heads: gr.Button
+    toggle_head: gr.Button  # clicked by app.js when a head's thumbnail or map cell is clicked
+    clicked_head: gr.Textbox  # never shown: the head app.js names, for toggle_head
     # tabs
     tabs: list[gr.Tab]
     pick_head: gr.Dropdown
@@ -86,6 +115,9 @@ class Page:
     summary: gr.Plot
     stats: gr.Dataframe
     topk_table: gr.Plot
+    importance: gr.Plot
+    importance_list: gr.Markdown
+    log_probs: gr.Plot
     compare_text: gr.Markdown
     cmp_trained: gr.Plot
     cmp_untrained: gr.Plot
@@ -103,6 +135,7 @@ class Page:
     api_direction: gr.Textbox
     api_beam: gr.JSON
     api_max: gr.JSON
+    api_off: gr.JSON
     api_translation: gr.Textbox
     api_notice: gr.Textbox
     api_trace: gr.JSON
@@ -113,7 +146,7 @@ class Page:
     def settings(self) -> dict[str, gr.components.Component]:
         """The controls a translation is asked with, by ui.values.PageSettings field."""
         return dict(key=self.direction, text=self.text, beam=self.beam, max_new=self.max_new, device=self.device,
-                    top_k=self.top_k, length_penalty=self.lp, slow=self.slow)
+                    top_k=self.top_k, length_penalty=self.lp, slow=self.slow, heads_off=self.heads_off)
 
     @property
     def view_controls(self) -> dict[str, gr.components.Component]:
@@ -125,17 +158,43 @@ class Page:
     def state(self) -> dict[str, gr.components.Component]:
         """The page's state (and the Inspect text), by ui.values.Inputs field."""
         return dict(run=self.run, twin=self.twin, tab=self.tab, drawn=self.drawn, signal=self.signal,
-                    link=self.link, forced=self.forced)
+                    link=self.link, forced=self.forced, clicked_head=self.clicked_head)
 
 
 # The figures the export control offers: (label, elem_id).
 EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step: cross-attention", "step-cross"),
            ("Step: masked self-attention", "step-self"), ("Step: next-piece probabilities", "step-topk"),
            ("All heads", "grid"), ("Head statistics", "summary"), ("Predictions", "topk-table"),
+           ("Head importance", "importance"), ("Heads off: change in log p", "log-probs"),
            ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
            ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
            ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
 KEYS = ("Keys (outside text fields): ← / → decoding step · [ / ] layer · , / . head")
+
+
+def animation_controls() -> AnimationControls:
+    """Export animation, under Export a figure, and the /animate endpoint's hidden components (JSON, so that any
+    JSON value reaches the handler, which answers a bad one with a notice)."""
+    with gr.Accordion("Export animation (GIF / MP4)", open=False, elem_id="export-animation"):
+        layout = gr.Radio([("bars: the step's row", "bar"), ("heatmap, row by row", "heatmap")], value="bar",
+                          label="Decoding, one frame per piece, as", elem_id="animation-layout")
+        size = gr.Radio([("1280 × 720", "1280x720"), ("1920 × 1080", "1920x1080")], value="1280x720",
+                        label="Size (16:9 slide)", elem_id="animation-size")
+        seconds = gr.Slider(MIN_SECONDS, 3.0, value=0.8, step=0.1, label="Seconds per frame (first and last held "
+                            f"{HOLD}×)", elem_id="animation-seconds")
+        suffix = gr.Radio([("GIF", ".gif"), ("MP4 (H.264)", ".mp4")], value=".gif", label="Format",
+                          elem_id="animation-format")
+        button = gr.Button("Make the animation", size="sm", elem_id="animation-make")
+        file = gr.File(label="Animation of the shown translation and view", interactive=False,
+                       elem_id="animation-file")
+    with gr.Group(visible=False):
+        api = {name: gr.JSON(value=None, label=name) for name in ("kind", "layer", "head", "layout", "size",
+                                                                  "frame_seconds", "file_format", "merge_words",
+                                                                  "hide_special", "hide_marker")}
+        api_file = gr.File(label="animation")
+        api_notice = gr.Textbox(label="notice")
+        api_btn = gr.Button("animate")
+    return AnimationControls(layout, size, seconds, suffix, button, file, api, api_file, api_notice, api_btn)
 
 
 def build_page(registry: ModelRegistry) -> Page:
@@ -157,6 +216,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 with gr.Row():
                     png_btn = gr.Button("PNG", size="sm", elem_id="export-png")
                     svg_btn = gr.Button("SVG", size="sm", elem_id="export-svg")
+            animation = animation_controls()
     # Settings and result beside the large attention view: a translation and its attention above the fold.
     with gr.Row(equal_height=False, elem_id="main-row"):
         with gr.Column(scale=2, min_width=320):
@@ -184,6 +244,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
             translation = gr.Textbox(label="Translation", lines=2, interactive=False, buttons=["copy"],
                                      elem_id="translation")
+            ablation = gr.HTML("", elem_id="ablation")
             run_info = gr.Markdown(elem_id="run-info", elem_classes=["anatomy-controls"])
             src_chips = gr.HighlightedText(label="Source pieces (what the encoder reads)", show_legend=False,
                                            show_inline_category=False, combine_adjacent=False,
@@ -230,6 +291,17 @@ def build_page(registry: ModelRegistry) -> Page:
             heat = gr.Plot(empty, show_label=False, elem_id="heatmap")
             with gr.Accordion("What this attention shows", open=False, elem_classes=["anatomy-controls"]):
                 kind_help = gr.Markdown(attention_views.kind_help(DEFAULTS["view"]), elem_id="kind-help")
+            with gr.Accordion("Switch heads off", open=False, elem_id="heads-off-panel",
+                              elem_classes=["anatomy-controls"]):
+                heads_off = gr.CheckboxGroup(ablation_views.head_choices(c0), value=[], elem_id="heads-off",
+                                             label="Heads off: each one's output is zeroed before W_o, and the "
+                                                   "sentence is translated again (a click on a head in All heads "
+                                                   "or Head importance does the same)")
+                reset_heads = gr.Button("Switch every head back on", size="sm", elem_id="reset-heads")
+            # app.js clicks this button with the clicked head's name; it is kept off screen, not hidden, so that it
+            # is in the page to be clicked
+            toggle_head = gr.Button("toggle head", elem_id="toggle-head", elem_classes=["anatomy-offscreen"])
+            clicked_head = gr.Textbox(visible=False)
 
     examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
     with gr.Row(elem_classes=["anatomy-controls"]):
@@ -255,7 +327,8 @@ def build_page(registry: ModelRegistry) -> Page:
         with gr.Tab("All heads", id=Tab.HEADS) as t:
             tabs.append(t)
             pick_head = gr.Dropdown(views.grid_pick_choices(c0.n_decoder_layers, c0.n_heads), value=None,
-                                    label="Open a head in the large view", elem_id="pick-head")
+                                    label="Open a head in the large view (a click on a head below switches it "
+                                          "off or on)", elem_id="pick-head")
             grid = gr.Plot(empty, show_label=False, elem_id="grid")
         with gr.Tab("Head statistics", id=Tab.STATS) as t:
             tabs.append(t)
@@ -268,6 +341,12 @@ def build_page(registry: ModelRegistry) -> Page:
         with gr.Tab("Predictions", id=Tab.PREDICTIONS) as t:
             tabs.append(t)
             topk_table = gr.Plot(empty, show_label=False, elem_id="topk-table")
+        with gr.Tab("Head importance", id=Tab.IMPORTANCE) as t:
+            tabs.append(t)
+            gr.Markdown(ablation_views.IMPORTANCE_HELP, elem_classes=["anatomy-controls"])
+            importance = gr.Plot(empty, show_label=False, elem_id="importance")
+            importance_list = gr.Markdown(elem_id="importance-list")
+            log_probs = gr.Plot(empty, show_label=False, elem_id="log-probs", visible=False)
         with gr.Tab("Trained vs untrained", id=Tab.COMPARE) as t:
             tabs.append(t)
             compare_text = gr.Markdown("Translate a sentence to compare the trained model with its untrained twin.",
@@ -305,6 +384,7 @@ def build_page(registry: ModelRegistry) -> Page:
         api_direction = gr.Textbox(value=registry.default_key, label="direction")
         api_beam = gr.JSON(value=None, label="beam_size")
         api_max = gr.JSON(value=None, label="max_new_tokens")
+        api_off = gr.JSON(value=None, label="heads_off")
         api_translation = gr.Textbox(label="translation")
         api_notice = gr.Textbox(label="notice")
         api_trace = gr.JSON(label="trace")
@@ -313,19 +393,21 @@ def build_page(registry: ModelRegistry) -> Page:
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
                 link=gr.State(None), drawn=gr.State(None), presenter=presenter, export_figure=export_figure,
                 export_frame=export_frame,
-                export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, direction=direction,
+                export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, animation=animation, direction=direction,
                 model_notices=model_notices, text=text,
                 beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
-                translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, run_info=run_info,
+                translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, ablation=ablation,
+                run_info=run_info,
                 src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
                 download=download, share_btn=share_btn, share_url=share_url, share_query=share_query,
                 examples=gallery, step=step, partial=partial, step_cross=step_cross, step_self=step_self,
                 step_topk=step_topk, kind=kind, layer=layer, head=head, merge=merge, plain=plain, hide=hide,
                 display=display, walk_query=walk_query, heat=heat,
-                kind_help=kind_help, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
-                topk_table=topk_table,
+                kind_help=kind_help, heads_off=heads_off, reset_heads=reset_heads, toggle_head=toggle_head,
+                clicked_head=clicked_head, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
+                topk_table=topk_table, importance=importance, importance_list=importance_list, log_probs=log_probs,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,
                 pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, arch=arch, card=card, params=params, curves=curves,
                 training_md=training_md, api_text=api_text, api_direction=api_direction, api_beam=api_beam,
-                api_max=api_max, api_translation=api_translation, api_notice=api_notice, api_trace=api_trace,
+                api_max=api_max, api_off=api_off, api_translation=api_translation, api_notice=api_notice, api_trace=api_trace,
                 api_btn=api_btn)

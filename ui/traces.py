@@ -1,4 +1,5 @@
-"""Trace downloads: JSON files in Gradio's upload folder, each deleted TRACE_RETENTION seconds after it is written.
+"""Trace downloads and animations: JSON files and folders in Gradio's upload folder, each deleted TRACE_RETENTION
+seconds after it is written.
 
 They hold the visitor's text, so they are kept no longer than that. Gradio serves files in its upload folder
 without a copy of its own; its gr.Blocks(delete_cache=...) would not do: it loses track of the files of a
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -44,16 +47,28 @@ def trace_file(trace: Trace) -> str:
     return str(path)
 
 
+def animation_path(name: str) -> Path:
+    """Where to write an animation file called `name`: a folder of its own (visitors' files of the same name stay
+    apart), deleted with the trace files."""
+    where = folder() / f"animation-{secrets.token_hex(8)}"
+    where.mkdir(parents=True)
+    _written.set()
+    return where / name
+
+
 def prune() -> float | None:
-    """Delete the trace files older than the retention; the seconds until the next one is due (None: none left)."""
+    """Delete the trace files and animation folders older than the retention; the seconds until the next one is due
+    (None: none left)."""
     now, keep, due = time.time(), retention(), []
-    for path in folder().glob("trace-*.json"):
+    for path in [*folder().glob("trace-*.json"), *folder().glob("animation-*")]:
         try:
             age = now - path.stat().st_mtime
-            if age >= keep:
-                path.unlink()
-            else:
+            if age < keep:
                 due.append(keep - age)
+            elif path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
         except OSError:  # gone already (another app on the same temp folder pruned it)
             continue
     return min(due, default=None)

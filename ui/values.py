@@ -22,6 +22,7 @@ class Tab(StrEnum):
     HEADS = "heads"
     STATS = "stats"
     PREDICTIONS = "predictions"
+    IMPORTANCE = "importance"
     COMPARE = "compare"
     POSITIONAL = "positional"
     ARCHITECTURE = "architecture"
@@ -65,6 +66,17 @@ class PageSettings:
     top_k: float | None = None
     length_penalty: float | None = None
     slow: float | None = None  # seconds per piece of a slow-motion replay
+    heads_off: tuple[str, ...] = ()  # the heads-off checkboxes: HeadMask link items, unchecked
+
+
+@dataclass(frozen=True)
+class AnimationSettings:
+    """The Export animation controls, as the page holds them, unchecked (anatomy.export.Animation.of checks them)."""
+
+    layout: str | None = None
+    size: str | None = None
+    seconds: float | None = None
+    suffix: str = ".gif"  # the file's format
 
 
 @dataclass(frozen=True)
@@ -80,7 +92,9 @@ class Inputs:
     signal: StopSignal = field(default_factory=StopSignal)
     link: Link | None = None
     forced: str = ""  # the translation typed into Inspect
+    clicked_head: str = ""  # the head a click on a thumbnail or map cell names (HeadMask link item)
     dims: tuple[int, ...] = ()  # the positional-encoding dimensions chosen as curves
+    animation: AnimationSettings = AnimationSettings()
 
     @classmethod
     def of(cls, page: Page, values: Inputs | Mapping) -> Inputs:
@@ -94,7 +108,9 @@ class Inputs:
                    view=View.of(**{name: values.get(c) for name, c in page.view_controls.items()}),
                    tab=Tab.of(tab),
                    drawn=drawn if isinstance(drawn, Drawn) else Drawn(),
-                   dims=_dims(values.get(page.pe_dims)), **state)
+                   dims=_dims(values.get(page.pe_dims)),
+                   animation=AnimationSettings(**{name: values[c] for name, c in page.animation.controls.items()
+                                                  if c in values}), **state)
 
 
 def _dims(values) -> tuple[int, ...]:

@@ -29,10 +29,11 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     asked = {*p.settings.values(), p.signal, p.tab}  # what a translation is asked with
     view_inputs = {p.run, p.twin, p.tab, p.drawn, *controls}
     tab_inputs = {p.run, p.twin, p.tab, p.direction, p.pe_dims, *controls}
-    shown = [p.translation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download, p.step,
+    shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download, p.step,
              p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run,
              p.walk_query]
-    tab_outputs = [p.drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.cmp_trained, p.cmp_untrained,
+    tab_outputs = [p.drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.importance, p.importance_list,
+                   p.log_probs, p.cmp_trained, p.cmp_untrained,
                    p.compare_text, p.pe, p.pe_sim, p.pe_rows, p.arch, p.card, p.params, p.curves, p.training_md]
     view_outputs = [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs]
     made = [p.run, p.twin, p.run_info]
@@ -70,20 +71,37 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     compare.select(h.open_tab, None, [p.tab], **DRAW).then(h.make_twin, {p.run, p.twin}, [p.twin], **MODEL).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
-    p.direction.change(h.direction_changed, tab_inputs, [p.text, p.pe_dims, *tab_outputs], **DRAW)
+    p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW)
+
+    # Heads off: a checkbox, a click on a head (app.js names it and clicks toggle_head), or Reset translates the
+    # shown request again with the heads now off.
+    ablate = {p.run, p.heads_off, p.tab}
+    draw(p.heads_off.input(h.ablate, ablate, made, **MODEL))
+    draw(p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
+                             js="(off, clicked) => [off, window.anatomy.clickedHead]").then(
+        h.ablate, ablate, made, **MODEL))
+    draw(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate, ablate, made, **MODEL))
     p.pe_dims.input(h.dims, {p.direction, p.pe_dims}, [p.pe], **VIEW)
 
-    draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.beam, p.max_new, p.lp, p.kind,
-                                       p.layer, p.head, p.merge, p.hide, p.display, p.walk_query, p.step, p.presenter,
+    draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off, p.beam, p.max_new,
+                                       p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display, p.walk_query, p.step, p.presenter,
                                        p.kind_help], **DRAW).then(
         h.translate_link, {p.link, p.signal, p.tab}, made, **MODEL))
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
     export = [p.export_figure, p.export_frame, p.export_wide]
     p.png_btn.click(None, export, None, js=js("exportFigure(args[0], 'png', args[1], args[2])"))
     p.svg_btn.click(None, export, None, js=js("exportFigure(args[0], 'svg', args[1], args[2])"))
+    a = p.animation
+    a.button.click(h.animate_page, {p.run, *controls, *a.controls.values()}, [a.file],
+                   **dict(DRAW, show_progress="minimal"))
     p.share_btn.click(h.share, {p.run, *controls}, [p.share_query], **DRAW).then(
         None, [p.share_query], [p.share_url], js=js("link(args[0])"))
 
-    p.api_btn.click(h.api_translate, [p.api_text, p.api_direction, p.api_beam, p.api_max],
+    # preprocess=False: the handler gets each JSON value as sent (a Textbox would turn a list into its str()).
+    p.api_btn.click(h.api_translate, [p.api_text, p.api_direction, p.api_beam, p.api_max, p.api_off],
                     [p.api_translation, p.api_notice, p.api_trace], api_name="translate", api_visibility="public",
-                    show_progress="hidden", concurrency_id="model", concurrency_limit=1)
+                    show_progress="hidden", concurrency_id="model", concurrency_limit=1, preprocess=False)
+    # Translating and drawing in one call: the API has no page to draw on between them.
+    a.api_btn.click(h.api_animate, [p.api_text, p.api_direction, *a.api.values()], [a.api_file, a.api_notice],
+                    api_name="animate", api_visibility="public", show_progress="hidden", concurrency_id="model",
+                    concurrency_limit=1, preprocess=False)

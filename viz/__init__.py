@@ -29,3 +29,11 @@ __all__ += ["architecture_diagram", "parameter_markdown"]
 from .lines import attention_lines, softmax_walk  # noqa: E402
 
 __all__ += ["attention_lines", "softmax_walk"]
+
+from .importance import Measure, attention_measure, importance_maps, log_prob_change  # noqa: E402
+
+__all__ += ["Measure", "attention_measure", "importance_maps", "log_prob_change"]
+
+from .pruning import PruningPanel, pruning_curve, pruning_png  # noqa: E402
+
+__all__ += ["PruningPanel", "pruning_curve", "pruning_png"]

@@ -6,7 +6,7 @@ Query labels may be pieces or, for decoder positions, (read, produced) pairs.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -93,8 +93,12 @@ def attention_row(row, key_tokens: Sequence[str], *, title: str | None = None, k
 
 
 def attention_grid(weights, query_tokens: Sequence, key_tokens: Sequence[str], *, causal: bool = False,
-                   hidden=None, title: str | None = None, cell: int = 170) -> go.Figure:
+                   hidden=None, title: str | None = None, cell: int = 170, off: Collection[tuple[int, int]] = (),
+                   click_kind: str | None = None) -> go.Figure:
     """Every layer (rows) × head (columns) of one attention kind, on one shared [0, 1] colour scale.
+
+    `off`: the (layer, head) pairs, from 1, of heads switched off, greyed and labelled. With `click_kind`, each
+    thumbnail names its head as `head=KIND:LAYER.HEAD` (its meta) for a click to read (ui/static/app.js).
 
     Weights travel as whole percents (uint8): a base-size model's 48 heads over 40 pieces stay
     near 200 KB of JSON instead of 500 KB; masked cells are painted over by a transparent/grey
@@ -119,7 +123,7 @@ def attention_grid(weights, query_tokens: Sequence, key_tokens: Sequence[str], *
     h_gap, v_gap = 0.015, min(0.05, 0.3 / max(L, 1))
     width, height = (1 - h_gap * (H - 1)) / H, (1 - v_gap * (L - 1)) / L
     axis = dict(showticklabels=False, ticks="", type="category", showline=False)
-    data, layout, titles = [], {}, []
+    data, layout, titles, shapes = [], {}, [], []
     for l in range(L):
         top = 1 - l * (height + v_gap)
         for h in range(H):
@@ -127,16 +131,27 @@ def attention_grid(weights, query_tokens: Sequence, key_tokens: Sequence[str], *
             left = h * (width + h_gap)
             layout[f"xaxis{n}"] = dict(axis, domain=[left, left + width], anchor=f"y{n}")
             layout[f"yaxis{n}"] = dict(axis, domain=[top - height, top], anchor=f"x{n}", autorange="reversed")
-            titles.append(dict(text=f"layer {l + 1} · head {h + 1}", x=left + width / 2, y=top, xref="paper",
-                               yref="paper", xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=11)))
+            is_off = (l + 1, h + 1) in off
+            titles.append(dict(text=f"layer {l + 1} · head {h + 1}" + (" · <b>OFF</b>" if is_off else ""),
+                               x=left + width / 2, y=top, xref="paper", yref="paper", xanchor="center",
+                               yanchor="bottom", showarrow=False,
+                               font=dict(size=11, color="#71717a" if is_off else None)))
             data.append(dict(type="heatmap", z=percent[l, h], x=k_pos, y=q_pos, coloraxis="coloraxis",
                              xaxis=f"x{n}", yaxis=f"y{n}",
-                             hovertemplate=f"layer {l + 1} head {h + 1}<br>%{{y}} \u2192 %{{x}}: %{{z}}%<extra></extra>"))
+                             meta=f"head={click_kind}:{l + 1}.{h + 1}" if click_kind else None,
+                             hovertemplate=f"layer {l + 1} head {h + 1}" + (" (off)" if is_off else "") +
+                                           "<br>%{y} \u2192 %{x}: %{z}%" +
+                                           ("<br>click: switch this head off/on" if click_kind else "") +
+                                           "<extra></extra>"))
+            if is_off:  # the weights are still computed; only the head's output is zeroed
+                shapes.append(dict(type="rect", xref=f"x{n} domain", yref=f"y{n} domain", x0=0, x1=1, y0=0, y1=1,
+                                   fillcolor=MASKED_COLOR, opacity=0.7, line=dict(color="#52525b", width=2)))
             if overlay is not None:
                 data.append(dict(type="heatmap", z=overlay, x=k_pos, y=q_pos, zmin=0, zmax=1, showscale=False,
                                  hoverinfo="skip", colorscale=[[0, "rgba(0,0,0,0)"], [1, MASKED_COLOR]],
                                  xaxis=f"x{n}", yaxis=f"y{n}"))
     layout["annotations"] = titles
+    layout["shapes"] = shapes
     layout["coloraxis"] = dict(colorscale=ATTENTION_STOPS, cmin=0, cmax=100,
                                colorbar=dict(title=dict(text="weight"), thickness=12, len=0.6,
                                              tickvals=[0, 25, 50, 75, 100], ticktext=["0", "0.25", "0.5", "0.75", "1"]))

@@ -18,15 +18,19 @@ def escape(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
-def label(piece: str, max_chars: int = MAX_LABEL) -> str:
-    """A piece as a figure label: escaped, control characters made visible, long ones cut."""
-    text = str(piece)
-    text = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
+def readable(piece: str, max_chars: int = MAX_LABEL) -> str:
+    """A piece as text to draw: control characters made visible, long ones cut (not escaped: for images)."""
+    text = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(piece))
     if not text:
         text = "\u2205"  # empty set sign: an empty piece is still a position
     if len(text) > max_chars:
         text = text[:max_chars - 1] + "\u2026"
-    return escape(text)
+    return text
+
+
+def label(piece: str, max_chars: int = MAX_LABEL) -> str:
+    """A piece as a figure label: readable, then escaped."""
+    return escape(readable(piece, max_chars))
 
 
 def labels(pieces: Iterable[str], max_chars: int = MAX_LABEL) -> list[str]:

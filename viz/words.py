@@ -68,14 +68,16 @@ def merge_attention(weights, query_groups: Sequence[Sequence[int]], key_groups: 
     ks = [i for g in key_groups for i in g]
     if sorted(qs) != list(range(Tq)) or sorted(ks) != list(range(Tk)):
         raise ValueError("groups must partition the query and key positions")
-    key_sum = np.stack([w[..., list(g)].sum(-1) for g in key_groups], axis=-1)  # (..., Tq, Wk)
+    # No groups on a side (the decoder's first row with special tokens hidden has no key): an empty axis.
+    key_sum = np.stack([w[..., list(g)].sum(-1) for g in key_groups], axis=-1) if key_groups else \
+        np.zeros((*w.shape[:-1], 0), dtype=np.float32)  # (..., Tq, Wk)
     # A row that sees no key (all hidden) has no attention to average into its word.
     sees = np.ones(Tq, dtype=bool) if hidden is None else ~np.asarray(hidden, dtype=bool).all(-1)
     merged = np.stack([key_sum[..., [i for i in g if sees[i]] or list(g), :].mean(-2) for g in query_groups],
-                      axis=-2)  # (..., Wq, Wk)
+                      axis=-2) if query_groups else np.zeros((*w.shape[:-2], 0, len(key_groups)))  # (..., Wq, Wk)
     merged_hidden = None
     if hidden is not None:
         h = np.asarray(hidden, dtype=bool)
         merged_hidden = np.array([[h[np.ix_(list(gq), list(gk))].all() for gk in key_groups] for gq in query_groups],
-                                 dtype=bool)
+                                 dtype=bool).reshape(len(query_groups), len(key_groups))
     return merged.astype(np.float32), merged_hidden

@@ -158,7 +158,10 @@
           gd.on('plotly_hover', e => { if (free()) A.keep(gd, e.points[0]); });
           gd.on('plotly_unhover', () => { if (free()) A.keep(gd, null); });
           gd.addEventListener('mouseleave', () => { if (free()) A.keep(gd, null); });
-          gd.on('plotly_click', e => { if (Date.now() - (gd.anatomyTouched || 0) > 800) A.pin(gd, e.points[0]); });
+          gd.on('plotly_click', e => {
+            if (A.toggleHead(e.points[0])) return;
+            if (Date.now() - (gd.anatomyTouched || 0) > 800) A.pin(gd, e.points[0]);
+          });
           // a tap: Plotly may not report it as a click, so the nearest piece is found here
           gd.addEventListener('touchend', e => {
             const t = e.changedTouches[0], p = t && A.nearestPiece(gd, t.clientX, t.clientY);
@@ -167,6 +170,17 @@
         }
         A.fit(gd);
       });
+    },
+    // A head's thumbnail (its trace's meta) or map cell (its customdata) names it as "head=cross:1.2"
+    // (viz/attention.py, viz/importance.py): a click switches it off or on, through the page's toggle-head button.
+    toggleHead(point) {
+      const named = [point && point.data && point.data.meta, point && point.customdata]
+        .find(v => typeof v === 'string' && v.startsWith('head='));
+      const button = document.querySelector('#toggle-head');
+      if (!named || !button) return false;
+      A.clickedHead = named.slice(5);
+      button.click();
+      return true;
     },
     pin(gd, point) {
       const key = point && A.pieceKey(point);

@@ -1,0 +1,137 @@
+"""Heads switched off: the controls' choices, the original and ablated translations side by side, the change in
+log-probability, and the head-importance maps of one sentence (transformer.heads computes them)."""
+from __future__ import annotations
+
+import difflib
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+import viz
+from transformer.config import ModelConfig
+from transformer.head_mask import HeadMask, HeadRef
+from transformer.heads import SentenceImportance
+from transformer.kinds import KINDS, by_name
+
+from .run import Ablation, Run
+from .views import name
+
+ABLATION = viz.Measure("ablation: drop in log p", "RdBu_r", -2.0, 2.0, ".2f")
+GRADIENT = viz.Measure("gradient: |∂ log p / ∂ξ|", "Oranges", 0.0, 1.0, ".2f")
+CONFIDENCE = viz.attention_measure("confidence (mean max weight)")
+ROLE_NAMES = {"same": "same", "previous": "prev", "next": "next", "first": "first", "eos": "eos",
+              "monotonic": "mono"}
+LIST_LENGTH = 10
+IMPORTANCE_HELP = (
+    "Which heads does **this** translation need? Each head of each attention is judged three ways, on the "
+    "translation of the sentence above with every head on (teacher-forced, so every head is judged on the same "
+    "output): **ablation**, how much the log-probability of that translation drops when that head alone is "
+    "switched off (Michel, Levy and Neubig, 2019: most heads can go, a few cannot); **gradient**, their cheap "
+    "estimate of the same, |∂ log p / ∂ξ| for a gate ξ on the head's output, from one backward pass; and "
+    "**confidence**, the head's mean largest attention weight (Voita et al., 2019: the heads that matter tend to "
+    "be confident), with the role its head statistics suggest. Click a head to switch it off or on.")
+
+
+def head_label(kind: str, layer: int, head: int) -> str:
+    """One head as the page names it: "cross-attention L2 H3"."""
+    return f"{by_name(kind).label} L{layer} H{head}"
+
+
+def head_choices(config: ModelConfig) -> list[tuple[str, str]]:
+    """Every head of a model, (label, HeadMask link item), in the model's order: the heads-off checkboxes, labelled
+    short ("cross L2 H3", the kinds as links name them) so that a base model's 144 fit."""
+    return [(f"{kind.name} L{layer} H{head}", f"{kind.name}:{layer}.{head}") for kind in KINDS
+            for layer in range(1, (config.n_encoder_layers if kind.name == "encoder" else config.n_decoder_layers) + 1)
+            for head in range(1, config.n_heads + 1)]
+
+
+def off_items(heads_off: str) -> list[str]:
+    """A (checked) link form's items, as the checkboxes hold them."""
+    return [str(ref) for ref in HeadMask.refs(heads_off)]
+
+
+def _text(pieces: list[str]) -> str:
+    """Pieces as text: SentencePiece's ▁ starts a word."""
+    return html.escape("".join(pieces).replace("▁", " ")).strip()
+
+
+def _marked(pieces: list[str], other: list[str], tag: str) -> str:
+    """`pieces` as HTML text, the runs that differ from `other` wrapped in `tag`."""
+    out = []
+    for op, i1, i2, _, _ in difflib.SequenceMatcher(a=pieces, b=other, autojunk=False).get_opcodes():
+        text = _text(pieces[i1:i2])
+        lead = " " if pieces[i1:i2] and pieces[i1].startswith("▁") and out else ""
+        if text:
+            out.append(lead + (text if op == "equal" else f"<{tag}>{text}</{tag}>"))
+    return "".join(out) or "∅"
+
+
+def _pieces(trace) -> list[str]:
+    """The output pieces without the end marker."""
+    eos = trace.output_ids[-1:] == [trace.eos_id]
+    return list(trace.output_tokens[:-1] if eos else trace.output_tokens)
+
+
+def comparison_html(run: Run) -> str:
+    """The all-heads and the ablated translation one above the other, the pieces that changed marked, and how much
+    less likely the all-heads translation became with the heads off: overall and per piece."""
+    a = run.ablation
+    if a is None:
+        return ""
+    original, ablated = _pieces(a.original), _pieces(run.trace)
+    before, after = float(a.log_probs.sum()), float(a.ablated_log_probs.sum())
+    refs = HeadMask.refs(run.request.heads_off)
+    heads = ", ".join(head_label(r.kind, r.layer, r.head) for r in refs)
+    same = "the same translation" if original == ablated else "a different translation"
+    delta = a.ablated_log_probs - a.log_probs
+    per_piece = " ".join(
+        f'<span title="log p {a.log_probs[i]:.2f} → {a.ablated_log_probs[i]:.2f}">{html.escape(piece)}'
+        f'<sub style="color:{"#b91c1c" if delta[i] < -0.1 else "#6b7280"}">{delta[i]:+.2f}</sub></span>'
+        for i, piece in enumerate(a.original.output_tokens))
+    return (f'<div class="anatomy-ablation"><p><b>{len(refs)} head{"s" if len(refs) > 1 else ""} off</b> '
+            f"({html.escape(heads)}): {same}.</p>"
+            f"<p><b>All heads on:</b> {_marked(original, ablated, 'del')}<br>"
+            f"<b>Heads off:</b> {_marked(ablated, original, 'mark')}</p>"
+            f"<p>log p of the all-heads translation (teacher-forced): {before:.2f} → {after:.2f} "
+            f"(<b>{after - before:+.2f}</b>); per piece: {per_piece}</p></div>")
+
+
+def log_prob_figure(a: Ablation) -> go.Figure:
+    pieces = a.original.output_tokens
+    return viz.log_prob_change(pieces, a.log_probs, a.ablated_log_probs,
+                               title="Heads off: change in log p of each piece of the all-heads translation "
+                                     "(teacher-forced)")
+
+
+def importance_figure(imp: SentenceImportance, heads_off: str) -> go.Figure:
+    """Ablation, gradient and confidence maps, one row per attention kind; the heads that are off greyed."""
+    kinds = [(kind.name, name(kind.name)) for kind in KINDS]
+    values = [[imp.ablation[k], imp.gradient[k], imp.confidence[k]] for k, _ in kinds]
+    roles = [[None, None, np.array([[f"{ROLE_NAMES[imp.roles[ref][0]]} {imp.roles[ref][1]:.2f}"
+                                     for ref in row] for row in _refs_grid(imp, k)])] for k, _ in kinds]
+    top = max(float(np.abs(imp.ablation[k]).max()) for k, _ in kinds)
+    grad_top = max(float(imp.gradient[k].max()) for k, _ in kinds)
+    measures = [viz.Measure(ABLATION.title, ABLATION.colorscale, -max(top, 1e-3), max(top, 1e-3), ABLATION.fmt),
+                viz.Measure(GRADIENT.title, GRADIENT.colorscale, 0.0, max(grad_top, 1e-3), GRADIENT.fmt), CONFIDENCE]
+    return viz.importance_maps(kinds, measures, values, notes=roles, off=off_items(heads_off),
+                               title=f"Which heads this translation needs (log p {imp.log_prob:.2f} with every head "
+                                     "on) · click a head to switch it off or on")
+
+
+def _refs_grid(imp: SentenceImportance, kind: str) -> list[list[HeadRef]]:
+    L, H = imp.confidence[kind].shape
+    return [[HeadRef(kind, l + 1, h + 1) for h in range(H)] for l in range(L)]
+
+
+def importance_list(imp: SentenceImportance, n: int = LIST_LENGTH) -> str:
+    """The heads whose removal hurts this translation most, largest drop first, with the other two measures."""
+    rows = ["| head | drop in log p | gradient | confidence | role |", "|---|---:|---:|---:|---|"]
+    for ref, drop in imp.ablation.ranked()[:n]:
+        role, value = imp.roles[ref]
+        l, h = ref.layer - 1, ref.head - 1
+        rows.append(f"| {head_label(ref.kind, ref.layer, ref.head)} | {drop:+.3f} | "
+                    f"{imp.gradient[ref.kind][l, h]:.3f} | {imp.confidence[ref.kind][l, h]:.2f} | "
+                    f"{role} {value:.2f} |")
+    return "**Largest drops first** (switching that head alone off)\n\n" + "\n".join(rows)
+

@@ -1,0 +1,117 @@
+"""Switching heads off in the app: the page, a link and the API carry the heads off, and the Head importance tab
+measures what each head is for (transformer.heads computes it; these tests check the app shows what it computed)."""
+from __future__ import annotations
+
+import base64
+import json
+
+import gradio as gr
+import numpy as np
+
+from anatomy import ablation_views
+from anatomy.inputs import View, build_link, heads_off, parse_link
+from tests.app_fixtures import SENTENCE, run_of, show
+from transformer import HeadMask
+from transformer.heads import sentence_importance
+from ui.values import Inputs, PageSettings, Tab
+
+OFF = ("cross:2.1", "cross:2.2")  # every cross-attention head of the tiny models' last layer
+
+
+def _ablate(h, run, off):
+    return h.ablate(Inputs(settings=PageSettings(key=run.request.key, heads_off=tuple(off)), run=run))
+
+
+def test_heads_off_are_checked_against_the_model_and_bad_ones_are_named(tiny):
+    config = tiny.registry.get("de-en").config
+    assert heads_off(["cross:2.2", "encoder:1.1", "cross:2.2"], config) == ("encoder:1.1,cross:2.2", [])
+    checked, notices = heads_off("cross:9.1, decoder:1.2,,oops", config)
+    assert checked == "decoder:1.2"
+    assert "no cross:9.1" in notices[0] and "'oops' is not KIND:LAYER.HEAD" in notices[0]
+    assert heads_off({"cross": 1}, config)[0] == "" and "must be a string" in heads_off(3, config)[1][0]
+
+
+def test_switching_heads_off_translates_again_beside_the_all_heads_translation(tiny):
+    run = run_of(tiny, SENTENCE)
+    out = _ablate(tiny, run, OFF)
+    ablated = out[tiny.page.run]
+    assert ablated.request.heads_off == "cross:2.1,cross:2.2" == ablated.trace.settings.heads_off
+    assert ablated.ablation.original is run.trace  # the page's own all-heads translation, not a new one
+    translator = tiny.registry.translator("de-en", "cpu")[0]
+    mask = HeadMask.parse(ablated.request.heads_off, translator.config)
+    assert ablated.trace.output_ids == translator.translate(SENTENCE, head_mask=mask).output_ids
+    expected = translator.log_probs(run.trace.source_ids, run.trace.output_ids, mask)
+    assert np.allclose(ablated.ablation.ablated_log_probs, expected)
+    assert np.allclose(ablated.ablation.log_probs, translator.log_probs(run.trace.source_ids, run.trace.output_ids))
+    page = show(tiny, ablated)[-1]
+    html = page[tiny.page.ablation]
+    change = ablated.ablation.ablated_log_probs.sum() - ablated.ablation.log_probs.sum()
+    assert "2 heads off" in html and f"{change:+.2f}" in html
+    # switched-off heads are drawn as off: the grid and the large view of that layer say so
+    grid = json.loads(tiny._tab(Inputs(run=ablated, tab=Tab.HEADS, view=View().fit(2, 2, 99)), "de-en")[
+        tiny.page.grid].plot)
+    titles = [a["text"] for a in grid["layout"]["annotations"]]
+    assert [t for t in titles if "OFF" in t] == ["layer 2 · head 1 · <b>OFF</b>", "layer 2 · head 2 · <b>OFF</b>"]
+    assert {t.get("meta") for t in grid["data"]} >= {"head=cross:1.1", "head=cross:2.2"}  # what a click names
+    assert "heads 1, 2 off" in json.loads(page[tiny.page.heat].plot)["layout"]["title"]["text"]
+    # every head on again: the all-heads translation comes back without a model pass
+    back = _ablate(tiny, ablated, [])[tiny.page.run]
+    assert back.trace is run.trace and back.ablation is None and back.request.heads_off == ""
+    assert _ablate(tiny, back, []) == gr.skip()  # unchanged heads: nothing to do
+    assert show(tiny, back)[-1][tiny.page.ablation] == ""
+
+
+def test_translate_with_heads_off_shows_both_translations(tiny):
+    settings = PageSettings("de-en", SENTENCE, 1, 0, "cpu", 5, 1.0, 0.0, ("cross:2.1", "bogus"))
+    out = list(tiny.translate_page(Inputs(settings)))[-1]
+    made = out[tiny.page.run]
+    assert made.request.heads_off == "cross:2.1" and made.ablation is not None
+    assert made.ablation.original.settings.heads_off == ""
+    assert any("'bogus' is not KIND:LAYER.HEAD" in n for n in made.notices)
+
+
+def test_a_link_carries_the_heads_off_and_a_bad_one_gets_a_notice(tiny):
+    run = _ablate(tiny, run_of(tiny, SENTENCE), OFF)[tiny.page.run]
+    link = build_link(run.request, View())
+    assert link.endswith("&off=cross:2.1,cross:2.2")
+    parsed = parse_link(dict(p.split("=", 1) for p in link[1:].split("&")), tiny.registry.entries)
+    assert parsed.off == "cross:2.1,cross:2.2"
+    bad = parse_link({"text": SENTENCE, "off": "cross:7.7,decoder:1.1"}, tiny.registry.entries)
+    made = tiny.translate_link(Inputs(link=bad))[tiny.page.run]
+    assert made.request.heads_off == "decoder:1.1" and made.ablation is not None
+    assert any("no cross:7.7" in n for n in made.notices)
+
+
+def test_the_api_takes_heads_off_and_names_the_ones_it_ignored(tiny):
+    text, notice, trace = tiny.api_translate(SENTENCE, "de-en", 1, None, "cross:2.1,cross:2.2")
+    assert trace["settings"]["heads_off"] == "cross:2.1,cross:2.2" and "ignored" not in notice
+    text, notice, trace = tiny.api_translate(SENTENCE, "de-en", 1, None, "cross:3.1")
+    assert "no cross:3.1" in notice and "heads_off" not in trace["settings"]  # translated with every head on
+    assert tiny.api_translate(SENTENCE, "de-en", 1, None, ["cross:2.1"])[2]["settings"]["heads_off"] == "cross:2.1"
+
+
+def test_the_head_importance_tab_shows_the_measures_of_every_head(tiny):
+    run = _ablate(tiny, run_of(tiny, SENTENCE), ["cross:1.2"])[tiny.page.run]
+    out = tiny._tab(Inputs(run=run, tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
+    figure = json.loads(out[tiny.page.importance].plot)
+    translator = tiny.registry.get("de-en").cpu
+    expected = sentence_importance(translator, run.ablation.original)  # judged with every head on
+    maps = {(t["customdata"][0][0], t["hovertemplate"].split("<br>")[1].split(":")[0]): t for t in figure["data"]}
+    ablation = next(t for (key, measure), t in maps.items() if key == "head=cross:1.1" and measure == "ablation")
+    z = ablation["z"]
+    shape = [int(n) for n in z["shape"].split(",")]
+    assert np.allclose(np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape),
+                       expected.ablation.cross)
+    assert len(figure["data"]) == 9  # 3 kinds × (ablation, gradient, confidence)
+    assert "OFF" in json.dumps(figure["layout"]["annotations"])  # cross:1.2 is off
+    top, drop = expected.ablation.ranked()[0]
+    assert f"{ablation_views.head_label(top.kind, top.layer, top.head)} | {drop:+.3f}" in out[
+        tiny.page.importance_list]
+    assert out[tiny.page.log_probs]["visible"] is True
+
+
+def test_checkbox_choices_name_every_head_of_the_model(tiny):
+    config = tiny.registry.get("de-en").config
+    choices = ablation_views.head_choices(config)
+    assert len(choices) == 3 * 2 * 2 and choices[0] == ("encoder L1 H1", "encoder:1.1")
+    assert all(heads_off(value, config) == (value, []) for _, value in choices)

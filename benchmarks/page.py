@@ -15,6 +15,8 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
                   tab's (All heads)
   view_s          a layer, head or step change, by mouse and by keyboard (slider: focus + arrow key; head
                   radio: focus + Space) → the affected figures redrawn; median over all of them
+  ablate_s        a click on a head's checkbox under Switch heads off (ABLATED_HEAD) → the translation with that
+                  head off (beside the all-heads one) and the main heatmap drawn; ablate_all_s: every figure in view
   server_ms       in-process: the translate handler and the open tab's figures, consumed to the last figure
                   serialized to JSON, 1 thread, median of 5 (see app_translation: adapt it when ui/handlers.py
                   changes)
@@ -25,8 +27,8 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
   first_click_all_s  all_s of the first click after the server started
 
 The last line is machine-readable (wrapped here):
-first_piece_s=… heatmap_s=… all_s=… view_s=… server_ms=… capture_ms=… crowd16_last_s=…
-first_click_all_s=…
+first_piece_s=… heatmap_s=… all_s=… view_s=… ablate_s=… ablate_all_s=… server_ms=… capture_ms=…
+crowd16_last_s=… first_click_all_s=…
 A figure that cannot be measured (not drawn in time, a control that did not change, a failed visitor, handlers
 that moved) ends the run at once with the reason and exit status 1: no figure is ever left out or guessed.
 
@@ -57,6 +59,7 @@ if not __package__:  # run as a file (python benchmarks/page.py): put the repo r
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import ROOT, median_ms, sentence, start_app  # noqa: E402
+from transformer.head_mask import HeadMask  # noqa: E402
 
 if TYPE_CHECKING:
     from transformer.checkpoint import Decoding
@@ -73,7 +76,12 @@ SELECTORS = {
     "step_value": "#step input[type=number]",
     "head_radio": "#head input[type=radio]",  # one per choice; value: MEAN_HEAD or the head's number
     "head_checked": "#head input[type=radio]:checked",
+    "heads_off_panel": "#heads-off-panel",  # the accordion: its first button opens it
+    "heads_off": "#heads-off",  # the checkboxes, by label
+    "ablation": "#ablation",  # the all-heads and ablated translations
 }
+# The head the benchmark switches off (HeadMask's link form), and its checkbox's label (anatomy/ablation_views.py).
+ABLATED_HEAD, ABLATED_LABEL = "cross:1.1", "cross L1 H1"
 # The Plotly divs (Gradio's gr.Plot puts a .js-plotly-plot inside its elem_id container).
 FIGURES = {
     "heatmap": "#heatmap .js-plotly-plot",
@@ -305,6 +313,31 @@ def view_changes(page: Page, trace: dict, timeout_s: float) -> dict[str, float]:
     return times
 
 
+def ablate(page: Page, ablated: dict, timeout_s: float) -> dict[str, float]:
+    """Switch ABLATED_HEAD off by its checkbox: seconds until the ablated translation is shown beside the
+    all-heads one and the main heatmap shows it, and until every figure in view does."""
+    panel = page.page.locator(SELECTORS["heads_off_panel"])
+    panel.scroll_into_view_if_needed()
+    panel.locator("button").first.click()  # open the accordion
+    box = page.page.locator(SELECTORS["heads_off"]).get_by_label(ABLATED_LABEL, exact=True)
+    box.scroll_into_view_if_needed()
+    page.page.wait_for_timeout(300)  # the accordion has opened
+    # a new translation opens at its last step, in the same layer and head
+    view = dict(current_view(page), step=len(ablated["output_tokens"]))
+    box.click()
+    since = page.bench("input")
+    page.page.wait_for_function(f"document.querySelector('{SELECTORS['ablation']}').innerText.includes('head off')",
+                                timeout=timeout_s * 1000)
+    shown = page.page.evaluate("performance.now()")
+    done = page.drawn(ablated, IN_VIEW, view, since, timeout_s)
+    missing = sorted(set(IN_VIEW) - set(done))
+    if missing:
+        raise MeasurementFailed(f"{ABLATED_HEAD} off: {', '.join(missing)} not redrawn with the ablated translation "
+                                f"within {timeout_s:.0f} s (--view-timeout)")
+    return {"ablate_s": (max(shown, done["heatmap"]) - since) / 1000,
+            "ablate_all_s": (max(shown, *done.values()) - since) / 1000}
+
+
 # --------------------------------------------------------------------------------------------
 # In-process measurements
 # --------------------------------------------------------------------------------------------
@@ -467,6 +500,9 @@ def measure(args: argparse.Namespace) -> str:
     translator = entry.cpu
     local = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty)
     expected = {f: getattr(local, f) for f in PIECES} | {"layers": local.cross_attn.shape[0]}
+    off = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty,
+                               head_mask=HeadMask.parse(ABLATED_HEAD, translator.config))
+    ablated = {f: getattr(off, f) for f in PIECES} | {"layers": off.cross_attn.shape[0]}
     print(f"sentence ({key}, {len(text.split())} words, {len(local.source_tokens)} → {len(local.output_tokens)} "
           f"pieces): {text}")
 
@@ -478,7 +514,7 @@ def measure(args: argparse.Namespace) -> str:
                                          length_penalty=own.length_penalty)
             server = server_ms(h, key, text, own)
             print(f"in-process, 1 thread: capture {capture:.1f} ms, translate handler + figures {server:.1f} ms")
-            first, warm, views, joins = browse(args, url, key, text, expected)
+            first, warm, views, joins = browse(args, url, key, text, expected, ablated)
             events = translation_events(joins, text)
             if not events:
                 raise MeasurementFailed("crowd: the page sent no Translate event to replay")
@@ -488,16 +524,19 @@ def measure(args: argparse.Namespace) -> str:
             proc.terminate()
             proc.wait(timeout=30)
 
-    figures = {name: statistics.median([w[name] for w in warm]) for name in ("first_piece_s", "heatmap_s", "all_s")}
+    figures = {name: statistics.median([w[name] for w in warm])
+               for name in ("first_piece_s", "heatmap_s", "all_s", "ablate_s", "ablate_all_s")}
     return (f"first_piece_s={figures['first_piece_s']:.2f} heatmap_s={figures['heatmap_s']:.2f} "
-            f"all_s={figures['all_s']:.2f} view_s={statistics.median(views):.2f} server_ms={server:.1f} "
+            f"all_s={figures['all_s']:.2f} view_s={statistics.median(views):.2f} "
+            f"ablate_s={figures['ablate_s']:.2f} ablate_all_s={figures['ablate_all_s']:.2f} server_ms={server:.1f} "
             f"capture_ms={capture:.1f} crowd{args.crowd}_last_s={crowd_s:.2f} first_click_all_s={first['all_s']:.2f}")
 
 
-def browse(args: argparse.Namespace, url: str, key: str, text: str,
-           expected: dict) -> tuple[dict, list[dict], list[float], list]:
-    """The first click, then --runs warm clicks with view changes, each on a fresh page: the first click's
-    times, the warm clicks' times, every view change's seconds, and the queue events of the last warm page."""
+def browse(args: argparse.Namespace, url: str, key: str, text: str, expected: dict,
+           ablated: dict) -> tuple[dict, list[dict], list[float], list]:
+    """The first click, then --runs warm clicks with view changes and a head switched off, each on a fresh page:
+    the first click's times, the warm clicks' times (with the head's), every view change's seconds, and the queue
+    events of the last warm page."""
     from playwright.sync_api import sync_playwright
 
     first, warm, views, joins = {}, [], [], []
@@ -517,6 +556,7 @@ def browse(args: argparse.Namespace, url: str, key: str, text: str,
                 joins = list(page.joins)
                 changed = view_changes(page, expected, args.view_timeout)
                 views += changed.values()
+                times.update(ablate(page, ablated, args.view_timeout))
                 print(f"warm {run}: " + ", ".join(f"{k} {v:.2f}" for k, v in {**times, **changed}.items()) + " s")
             except MeasurementFailed as err:
                 raise MeasurementFailed(f"{'first click' if run == 0 else f'warm click {run}'}: {err}") from err

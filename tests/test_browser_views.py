@@ -271,3 +271,38 @@ def test_a_view_change_draws_each_figure_once_already_fitted(page, url, key):
     assert large["bottom"] <= 1000  # the large view ends above the fold (1000 px window)
     assert step["width"] < 560 and step["font"] == 10  # narrow: app.js's small type, from the first drawing on
     assert not page.errors, page.errors
+
+
+def _click_middle(page, locator) -> None:
+    locator.scroll_into_view_if_needed()
+    box = locator.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def test_heads_switched_off_by_link_click_and_checkbox(page, url, key, shipped):
+    """A link's off=, a click on an All-heads thumbnail and on a Head-importance cell switch heads off; the page
+    shows both translations and greys the heads; Reset brings every head back."""
+    query = urllib.parse.urlencode({"direction": key, "text": SENTENCE, "off": "cross:1.2,nope"})
+    page.goto(f"{url}?{query}", wait_until="domcontentloaded")
+    page.wait_for_function("(document.querySelector('#ablation') || {innerText: ''}).innerText.includes('1 head off')", timeout=TIMEOUT)
+    assert "'nope' is not KIND:LAYER.HEAD" in page.locator("#run-info").inner_text()
+    assert page.locator("#heads-off input:checked").count() == 1  # the link's head, as a checkbox
+    # a click on the first thumbnail (cross-attention, layer 1, head 1) switches that head off too
+    page.wait_for_function("document.querySelectorAll('#grid .heatmaplayer image').length > 1")
+    _click_middle(page, page.locator("#grid .heatmaplayer image").first)
+    page.wait_for_function("(document.querySelector('#ablation') || {innerText: ''}).innerText.includes('2 heads off')", timeout=TIMEOUT)
+    wait_title(page, "grid", "Cross-attention")
+    page.wait_for_function("Array.from(document.querySelectorAll('#grid text')).filter("
+                           "t => t.textContent.includes('OFF')).length === 2")
+    assert page.locator("#heads-off input:checked").count() == 2
+    # Head importance: its maps; a click on a cell switches that head off
+    page.get_by_role("tab", name="Head importance").click()
+    wait_title(page, "importance", "Which heads this translation needs")
+    _click_middle(page, page.locator("#importance .heatmaplayer image").first)  # encoder self-attention, ablation
+    page.wait_for_function("(document.querySelector('#ablation') || {innerText: ''}).innerText.includes('3 heads off')", timeout=TIMEOUT)
+    assert "encoder L" in page.locator("#ablation").inner_text() or "encoder self-attention" in \
+        page.locator("#ablation").inner_text()
+    page.get_by_role("button", name="Switch every head back on").click()
+    page.wait_for_function("(document.querySelector('#ablation') || {innerText: ''}).innerText.trim() === ''", timeout=TIMEOUT)
+    assert page.locator("#heads-off input:checked").count() == 0
+    assert not page.errors

@@ -493,8 +493,10 @@ class Handlers:
         out[p.model_notices] = gr.update(value=status, visible=bool(status))
         # the placeholder says the page's load events are done (the browser tests wait for it)
         out[p.text] = gr.update(placeholder=self._placeholder(link.key), **({"value": link.text} if link.text else {}))
-        out[p.heads_off] = gr.update(choices=ablation_views.head_choices(c),
-                                     value=ablation_views.off_items(heads_off(link.off, c)[0]))
+        off = ablation_views.off_items(heads_off(link.off, c)[0])
+        out[p.heads_off] = gr.update(choices=ablation_views.head_choices(c), value=off)
+        if off:
+            out[p.heads_off_panel] = gr.update(open=True)
         if link.view.step is not None:
             out[p.step] = gr.update(maximum=max(link.view.step, 2), value=link.view.step)
         if link.presenter is not None:

@@ -104,6 +104,7 @@ class Page:
     walk_query: gr.Slider
     heat: gr.Plot
     kind_help: gr.Markdown
+    heads_off_panel: gr.Accordion  # opened when a link switches heads off
     heads_off: gr.CheckboxGroup  # HeadMask link items ("cross:1.2") of the heads switched off
     reset_heads: gr.Button
     toggle_head: gr.Button  # clicked by app.js when a head's thumbnail or map cell is clicked
@@ -292,7 +293,7 @@ def build_page(registry: ModelRegistry) -> Page:
             with gr.Accordion("What this attention shows", open=False, elem_classes=["anatomy-controls"]):
                 kind_help = gr.Markdown(attention_views.kind_help(DEFAULTS["view"]), elem_id="kind-help")
             with gr.Accordion("Switch heads off", open=False, elem_id="heads-off-panel",
-                              elem_classes=["anatomy-controls"]):
+                              elem_classes=["anatomy-controls"]) as heads_off_panel:
                 heads_off = gr.CheckboxGroup(ablation_views.head_choices(c0), value=[], elem_id="heads-off",
                                              label="Heads off: each one's output is zeroed before W_o, and the "
                                                    "sentence is translated again (a click on a head in All heads "
@@ -403,11 +404,12 @@ def build_page(registry: ModelRegistry) -> Page:
                 examples=gallery, step=step, partial=partial, step_cross=step_cross, step_self=step_self,
                 step_topk=step_topk, kind=kind, layer=layer, head=head, merge=merge, plain=plain, hide=hide,
                 display=display, walk_query=walk_query, heat=heat,
-                kind_help=kind_help, heads_off=heads_off, reset_heads=reset_heads, toggle_head=toggle_head,
+                kind_help=kind_help, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
+                toggle_head=toggle_head,
                 clicked_head=clicked_head, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
                 topk_table=topk_table, importance=importance, importance_list=importance_list, log_probs=log_probs,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,
                 pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, arch=arch, card=card, params=params, curves=curves,
                 training_md=training_md, api_text=api_text, api_direction=api_direction, api_beam=api_beam,
-                api_max=api_max, api_off=api_off, api_translation=api_translation, api_notice=api_notice, api_trace=api_trace,
-                api_btn=api_btn)
+                api_max=api_max, api_off=api_off, api_translation=api_translation, api_notice=api_notice,
+                api_trace=api_trace, api_btn=api_btn)

@@ -29,8 +29,8 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     asked = {*p.settings.values(), p.signal, p.tab}  # what a translation is asked with
     view_inputs = {p.run, p.twin, p.tab, p.drawn, *controls}
     tab_inputs = {p.run, p.twin, p.tab, p.direction, p.pe_dims, *controls}
-    shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download, p.step,
-             p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run,
+    shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
+             p.step, p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run,
              p.walk_query]
     tab_outputs = [p.drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.importance, p.importance_list,
                    p.log_probs, p.cmp_trained, p.cmp_untrained,
@@ -83,9 +83,9 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     draw(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate, ablate, made, **MODEL))
     p.pe_dims.input(h.dims, {p.direction, p.pe_dims}, [p.pe], **VIEW)
 
-    draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off, p.beam, p.max_new,
-                                       p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display, p.walk_query, p.step, p.presenter,
-                                       p.kind_help], **DRAW).then(
+    draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,
+                                       p.beam, p.max_new, p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display,
+                                       p.walk_query, p.step, p.presenter, p.kind_help], **DRAW).then(
         h.translate_link, {p.link, p.signal, p.tab}, made, **MODEL))
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
     export = [p.export_figure, p.export_frame, p.export_wide]

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import viz
 from transformer.config import ModelConfig
 from transformer.head_mask import HeadMask, HeadRef
-from transformer.heads import SentenceImportance
+from transformer.heads import CorpusImportance, SentenceImportance
 from transformer.kinds import KINDS, by_name
 
 from .run import Ablation, Run
@@ -135,3 +135,20 @@ def importance_list(imp: SentenceImportance, n: int = LIST_LENGTH) -> str:
                     f"{role} {value:.2f} |")
     return "**Largest drops first** (switching that head alone off)\n\n" + "\n".join(rows)
 
+
+
+def corpus_figures(corpus: CorpusImportance, heads_off: str) -> tuple[go.Figure, go.Figure]:
+    """The model's own head importance over a corpus (its card's heads.json): the map, normalised per layer as
+    Michel et al. do, and the pruning curves (val BLEU as heads go, least important first and at random)."""
+    kinds = [(kind.name, name(kind.name)) for kind in KINDS]
+    top = max(float(corpus.normalized[k].max()) for k, _ in kinds)
+    measure = viz.Measure(f"importance over {corpus.sentences} {corpus.corpus} {corpus.split} sentences",
+                          "Oranges", 0.0, max(top, 1e-9), ".2f")
+    maps = viz.importance_maps(kinds, [measure], [[corpus.normalized[k]] for k, _ in kinds],
+                               off=off_items(heads_off),
+                               title=f"The model's heads over a corpus ({corpus.corpus}, {corpus.split}; "
+                                     "normalised per layer)")
+    curve = viz.pruning_curve(corpus.by_importance.bleu, corpus.random.bleu, len(corpus.by_importance.order),
+                              corpus.removable, title=f"Switching heads off one by one: {corpus.corpus} "
+                                                      f"{corpus.split} BLEU (greedy)")
+    return maps, curve

@@ -20,9 +20,10 @@ from pathlib import Path
 import torch
 
 from transformer import Translator
-from transformer.checkpoint import Checkpoint, CheckpointError, Decoding, resolve
+from transformer.checkpoint import HF_PREFIX, Checkpoint, CheckpointError, Decoding, resolve
 from transformer.config import PRESETS, ModelConfig
 from transformer.data import LANGUAGE_NAMES
+from transformer.heads import CorpusImportance, corpus_importance
 from transformer.model import Transformer
 from transformer.tokenizer import Tokenizer
 
@@ -78,6 +79,7 @@ class ModelEntry:
     card: str = ""  # the checkpoint's model card (README.md), front matter removed
     _translators: dict[str, Translator] = field(default_factory=dict, repr=False)  # by device type
     _twin: Translator | None = field(default=None, repr=False)
+    _heads: tuple[CorpusImportance | None] | None = field(default=None, repr=False)  # (read once,)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -128,6 +130,15 @@ class ModelEntry:
                 ck = dataclasses.replace(self.checkpoint, model=_copy(self.checkpoint.model))
                 self._translators[device] = engine.on_device(ck, device)
             return self._translators[device]
+
+    def corpus_heads(self) -> CorpusImportance | None:
+        """The corpus head importance in this checkpoint folder's heads.json, for these weights (read once); None
+        for a Hub model, the untrained fallback, or a folder without one."""
+        with self._lock:
+            if self._heads is None:
+                local = self.source and not self.source.startswith(HF_PREFIX) and not self.untrained
+                self._heads = (corpus_importance(self.source) if local else None,)
+            return self._heads[0]
 
     def twin(self) -> Translator:
         """The same architecture and tokenizer with untrained (random-init) weights, built on first use."""

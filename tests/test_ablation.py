@@ -115,3 +115,32 @@ def test_checkbox_choices_name_every_head_of_the_model(tiny):
     choices = ablation_views.head_choices(config)
     assert len(choices) == 3 * 2 * 2 and choices[0] == ("encoder L1 H1", "encoder:1.1")
     assert all(heads_off(value, config) == (value, []) for _, value in choices)
+
+
+def test_the_tab_shows_the_corpus_importance_of_a_model_whose_folder_has_it(folders, tmp_path):
+    import shutil
+
+    import app
+    from transformer.head_mask import HeadRef
+    from transformer.heads import CorpusImportance, HeadScores, PruningCurve, write_heads
+
+    folder = shutil.copytree(folders / "tiny-de-en", tmp_path / "tiny-de-en")
+    ones = HeadScores(*(np.full((2, 2), 0.5) for _ in range(3)))
+    order = [HeadRef(k, layer, head) for k in ("encoder", "decoder", "cross") for layer in (1, 2) for head in (1, 2)]
+    bleu = [20.0 - k for k in range(len(order) + 1)]
+    write_heads(folder, str(folder), CorpusImportance("tatoeba", "val", 7, ones, ones, "normalized",
+                                                       PruningCurve(order, bleu), PruningCurve(order, bleu), 0,
+                                                       "BLEU|test"))
+    h = app.create_app([str(folder)]).anatomy
+    run = run_of(h, SENTENCE)
+    out = h._tab(Inputs(run=run, tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
+    assert out[h.page.corpus_row]["visible"] is True
+    maps = json.loads(out[h.page.corpus_map].plot)
+    assert "over 7 tatoeba val sentences" in json.dumps(maps["layout"]["annotations"])
+    curve = json.loads(out[h.page.pruning].plot)
+    assert "0 heads off, < 1 BLEU lost" in json.dumps(curve["layout"])  # 1 BLEU lost with the first head
+
+
+def test_without_heads_json_the_corpus_row_stays_hidden(tiny):
+    out = tiny._tab(Inputs(run=run_of(tiny, SENTENCE), tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
+    assert out[tiny.page.corpus_row]["visible"] is False

@@ -391,12 +391,19 @@ class Handlers:
             own = run.ablation.original if run.ablation is not None else trace
             importance = engine.importance(self.registry.get(run.request.key).cpu, own)
             changed = run.ablation is not None
-            return {p.importance: plot(ablation_views.importance_figure(importance, run.request.heads_off),
-                                       f"{run.request.key}_head-importance"),
-                    p.importance_list: ablation_views.importance_list(importance),
-                    p.log_probs: gr.update(value=plot(ablation_views.log_prob_figure(run.ablation),
-                                                      f"{run.request.key}_heads-off-log-p") if changed else None,
-                                           visible=changed)}
+            out = {p.importance: plot(ablation_views.importance_figure(importance, run.request.heads_off),
+                                      f"{run.request.key}_head-importance"),
+                   p.importance_list: ablation_views.importance_list(importance),
+                   p.log_probs: gr.update(value=plot(ablation_views.log_prob_figure(run.ablation),
+                                                     f"{run.request.key}_heads-off-log-p") if changed else None,
+                                          visible=changed)}
+            corpus = self.registry.get(run.request.key).corpus_heads()
+            out[p.corpus_row] = gr.update(visible=corpus is not None)
+            if corpus is not None:
+                maps, curve = ablation_views.corpus_figures(corpus, run.request.heads_off)
+                out[p.corpus_map] = plot(maps, f"{run.request.key}_corpus-head-importance")
+                out[p.pruning] = plot(curve, f"{run.request.key}_pruning")
+            return out
         if tab == Tab.COMPARE and trace is not None:
             if twin is None or twin.of is not trace:
                 return {p.compare_text: "Open this tab again to compare this translation with the untrained model."}

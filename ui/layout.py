@@ -119,6 +119,9 @@ class Page:
     importance: gr.Plot
     importance_list: gr.Markdown
     log_probs: gr.Plot
+    corpus_row: gr.Row
+    corpus_map: gr.Plot
+    pruning: gr.Plot
     compare_text: gr.Markdown
     cmp_trained: gr.Plot
     cmp_untrained: gr.Plot
@@ -167,6 +170,7 @@ EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step
            ("Step: masked self-attention", "step-self"), ("Step: next-piece probabilities", "step-topk"),
            ("All heads", "grid"), ("Head statistics", "summary"), ("Predictions", "topk-table"),
            ("Head importance", "importance"), ("Heads off: change in log p", "log-probs"),
+           ("Head importance over a corpus", "corpus-importance"), ("Pruning curves", "pruning"),
            ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
            ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
            ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
@@ -348,6 +352,9 @@ def build_page(registry: ModelRegistry) -> Page:
             importance = gr.Plot(empty, show_label=False, elem_id="importance")
             importance_list = gr.Markdown(elem_id="importance-list")
             log_probs = gr.Plot(empty, show_label=False, elem_id="log-probs", visible=False)
+            with gr.Row(visible=False) as corpus_row:  # when the model's folder has heads.json
+                corpus_map = gr.Plot(empty, show_label=False, min_width=320, elem_id="corpus-importance")
+                pruning = gr.Plot(empty, show_label=False, min_width=320, elem_id="pruning")
         with gr.Tab("Trained vs untrained", id=Tab.COMPARE) as t:
             tabs.append(t)
             compare_text = gr.Markdown("Translate a sentence to compare the trained model with its untrained twin.",
@@ -408,6 +415,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 toggle_head=toggle_head,
                 clicked_head=clicked_head, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
                 topk_table=topk_table, importance=importance, importance_list=importance_list, log_probs=log_probs,
+                corpus_row=corpus_row, corpus_map=corpus_map, pruning=pruning,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,
                 pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, arch=arch, card=card, params=params, curves=curves,
                 training_md=training_md, api_text=api_text, api_direction=api_direction, api_beam=api_beam,

@@ -33,7 +33,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
              p.step, p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run,
              p.walk_query]
     tab_outputs = [p.drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.importance, p.importance_list,
-                   p.log_probs, p.cmp_trained, p.cmp_untrained,
+                   p.log_probs, p.corpus_row, p.corpus_map, p.pruning, p.cmp_trained, p.cmp_untrained,
                    p.compare_text, p.pe, p.pe_sim, p.pe_rows, p.arch, p.card, p.params, p.curves, p.training_md]
     view_outputs = [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs]
     made = [p.run, p.twin, p.run_info]

@@ -47,12 +47,14 @@ def translate(translator: Translator, request: Request) -> Trace:
                                         head_mask=head_mask(translator, request)), request)
 
 
-def ablation(translator: Translator, request: Request, original: Trace) -> Ablation:
+def ablation(translator: Translator, request: Request, original: Trace, before: Ablation | None = None) -> Ablation:
     """What switching the request's heads off does to `original`, the same request with every head on: the
-    log-probability of each of its output pieces with every head on and with the heads off (teacher-forced)."""
+    log-probability of each of its output pieces with every head on (`before`'s, when it has them for the same
+    original) and with the heads off (teacher-forced)."""
     source, output = original.source_ids, original.output_ids
-    return Ablation(original, translator.log_probs(source, output),
-                    translator.log_probs(source, output, head_mask(translator, request)))
+    all_on = before.log_probs if before is not None and before.original is original else \
+        translator.log_probs(source, output)
+    return Ablation(original, all_on, translator.log_probs(source, output, head_mask(translator, request)))
 
 
 def importance(translator: Translator, trace: Trace) -> SentenceImportance:

@@ -59,14 +59,16 @@ class Handlers:
         return dataclasses.replace(request, heads_off=checked, notices=(*request.notices, *notices))
 
     @staticmethod
-    def _ablation(translator: Translator, request: Request, original: Trace | None = None) -> Ablation | None:
+    def _ablation(translator: Translator, request: Request, original: Trace | None = None,
+                  before: Ablation | None = None) -> Ablation | None:
         """With heads off, what they change against `original` (the same request with every head on; translated
-        here when not given). None with every head on."""
+        here when not given; `before`: the shown run's, whose all-heads numbers it reuses). None with every head
+        on."""
         if not request.heads_off:
             return None
         if original is None:
             original = engine.translate(translator, dataclasses.replace(request, heads_off="", slow=0.0))
-        return engine.ablation(translator, request, original)
+        return engine.ablation(translator, request, original, before)
 
     def _made(self, request: Request, trace: Trace, showing: str, tab: Tab, *, start: float,
               notices: list[str] | tuple[str, ...] = (), **run) -> dict:
@@ -160,7 +162,7 @@ class Handlers:
             trace = original or engine.translate(translator, request)
             showing = "Every head on again"
         return self._made(request, trace, showing, i.tab, start=start, notices=[notice] if notice else [],
-                          ablation=self._ablation(translator, request, original))
+                          ablation=self._ablation(translator, request, original, run.ablation))
 
     @staticmethod
     def every_head_on() -> list[str]:

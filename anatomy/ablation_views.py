@@ -17,9 +17,6 @@ from transformer.kinds import KINDS, by_name
 from .run import Ablation, Run
 from .views import name
 
-ABLATION = viz.Measure("ablation: drop in log p", "RdBu_r", -2.0, 2.0, ".2f")
-GRADIENT = viz.Measure("gradient: |∂ log p / ∂ξ|", "Oranges", 0.0, 1.0, ".2f")
-CONFIDENCE = viz.attention_measure("confidence (mean max weight)")
 ROLE_NAMES = {"same": "same", "previous": "prev", "next": "next", "first": "first", "eos": "eos",
               "monotonic": "mono"}
 LIST_LENGTH = 10
@@ -110,10 +107,12 @@ def importance_figure(imp: SentenceImportance, heads_off: str) -> go.Figure:
     values = [[imp.ablation[k], imp.gradient[k], imp.confidence[k]] for k, _ in kinds]
     roles = [[None, None, np.array([[f"{ROLE_NAMES[imp.roles[ref][0]]} {imp.roles[ref][1]:.2f}"
                                      for ref in row] for row in _refs_grid(imp, k)])] for k, _ in kinds]
-    top = max(float(np.abs(imp.ablation[k]).max()) for k, _ in kinds)
-    grad_top = max(float(imp.gradient[k].max()) for k, _ in kinds)
-    measures = [viz.Measure(ABLATION.title, ABLATION.colorscale, -max(top, 1e-3), max(top, 1e-3), ABLATION.fmt),
-                viz.Measure(GRADIENT.title, GRADIENT.colorscale, 0.0, max(grad_top, 1e-3), GRADIENT.fmt), CONFIDENCE]
+    # each measure on its own scale, symmetric for the drop, which is negative when a head's removal helps
+    top = max(max(float(np.abs(imp.ablation[k]).max()) for k, _ in kinds), 1e-3)
+    grad_top = max(max(float(imp.gradient[k].max()) for k, _ in kinds), 1e-3)
+    measures = [viz.Measure("ablation: drop in log p", "RdBu_r", -top, top, ".2f"),
+                viz.Measure("gradient: |∂ log p / ∂ξ|", "Oranges", 0.0, grad_top, ".2f"),
+                viz.attention_measure("confidence (mean max weight)")]
     return viz.importance_maps(kinds, measures, values, notes=roles, off=off_items(heads_off),
                                title=f"Which heads this translation needs (log p {imp.log_prob:.2f} with every head "
                                      "on) · click a head to switch it off or on")
@@ -134,7 +133,6 @@ def importance_list(imp: SentenceImportance, n: int = LIST_LENGTH) -> str:
                     f"{imp.gradient[ref.kind][l, h]:.3f} | {imp.confidence[ref.kind][l, h]:.2f} | "
                     f"{role} {value:.2f} |")
     return "**Largest drops first** (switching that head alone off)\n\n" + "\n".join(rows)
-
 
 
 def corpus_figures(corpus: CorpusImportance, heads_off: str) -> tuple[go.Figure, go.Figure]:

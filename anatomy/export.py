@@ -37,8 +37,8 @@ from .registry import ModelEntry, ModelRegistry
 HOLD = 3  # the opening and the last frame stay this many frame durations
 FORMATS = (".gif", ".mp4", ".zip")
 MIN_SECONDS, MAX_SECONDS = 0.1, 10.0  # a frame's duration
-NO_MP4 = ("MP4 needs PyAV (`pip install av`; its wheels bundle FFmpeg with H.264), which is not installed here: "
-          "the frames are in {zip} as PNGs instead.")
+NO_MP4 = ("MP4 needs PyAV with its H.264 encoder (`pip install av`: its wheels bundle FFmpeg), which this machine "
+          "lacks: the frames are in {zip} as PNGs instead.")
 
 
 @dataclass(frozen=True)
@@ -84,12 +84,10 @@ def frames(trace: Trace, animation: Animation) -> list[anim.Frame]:
     """The opening frame, then one frame per decoding step (generated piece)."""
     animation.check()
     view = dataclasses.replace(animation.view.fit(*views.shape(trace)), step=None)
-    draw = _bar_frame if animation.layout == "bar" else _heatmap_frame
-    return [draw(trace, view, k) for k in range(views.steps(trace) + 1)]
+    return (_bar_frames if animation.layout == "bar" else _heatmap_frames)(trace, view)
 
 
-def _progress(trace: Trace, k: int) -> str:
-    T = views.steps(trace)
+def _progress(k: int, T: int) -> str:
     return f"step {k} of {T}" if k else f"before step 1 of {T}"
 
 
@@ -103,55 +101,59 @@ def _source(trace: Trace, view: View) -> list[str]:
     return viz.plain_labels(list(trace.source_tokens)) if view.plain else list(trace.source_tokens)
 
 
-def _bar_frame(trace: Trace, view: View, k: int) -> anim.Frame:
-    """Step k (from 1; 0: before the first) as the step panel draws it: its row over the keys it may see. The keys
-    are the last step's, so they stand still; those not read yet are left blank."""
+def _bar_frames(trace: Trace, view: View) -> list[anim.Frame]:
+    """Each step as the step panel draws it: its row over the keys it may see. The keys are the last step's, so
+    that they stand still; those not read yet are left blank."""
     kind = by_name(view.kind)
     T = views.steps(trace)
-    final = attention_views.step_row(trace, view, kind, T - 1) if T else None
-    keys = list(final.keys) if final else []
-    weights, hidden = np.zeros((1, len(keys)), dtype=np.float32), np.ones((1, len(keys)), dtype=bool)
-    caption = final.caption if final else attention_views.pick(trace.attention(kind.name).weights, view.layer,
-                                                               view.head)[1]
-    if k:
-        row = attention_views.step_row(trace, view, kind, k - 1)
-        n = len(row.keys)
-        weights[0, :n], hidden[0, :n] = row.weights, False
-        keys = list(row.keys) + [None] * (len(keys) - n)
-    elif kind.keys == "target":
-        keys = [None] * len(keys)
-    return anim.Frame(attention_views.view_title(view, caption), _progress(trace, k), "bar", weights, hidden, [None],
-                      keys, filled=1, source=None if kind.keys == "source" else _source(trace, view),
-                      output=_output(trace, view, k), newest=k > 0,
-                      bar_color=attention_views.STEP_COLORS[kind])
+    last = attention_views.step_row(trace, view, kind, T - 1) if T else None
+    caption = last.caption if last else attention_views.pick(trace.attention(kind.name).weights, view.layer,
+                                                             view.head)[1]
+    n_keys = len(last.keys) if last else 0
+    source = None if kind.keys == "source" else _source(trace, view)
+    out = []
+    for k in range(T + 1):
+        weights, hidden = np.zeros((1, n_keys), dtype=np.float32), np.ones((1, n_keys), dtype=bool)
+        keys = list(last.keys) if last and kind.keys == "source" else [None] * n_keys
+        if k:
+            row = attention_views.step_row(trace, view, kind, k - 1)
+            n = len(row.keys)
+            weights[0, :n], hidden[0, :n], keys[:n] = row.weights, False, row.keys
+        out.append(anim.Frame(attention_views.view_title(view, caption), _progress(k, T), "bar", weights, hidden,
+                              [None], keys, filled=1, source=source, output=_output(trace, view, k), newest=k > 0,
+                              bar_color=attention_views.STEP_COLORS[kind]))
+    return out
 
 
-def _heatmap_frame(trace: Trace, view: View, k: int) -> anim.Frame:
-    """The large view's heatmap after step k (from 1; 0: before the first), as slow motion draws it, in the
-    whole translation's rows and keys: rows and keys not produced yet are left blank."""
+def _heatmap_frames(trace: Trace, view: View) -> list[anim.Frame]:
+    """The large view's heatmap after each step, as slow motion draws it, in the whole translation's rows and
+    keys: those not produced or read yet are left blank. Encoder self-attention, computed before decoding, is
+    whole in every frame, beside the translation so far."""
     kind = by_name(view.kind)
+    stepped = attention_views.stepped(kind)
+    T = views.steps(trace)
     final = attention_views.matrix(trace, view)
     R, C = final.weights.shape
-    weights, hidden = np.zeros((R, C), dtype=np.float32), np.zeros((R, C), dtype=bool)
-    rows, keys = [None] * R, list(final.keys) if kind.keys == "source" else [None] * C
-    current = None
-    stepped = attention_views.stepped(kind)
-    if k or not stepped:
-        shown = attention_views.matrix(views.prefix(trace, k), view) if stepped else final
-        r, c = shown.weights.shape
-        weights[:r, :c] = shown.weights
-        if shown.hidden is not None:
-            hidden[:r, :c] = shown.hidden
-        hidden[:r, c:] = True  # the pieces not read yet: the causal mask hides them from every row so far
-        rows[:r], keys[:c] = shown.queries, shown.keys
-        if stepped and shown.rows and shown.rows[-1] == k - 1:
-            current = r - 1
-    else:
-        r = 0
-    return anim.Frame(attention_views.view_title(view, final.caption), _progress(trace, k), "heatmap", weights,
-                      hidden, rows, keys, filled=r, current=current,
-                      source=None if kind.keys == "source" or kind.queries == "source" else _source(trace, view),
-                      output=None if stepped else _output(trace, view, k), newest=k > 0)
+    source = None if kind.keys == "source" or kind.queries == "source" else _source(trace, view)
+    out = []
+    for k in range(T + 1):
+        weights, hidden = np.zeros((R, C), dtype=np.float32), np.zeros((R, C), dtype=bool)
+        rows, keys = [None] * R, list(final.keys) if kind.keys == "source" else [None] * C
+        r, current = 0, None
+        if k or not stepped:
+            shown = attention_views.matrix(views.prefix(trace, k), view) if stepped else final
+            r, c = shown.weights.shape
+            weights[:r, :c] = shown.weights
+            if shown.hidden is not None:
+                hidden[:r, :c] = shown.hidden
+            hidden[:r, c:] = True  # the pieces not read yet: the causal mask hides them from every row so far
+            rows[:r], keys[:c] = shown.queries, shown.keys
+            if stepped and shown.rows and shown.rows[-1] == k - 1:
+                current = r - 1
+        out.append(anim.Frame(attention_views.view_title(view, final.caption), _progress(k, T), "heatmap", weights,
+                              hidden, rows, keys, filled=r, current=current, source=source,
+                              output=None if stepped else _output(trace, view, k), newest=k > 0))
+    return out
 
 
 def pictures(trace: Trace, animation: Animation) -> list[Image.Image]:

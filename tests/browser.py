@@ -54,3 +54,14 @@ def wait_title(page, elem_id: str, fragment: str) -> None:
 
 def heatmap_count(page, elem_id: str) -> int:
     return page.locator(f"#{elem_id} .heatmaplayer image").count()
+
+
+def open_tab(page, name: str) -> None:
+    """Click the tab called `name`; on a narrow page in large type Gradio moves the last tabs into its "More tabs"
+    menu, where a visitor finds them."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    if tab.count():
+        tab.click()
+        return
+    page.get_by_role("button", name="More tabs").click()
+    page.locator(".overflow-dropdown button", has_text=name).click()

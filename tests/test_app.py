@@ -384,9 +384,9 @@ def test_gradio_client_translate_endpoint(tiny):
     try:
         client = Client(url, verbose=False)
         api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
-        assert list(api) == ["/translate"]  # the UI's own events stay undocumented
+        assert list(api) == ["/translate", "/animate"]  # the UI's own events stay undocumented
         params = [p["parameter_name"] for p in api["/translate"]["parameters"]]
-        assert params == ["text", "direction", "beam_size", "max_new_tokens"]
+        assert params == ["text", "direction", "beam_size", "max_new_tokens", "heads_off"]
         text, notice, trace = client.predict(text=SENTENCE, direction="de-en", max_new_tokens=5, api_name="/translate")
         assert isinstance(text, str) and "length limit" in notice and len(trace["output_tokens"]) == 5
         assert client.predict(text="", direction="en-de", api_name="/translate") == (
@@ -395,8 +395,11 @@ def test_gradio_client_translate_endpoint(tiny):
             text, notice, trace = client.predict(text=SENTENCE, direction="de-en", beam_size=bad,
                                                  api_name="/translate")
             assert text == "" and "beam_size" in notice and trace is None, bad
-        assert client.predict(text=SENTENCE, direction="de-en", beam_size="2", max_new_tokens=3,
-                              api_name="/translate")[2]["settings"]["beam_size"] == 2
+        text, notice, trace = client.predict(text=SENTENCE, direction="de-en", beam_size="2", api_name="/translate")
+        assert trace is None and "beam_size must be an integer" in notice  # JSON numbers only
+        trace = client.predict(text=SENTENCE, direction="de-en", beam_size=2, max_new_tokens=3, heads_off="cross:1.2",
+                               api_name="/translate")[2]
+        assert trace["settings"]["beam_size"] == 2 and trace["settings"]["heads_off"] == "cross:1.2"
     finally:
         demo.close()
 

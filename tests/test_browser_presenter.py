@@ -6,7 +6,7 @@ import urllib.parse
 
 import pytest
 
-from tests.browser import TIMEOUT, needs_chromium, wait_title
+from tests.browser import TIMEOUT, needs_chromium, open_tab, wait_title
 
 pytestmark = needs_chromium
 SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."
@@ -76,7 +76,7 @@ def test_presenter_heatmap_fits_the_screen(browser, url, key, width, height):
     page.wait_for_selector("#topk-table .heatmaplayer image")
     page.wait_for_function("Array.from(document.querySelectorAll('#topk-table .textpoint text'))"
                            ".every(t => parseFloat(getComputedStyle(t).fontSize) >= 16)")
-    page.get_by_role("tab", name="Architecture").click()
+    open_tab(page, "Architecture")
     page.wait_for_selector("#model-card td")
     lines = page.evaluate("""() => Array.from(document.querySelectorAll('#model-card td'))
         .filter(td => /^[0-9,]{5,}$/.test(td.textContent.trim())).map(td => {

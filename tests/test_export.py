@@ -4,6 +4,7 @@ command."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import os
 import subprocess
@@ -21,6 +22,7 @@ import viz
 from anatomy import attention_views, export, views
 from anatomy.inputs import View
 from tests.app_fixtures import SENTENCE, make_checkpoint, run_of
+from tests.browser import needs_chromium
 from transformer import Translator
 from transformer.kinds import CROSS, DECODER
 from viz import animation as anim
@@ -207,11 +209,9 @@ def test_the_command_writes_the_animation_and_refuses_bad_options(checkpoints, t
     with Image.open(out) as gif:
         assert gif.n_frames >= 2 and gif.info["duration"] == 1500
     for args, error in ((["--direction", "xx-yy"], "Unknown direction 'xx-yy'"),
-                        (["--layer", "3"], "layer must be from 1 to 2, got 3."),
-                        (["--head", "0"], 'head must be from 1 to 2, got 0.'),
-                        (["--head", "all"], 'head must be "mean" or an integer from 1 to 2, got \'all\'.'),
+                        (["--layer", "3", "--head", "all"], "layer must be from 1 to 2, got 3. head must be "
+                                                            '"mean" or an integer from 1 to 2, got \'all\'.'),
                         (["--kind", "encoder"], "choose the heatmap layout."),
-                        (["--frame-seconds", "20"], "frame_seconds must be a number from 0.1 to 10, got 20.0."),
                         (["--out", str(tmp_path / "a.png")], "--out must end in .gif, .mp4, .zip")):
         argv = ["animate", SENTENCE, "--direction", "de-en", "--out", str(out), *args]
         assert export.main(argv) == 2
@@ -297,3 +297,36 @@ def test_the_font_travels_with_the_space():
     shipped = [path for path, _ in hub.plan(ROOT, hub.SPACE_PATTERNS)]
     assert {"assets/fonts/DejaVuSans.ttf", "assets/fonts/LICENSE", "anatomy/export.py",
             "viz/animation.py"} <= set(shipped)
+
+
+@pytest.mark.parametrize("layout", anim.LAYOUTS)
+def test_translations_with_nothing_to_show_still_animate(trace, layout):
+    """No step at all, or only </s> with special tokens hidden: the frames are drawn, blank where nothing is."""
+    only_end = dataclasses.replace(views.prefix(trace, 1), output_tokens=["</s>"])
+    for shown, n in ((views.prefix(trace, 0), 1), (only_end, 2)):
+        pictures = export.pictures(shown, export.Animation(View.of("cross", 1, "mean", False, hide=True), layout))
+        assert len(pictures) == n and pictures[-1].size == (1280, 720)
+
+
+@needs_chromium
+def test_export_animation_on_the_page_downloads_the_shown_translation(browser, url, shipped):
+    """In Chromium: open Export animation (inside the export accordion), choose the heatmap, make it, download it
+    by its name."""
+    from tests.test_browser_presenter import open_page
+
+    key = shipped.anatomy.registry.default_key
+    L = shipped.anatomy.registry.get(None).config.n_decoder_layers
+    page = open_page(browser, url, key, 1600, 1000)
+    page.get_by_text("Export a figure or animation").click()
+    page.get_by_text("Export animation").click()
+    page.locator("#animation-layout").get_by_label("heatmap, row by row").check()
+    page.locator("#animation-make").click()
+    link = page.locator("#animation-file a[download]").first
+    link.wait_for()
+    with page.expect_download() as download:
+        link.click()
+    assert download.value.suggested_filename == f"{key}_cross-attention_layer{L}_mean-of-heads_decoding-heatmap.gif"
+    with Image.open(download.value.path()) as gif:
+        assert gif.size == (1280, 720) and gif.n_frames >= 3
+    assert not page.errors, page.errors
+    page.context.close()

@@ -178,7 +178,7 @@ KEYS = ("Keys (outside text fields): ← / → decoding step · [ / ] layer · ,
 
 
 def animation_controls() -> AnimationControls:
-    """Export animation, under Export a figure, and the /animate endpoint's hidden components (JSON, so that any
+    """Export animation, under the figure export, and the /animate endpoint's hidden components (JSON, so that any
     JSON value reaches the handler, which answers a bad one with a notice)."""
     with gr.Accordion("Export animation (GIF / MP4)", open=False, elem_id="export-animation"):
         layout = gr.Radio([("bars: the step's row", "bar"), ("heatmap, row by row", "heatmap")], value="bar",
@@ -214,14 +214,15 @@ def build_page(registry: ModelRegistry) -> Page:
         with gr.Column(scale=1, min_width=330):
             presenter = gr.Checkbox(False, label="Presenter mode", elem_id="presenter",
                                     info="Large type, figures fit the screen, white page: for talks")
-            with gr.Accordion("Export a figure (PNG / SVG)", open=False, elem_id="export"):
+            # One accordion for both exports: a second one would push the large view below the fold at 1600×1000.
+            with gr.Accordion("Export a figure or animation", open=False, elem_id="export"):
                 export_figure = gr.Dropdown(EXPORTS, value="heatmap", label="Figure", elem_id="export-figure")
                 export_frame = gr.Checkbox(False, label="Keep the orange step frame", elem_id="export-frame")
                 export_wide = gr.Checkbox(False, label="16:9 slide (1920 × 1080, large type)", elem_id="export-wide")
                 with gr.Row():
                     png_btn = gr.Button("PNG", size="sm", elem_id="export-png")
                     svg_btn = gr.Button("SVG", size="sm", elem_id="export-svg")
-            animation = animation_controls()
+                animation = animation_controls()
     # Settings and result beside the large attention view: a translation and its attention above the fold.
     with gr.Row(equal_height=False, elem_id="main-row"):
         with gr.Column(scale=2, min_width=320):

@@ -40,7 +40,7 @@ class Frame:
     readable."""
 
     title: str  # what is shown: kind, layer and head, words, special tokens
-    progress: str  # where decoding is: "step 3 of 12 · ▁Mann ▸ ▁is"
+    progress: str  # where decoding is: "step 3 of 12"
     layout: str  # one of LAYOUTS
     weights: np.ndarray  # (rows, keys) in [0, 1]; the bar layout has one row, this step's
     hidden: np.ndarray  # (rows, keys) bool: cells a mask hides (grey in the heatmap, no bar)
@@ -80,10 +80,11 @@ class Geometry:
         return x0, y0, round(self.left + (j + 1) * self.cell_w) - 1, round(self.top + (i + 1) * self.cell_h) - 1
 
     def bar(self, j: int, weight: float) -> tuple[int, int, int, int]:
-        """Key j's bar of height `weight` as drawn: left, top, right, bottom (inclusive; bottom on the baseline)."""
-        bottom = round(self.top + self.cell_h)
+        """Key j's bar of height `weight` as drawn: left, top, right, bottom (inclusive, just above the baseline;
+        top > bottom: no bar)."""
+        baseline = round(self.top + self.cell_h)
         middle, half = self.left + (j + 0.5) * self.cell_w, 0.35 * self.cell_w
-        return round(middle - half), round(bottom - weight * self.cell_h), round(middle + half) - 1, bottom
+        return round(middle - half), round(baseline - weight * self.cell_h), round(middle + half) - 1, baseline - 1
 
 
 def viridis(weights) -> np.ndarray:
@@ -237,7 +238,6 @@ def label(token) -> str | None:
 
 def draw(frame: Frame, g: Geometry) -> Image.Image:
     """One frame as an RGB picture."""
-    W, H = g.size
     s = g.scale
     image = Image.new("RGB", g.size, "white")
     d = ImageDraw.Draw(image)
@@ -270,8 +270,7 @@ def _chip_line(d: ImageDraw.ImageDraw, g: Geometry, name: str, caption: str, pie
     shown, colors = list(pieces), [CHIP] * len(pieces)
     if newest and pieces:
         colors[-1] = CURRENT
-    fits = lambda chips: len(_chip_rows(chips, px, width, pad, gap)) <= g.chip_lines[name]  # noqa: E731
-    while not fits(shown) and len(shown) > 1:
+    while len(_chip_rows(shown, px, width, pad, gap)) > g.chip_lines[name] and len(shown) > 1:
         if name == "output":
             shown, colors = ["…"] + shown[2:], [CHIP] + colors[2:]
         else:
@@ -310,6 +309,8 @@ def _upwards(image: Image.Image, text: str, px: int, middle: float, top: float) 
 
 
 def _heatmap(image: Image.Image, d: ImageDraw.ImageDraw, frame: Frame, g: Geometry) -> None:
+    if not (g.n_rows and g.n_keys):  # e.g. special tokens hidden from a translation that is only </s>
+        return
     s = g.scale
     px = round(SMALL_PX * s)
     colors = viridis(frame.weights)
@@ -368,8 +369,8 @@ def _bars(image: Image.Image, d: ImageDraw.ImageDraw, frame: Frame, g: Geometry)
             continue
         weight = float(np.clip(frame.weights[0, j], 0.0, 1.0))
         x0, y0, x1, y1 = g.bar(j, weight)
-        if y0 < y1:
-            d.rectangle((x0, y0, x1, y1 - 1), fill=frame.bar_color)
+        if y0 <= y1:
+            d.rectangle((x0, y0, x1, y1), fill=frame.bar_color)
         if values and weight >= 0.05:
             d.text(((x0 + x1) / 2, y0 - 6 * s), f"{weight:.2f}", font=font(px), fill=INK, anchor="mb")
     _key_labels(image, d, frame, g, bottom + 8 * s)

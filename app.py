@@ -2,7 +2,8 @@
 
 `python app.py` serves it (on $GRADIO_SERVER_NAME:$GRADIO_SERVER_PORT, default 127.0.0.1:7860).
 
-Models: every checkpoint folder under checkpoints/ (or $ANATOMY_CHECKPOINT_DIR), plus the Hub checkpoints in
+Models: every checkpoint folder under checkpoints/ (or $ANATOMY_CHECKPOINT_DIR), the Hub models this README's
+front matter preloads on a Space (`preload_from_hub`, read from the Hugging Face cache), plus the Hub checkpoints in
 $ANATOMY_HUB_MODELS (comma-separated hf://owner/name); see anatomy/registry.py for their keys and labels. A folder
 that cannot be loaded is skipped with a notice (on the page and in the log); with no usable checkpoint at all, a
 random-init model of the same shape keeps the app usable, labelled "untrained". $ANATOMY_THREADS sets torch's CPU

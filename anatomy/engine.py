@@ -11,16 +11,17 @@ from typing import Callable, Iterator
 import torch
 
 from transformer import HeadMask, HeadVectors, Step, Trace, Translator
-from transformer.checkpoint import Checkpoint
+from transformer.checkpoint import Checkpoint, load as load_checkpoint
 from transformer.heads import SentenceImportance, sentence_importance
 
 from .inputs import Request
 from .run import Ablation
 
 
-def load(source: str) -> Translator:
-    """A checkpoint folder or hf:// id, on the CPU (raises CheckpointError or anything a broken folder causes)."""
-    return Translator.from_checkpoint(source, device="cpu")
+def load(source: str, local_files_only: bool = False) -> Translator:
+    """A checkpoint folder or hf:// id, on the CPU; with local_files_only, an hf:// id from the Hugging Face cache
+    alone (raises CheckpointError or anything a broken folder causes)."""
+    return on_device(load_checkpoint(source, "cpu", local_files_only=local_files_only), "cpu")
 
 
 def on_device(checkpoint: Checkpoint, device: str) -> Translator:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from transformer import Translator
+from transformer import Translator, hub
 from transformer.checkpoint import HF_PREFIX, Checkpoint, CheckpointError, Decoding, resolve
 from transformer.config import PRESETS, ModelConfig
 from transformer.data import LANGUAGE_NAMES
@@ -188,13 +188,41 @@ def checkpoint_dir() -> Path:
     return Path(os.environ.get("ANATOMY_CHECKPOINT_DIR") or ROOT / "checkpoints")
 
 
-def default_sources() -> list[str]:
-    """Checkpoint folders sorted by name, then the Hub models of $ANATOMY_HUB_MODELS (comma-separated)."""
+def default_sources(preloaded: list[str] | None = None) -> list[str]:
+    """Checkpoint folders sorted by name, then the Hub models the Space preloaded (`preloaded`, default
+    preloaded_sources()), then those of $ANATOMY_HUB_MODELS (comma-separated)."""
     folder = checkpoint_dir()
     local = [str(p) for p in sorted(folder.iterdir()) if p.is_dir() and not p.name.startswith(".")] \
         if folder.is_dir() else []
-    hub = [s.strip() for s in os.environ.get("ANATOMY_HUB_MODELS", "").split(",") if s.strip()]
-    return local + hub
+    preloaded = preloaded_sources() if preloaded is None else preloaded
+    named = [s.strip() for s in os.environ.get("ANATOMY_HUB_MODELS", "").split(",") if s.strip()]
+    return local + preloaded + [s for s in named if s not in preloaded]
+
+
+def preloaded_sources(readme: Path | None = None) -> list[str]:
+    """hf:// ids of the repos that README.md (default: the one beside app.py) has Spaces preload
+    (`preload_from_hub`, downloaded into the Hugging Face cache at build time; `push-space --with-opus-mt`
+    writes it) and that are in this machine's cache. Looked up with no network access: one not in the cache,
+    as anywhere but on the Space, is left out, said in the log."""
+    try:
+        text = (readme or ROOT / "README.md").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    entries = hub.preloads(text)
+    if not entries:
+        return []
+    from huggingface_hub import snapshot_download
+
+    found = []
+    for entry in entries:
+        try:
+            snapshot_download(entry.repo, revision=entry.revision, local_files_only=True)
+        except (OSError, ValueError) as err:  # not cached (LocalEntryNotFoundError), or not a repo id
+            log.warning("%s is preloaded on the Space but not in the Hugging Face cache here, so it is not "
+                        "listed (%s)", entry.source, type(err).__name__)
+            continue
+        found.append(entry.source)
+    return found
 
 
 def _read_metrics(folder: Path | None) -> list[dict]:
@@ -259,22 +287,25 @@ class Skipped:
         return f"Skipped `{shown_path(self.source)}`: {self.reason}"
 
 
-def _load(sources: list[str]) -> tuple[list[tuple[str, Checkpoint]], list[tuple], list[Skipped]]:
+def _load(sources: list[str], cached: frozenset[str] = frozenset()
+          ) -> tuple[list[tuple[str, Checkpoint]], list[tuple], list[Skipped]]:
     """(source, checkpoint), (translator, metrics, card) of each source that loads, and each other one skipped
-    (said in the log too: whoever runs the app may not open its page)."""
+    (said in the log too: whoever runs the app may not open its page). The hf:// ids in `cached` are read from
+    the Hugging Face cache alone."""
     loaded, extras, skipped = [], [], []
     for source in sources:
-        if source.startswith("hf://"):  # a download can take a while: say so in the log
+        local = source in cached
+        if source.startswith("hf://") and not local:  # a download can take a while: say so in the log
             print(f"Loading {source} from the Hugging Face Hub (once per process)", flush=True)
         try:
-            translator = engine.load(source)
+            translator = engine.load(source, local_files_only=local)
         except Exception as err:  # a broken folder or a failed download must never take the app down
             skipped.append(Skipped(source, str(err) if isinstance(err, CheckpointError)
                                    else f"{type(err).__name__}: {err}"))
             log.warning(skipped[-1].notice)
             continue
         try:
-            folder = resolve(source)
+            folder = resolve(source, local_files_only=local)
         except CheckpointError:
             folder = None
         loaded.append((source, translator.checkpoint))
@@ -325,10 +356,12 @@ class ModelRegistry:
     def discover(cls, sources: list[str] | None = None, *, hub_in_background: bool = False) -> "ModelRegistry":
         """The models of `sources` (default: default_sources()). With hub_in_background, hf:// models load on a
         thread started here and join the registry when ready (`pending` lists them meanwhile), so that a Space
-        serves its shipped models at once."""
-        sources = default_sources() if sources is None else list(sources)
-        later = [s for s in sources if s.startswith("hf://")] if hub_in_background else []
-        loaded, extras, skipped = _load([s for s in sources if s not in later])
+        serves its shipped models at once. Those the Space preloaded load at once, from the cache."""
+        preloaded = preloaded_sources()
+        sources = default_sources(preloaded) if sources is None else list(sources)
+        cached = frozenset(preloaded)
+        later = [s for s in sources if s.startswith("hf://") and s not in cached] if hub_in_background else []
+        loaded, extras, skipped = _load([s for s in sources if s not in later], cached)
         notices = [s.notice for s in skipped]
         entries = []
         for (key, label), (source, ck), (translator, metrics, card) in zip(name_models(loaded), loaded, extras):

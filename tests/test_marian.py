@@ -4,6 +4,7 @@ like opus-mt (tests/marian_fixtures.py)."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -280,6 +281,73 @@ def test_the_app_lists_an_opus_mt_model_and_survives_a_hub_failure(folder, tmp_p
     assert any("opus-mt-fi-en" in n and "could not fetch" in n for n in reg.notices)
     trace = reg.translator("de-en", "cpu")[0].translate(SENTENCES[1], max_new_tokens=4)
     assert trace.source_ids[-1] == 0
+
+
+def hf_cache(root: Path, repo: str, files: dict[str, bytes]) -> Path:
+    """A Hugging Face cache (HF_HUB_CACHE) holding `files` (name -> bytes) of `repo` at main, laid out as
+    huggingface_hub lays it out: blobs by hash, snapshots/<commit>/NAME linking to them, refs/main."""
+    import hashlib
+
+    commit = hashlib.sha1(repo.encode()).hexdigest()
+    repo_dir = root / f"models--{repo.replace('/', '--')}"
+    (repo_dir / "blobs").mkdir(parents=True, exist_ok=True)
+    (repo_dir / "snapshots" / commit).mkdir(parents=True)
+    for name, data in files.items():
+        blob = repo_dir / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.write_bytes(data)
+        (repo_dir / "snapshots" / commit / name).symlink_to(f"../../blobs/{blob.name}")
+    (repo_dir / "refs").mkdir(exist_ok=True)
+    (repo_dir / "refs" / "main").write_text(commit)
+    return root
+
+
+def test_the_app_lists_what_the_space_preloaded_from_the_cache_alone(folder, tmp_path, monkeypatch):
+    """What `push-space --with-opus-mt` sets up: a README whose front matter preloads two opus-mt repos, one of them
+    in the Hugging Face cache (the files it names, the weights as pytorch_model.bin): that one is listed at once,
+    labelled as a Hub opus-mt model, and translates as the folder does; the other is left out without a notice; and
+    nothing is asked of the network."""
+    import huggingface_hub
+    from safetensors.torch import load_file
+
+    from anatomy import registry
+    from tests.app_fixtures import make_checkpoint
+    from transformer import hub
+
+    weights = tmp_path / "pytorch_model.bin"
+    torch.save(load_file(folder / "model.safetensors"), weights)
+    card = "---\nlanguage: [de, en]\n---\n# opus-mt-de-en\n* dataset: opus\n"
+    files = {name: (weights if name == "pytorch_model.bin" else folder / name).read_bytes()
+             for name in hub.OPUS_MT_FILES if name != "README.md"}
+    cache = hf_cache(tmp_path / "hub", "Helsinki-NLP/opus-mt-de-en", {**files, "README.md": card.encode()})
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    snapshot_download = huggingface_hub.snapshot_download
+
+    def cache_only(*args, **kwargs):
+        assert kwargs.get("local_files_only"), "a preloaded model must not be downloaded"
+        return snapshot_download(*args, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", cache_only)
+    space = tmp_path / "space"
+    make_checkpoint(space / "checkpoints" / "general-de-en", "de", "en")
+    readme = hub.with_preloads((registry.ROOT / "README.md").read_text(encoding="utf-8"),
+                               hub.opus_mt_preloads(check=False))
+    (space / "README.md").write_text(readme, encoding="utf-8")
+    monkeypatch.setattr(registry, "ROOT", space)
+    monkeypatch.setenv("ANATOMY_CHECKPOINT_DIR", str(space / "checkpoints"))
+    monkeypatch.delenv("ANATOMY_HUB_MODELS", raising=False)
+
+    assert registry.preloaded_sources() == ["hf://Helsinki-NLP/opus-mt-de-en"]
+    reg = registry.ModelRegistry.discover(hub_in_background=True)
+    assert reg.pending == [] and reg.notices == []
+    entry = reg.get("opus-mt-de-en")
+    assert entry.source == "hf://Helsinki-NLP/opus-mt-de-en"
+    assert entry.label == "German → English (opus-mt, Helsinki-NLP, 47k parameters)"
+    assert entry.training_data == "opus"  # its preloaded model card
+    assert list(reg.entries) == ["de-en", "opus-mt-de-en"]
+    ours = Translator.from_checkpoint(folder, device="cpu").translate(SENTENCES[0], max_new_tokens=6)
+    preloaded = reg.translator("opus-mt-de-en", "cpu")[0].translate(SENTENCES[0], max_new_tokens=6)
+    assert preloaded.output_ids == ours.output_ids
 
 
 # ---- the app's views of an opus-mt model ----

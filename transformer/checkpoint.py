@@ -76,8 +76,9 @@ class Decoding:
     length_penalty: float = DEFAULT_LENGTH_PENALTY  # beam score = log-probability / length**length_penalty
 
 
-def resolve(path_or_id: str | Path, patterns: list[str] = HUB_PATTERNS) -> Path:
-    """A local folder for `path_or_id`, downloading the files of `hf://owner/name[@revision]` that match first."""
+def resolve(path_or_id: str | Path, patterns: list[str] = HUB_PATTERNS, *, local_files_only: bool = False) -> Path:
+    """A local folder for `path_or_id`, downloading the files of `hf://owner/name[@revision]` that match first
+    (with local_files_only, its folder in the Hugging Face cache as it is, with no network access)."""
     text = str(path_or_id)
     if not text.startswith(HF_PREFIX):
         path = Path(text).expanduser()
@@ -92,15 +93,17 @@ def resolve(path_or_id: str | Path, patterns: list[str] = HUB_PATTERNS) -> Path:
         raise CheckpointError(f"{text!r} is not of the form hf://owner/name[@revision]")
     try:
         return Path(snapshot_download(repo_id, revision=revision or None,
-                                      allow_patterns=patterns))
+                                      allow_patterns=patterns, local_files_only=local_files_only))
     except Exception as err:  # offline, missing repo, auth: all mean "cannot fetch"
-        raise CheckpointError(f"could not fetch {repo_id} from the Hugging Face Hub: {err}") from err
+        what = f"find {repo_id} in the Hugging Face cache" if local_files_only \
+            else f"fetch {repo_id} from the Hugging Face Hub"
+        raise CheckpointError(f"could not {what}: {err}") from err
 
 
-def load(path_or_id: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
-    folder = resolve(path_or_id)
+def load(path_or_id: str | Path, device: str | torch.device = "cpu", *, local_files_only: bool = False) -> Checkpoint:
+    folder = resolve(path_or_id, local_files_only=local_files_only)
     if marian.is_marian_folder(folder):
-        return load_marian(folder, str(path_or_id), device)
+        return load_marian(folder, str(path_or_id), device, local_files_only=local_files_only)
     for name in FILES:
         if not (folder / name).is_file():
             raise CheckpointError(f"{folder / name} is missing; a checkpoint folder needs {', '.join(FILES)}")
@@ -129,10 +132,12 @@ def load(path_or_id: str | Path, device: str | torch.device = "cpu") -> Checkpoi
                       str(path_or_id), meta)
 
 
-def load_marian(folder: Path, source: str, device: str | torch.device = "cpu") -> Checkpoint:
+def load_marian(folder: Path, source: str, device: str | torch.device = "cpu", *,
+                local_files_only: bool = False) -> Checkpoint:
     """A MarianMT folder (e.g. hf://Helsinki-NLP/opus-mt-de-en) as a Checkpoint of our Transformer."""
     if source.startswith(HF_PREFIX) and not any((folder / f).is_file() for f in marian.WEIGHT_FILES):
-        folder = resolve(source, ["pytorch_model.bin"])  # many opus-mt repos ship only this file
+        folder = resolve(source, ["pytorch_model.bin"],  # many opus-mt repos ship only this file
+                         local_files_only=local_files_only)
     try:
         model, tokenizer, meta = marian.load_folder(folder, source)
     except (marian.MarianError, RuntimeError, OSError) as err:

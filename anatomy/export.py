@@ -1,5 +1,5 @@
-"""Exporting what the app shows of a translation as files: `python -m anatomy.export animate TEXT --direction KEY
---out FILE`.
+"""Exporting what the app shows of a translation as files: `python -m anatomy.export {animate,html} TEXT --direction
+KEY --out FILE`.
 
 animate: decoding as an animation, one opening frame and one frame per generated piece, each with the source, the
 translation so far (the newest piece highlighted) and that step's attention: its row as bars over the keys (as the
@@ -7,6 +7,10 @@ step panel draws it) or the heatmap filling row by row (as slow motion draws it)
 trace's own arrays (the model computes nothing more) by viz.animation, with the page's title, labels, colour
 scale, words, ▁ and special-token handling. The file's suffix picks the format: .gif (Pillow, looping), .mp4 (H.264
 through PyAV, when it is installed), .zip (the frames as PNGs; also what .mp4 gives without PyAV, with a notice).
+
+html: the whole translation as one HTML page that opens from disk with no network (anatomy.offline): the translation
+and its steps, every attention kind, layer and head, head statistics, predictions, positional encoding, architecture
+and model card, drawn in the browser by the Plotly.js inside it.
 """
 from __future__ import annotations
 
@@ -30,8 +34,8 @@ from transformer import Trace
 from transformer.kinds import by_name
 from viz import animation as anim
 
-from . import attention_views, engine, views
-from .inputs import DISPLAYS, MEAN_HEAD, PAGE_KINDS, View, api_int, api_request, to_float
+from . import attention_views, engine, offline, views
+from .inputs import DISPLAYS, MEAN_HEAD, PAGE_KINDS, Request, View, api_int, api_request, to_float
 from .registry import ModelEntry, ModelRegistry
 
 HOLD = 3  # the opening and the last frame stay this many frame durations
@@ -281,6 +285,10 @@ def export(trace: Trace, animation: Animation, path: Path) -> Exported:
 
 # ---- the command ----
 
+DIRECTION_HELP = ("the app's direction key: de-en, en-de (the default models), or another model's key "
+                  "(multi30k-de-en); decoded with the model's own settings")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m anatomy.export",
                                 description="Export what the app shows of a translation, as a file.")
@@ -288,9 +296,7 @@ def parser() -> argparse.ArgumentParser:
     a = commands.add_parser("animate", help="decoding as an animated GIF, an MP4 or PNG frames",
                             description=__doc__.split("\n\n")[1].replace("\n", " "))
     a.add_argument("text", help="the sentence to translate")
-    a.add_argument("--direction", required=True,
-                   help="the app's direction key: de-en, en-de (the default models), or another model's key "
-                        "(multi30k-de-en); decoded with the model's own settings")
+    a.add_argument("--direction", required=True, help=DIRECTION_HELP)
     a.add_argument("--out", required=True, type=Path, help="the file: .gif, .mp4 (H.264) or .zip (PNG frames)")
     a.add_argument("--kind", choices=[k.name for k in PAGE_KINDS], default=View().kind,
                    help="the attention (default: %(default)s)")
@@ -306,6 +312,12 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--hide-special", action="store_true", help="as the page's Hide special tokens")
     a.add_argument("--hide-marker", action="store_true", help="as the page's Hide ▁ marker")
     a.set_defaults(run=animate)
+    h = commands.add_parser("html", help="the translation as one HTML page that opens offline",
+                            description=__doc__.split("\n\n")[2].replace("\n", " "))
+    h.add_argument("text", help="the sentence to translate")
+    h.add_argument("--direction", required=True, help=DIRECTION_HELP)
+    h.add_argument("--out", required=True, type=Path, help=f"the file: {offline.SUFFIX}")
+    h.set_defaults(run=html)
     return p
 
 
@@ -314,11 +326,7 @@ def animate(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     if args.out.suffix.lower() not in FORMATS:
         return _fail(f"--out must end in {', '.join(FORMATS)}, not {args.out.name!r}")
-    # One sentence through a small model is a chain of tiny matmuls: one thread is fastest (the app's default).
-    torch.set_num_threads(max(1, int(os.environ.get("ANATOMY_THREADS") or 1)))
-    registry = ModelRegistry.discover()
-    request, problem = api_request(args.text, args.direction, None, None,
-                                   {key: e.decoding for key, e in registry.entries.items()})
+    registry, request, problem = _request(args)
     if request is None:
         return _fail(problem)
     entry = registry.get(request.key)
@@ -327,10 +335,7 @@ def animate(args: argparse.Namespace) -> int:
                                        args.merge_words, args.hide_special, args.hide_marker, *layers_heads(entry))
     if animation is None:
         return _fail(problem)
-    translator, notice = registry.translator(request.key, request.device)
-    trace = engine.translate(translator, request)
-    for line in views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])]):
-        print(f"note: {line}", file=sys.stderr)
+    trace, _ = _translate(registry, request)
     exported = export(trace, animation, args.out)
     if exported.notice:
         print(f"note: {exported.notice}", file=sys.stderr)
@@ -338,6 +343,44 @@ def animate(args: argparse.Namespace) -> int:
     print(f"{exported.path}: {exported.frames} frames of {trace.text!r}, {args.size}, {size / 1e6:.2f} MB, "
           f"in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def html(args: argparse.Namespace) -> int:
+    """The html command: translate, write the page; the file, its size and the time taken on stdout, notices on
+    stderr (and in the page)."""
+    start = time.perf_counter()
+    if args.out.suffix.lower() != offline.SUFFIX:
+        return _fail(f"--out must end in {offline.SUFFIX}, not {args.out.name!r}")
+    registry, request, problem = _request(args)
+    if request is None:
+        return _fail(problem)
+    trace, notices = _translate(registry, request)
+    written = offline.write(trace, registry.get(request.key), request.text, notices, args.out)
+    print(f"{written.path}: {trace.text!r}, {len(trace.source_tokens)} source pieces → {views.steps(trace)} output "
+          f"pieces, {written.size / 1e6:.2f} MB, in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _request(args: argparse.Namespace) -> tuple[ModelRegistry, Request | None, str]:
+    """The models, and the command's text and direction as a request decoded with the model's own settings (or None
+    and why not, as the API says it)."""
+    # One sentence through a small model is a chain of tiny matmuls: one thread is fastest (the app's default).
+    torch.set_num_threads(max(1, int(os.environ.get("ANATOMY_THREADS") or 1)))
+    registry = ModelRegistry.discover()
+    request, problem = api_request(args.text, args.direction, None, None,
+                                   {key: e.decoding for key, e in registry.entries.items()},
+                                   {s.name: s.reason for s in registry.skipped})
+    return registry, request, problem
+
+
+def _translate(registry: ModelRegistry, request: Request) -> tuple[Trace, list[str]]:
+    """The request through its model, and the run's notices, each printed on stderr."""
+    translator, notice = registry.translator(request.key, request.device)
+    trace = engine.translate(translator, request)
+    notices = views.run_notices(registry.get(request.key), trace, [*request.notices, *([notice] if notice else [])])
+    for line in notices:
+        print(f"note: {line}", file=sys.stderr)
+    return trace, notices
 
 
 def layers_heads(entry: ModelEntry) -> tuple[int, int]:

@@ -19,6 +19,14 @@ def training_curves(entry: ModelEntry) -> go.Figure:
 def training_markdown(entry: ModelEntry) -> str:
     """How the checkpoint was trained and scored (config.json), then its model card."""
     if entry.untrained:
+        return training_summary(entry)
+    return "\n\n".join([training_summary(entry), "", "---", "",
+                        entry.card or f"No model card (README.md) in `{shown_path(entry.source)}`."])
+
+
+def training_summary(entry: ModelEntry) -> str:
+    """How the checkpoint was trained and scored, as its config.json says."""
+    if entry.untrained:
         return "This model is **untrained**: random weights, no training log and no model card."
     meta = entry.checkpoint.meta
     metrics, training = meta.get("metrics") or {}, meta.get("training") or {}
@@ -40,5 +48,4 @@ def training_markdown(entry: ModelEntry) -> str:
                 else "", f"on {training['device']}" if training.get("device") else "", data]
         if any(bits):
             lines.append("**Training**: " + ", ".join(b for b in bits if b) + ".")
-    lines += ["", "---", "", entry.card or f"No model card (README.md) in `{shown_path(entry.source)}`."]
     return "\n\n".join(lines)

@@ -162,6 +162,26 @@ def main(out: Path) -> None:
             page.wait_for_selector("#training .scatterlayer")
             shoot(page, "#training", out / "training.png")
 
+            # heads switched off by a link: both translations, the grid with the heads greyed, the importance maps
+            off = f"cross:{L}.2,cross:{L}.4"
+            query = {"text": SENTENCE.get(entry.source_lang, SENTENCE["de"]), "direction": entry.key, "off": off}
+            ablated = browser.new_page(viewport={"width": 1920, "height": 1080}, device_scale_factor=1)
+            ablated.set_default_timeout(120_000)
+            ablated.goto(f"{url}?{urllib.parse.urlencode(query, safe=':,')}", wait_until="domcontentloaded")
+            ablated.wait_for_function("(document.querySelector('#ablation') || {innerText: ''}).innerText"
+                                      ".includes('heads off')")
+            wait_title(ablated, "grid", "Cross-attention")
+            shoot_span(ablated, "#translation", "#ablation", out / "heads-off.png", above=10, below=10)
+            shoot(ablated, "#grid", out / "heads-off-grid.png")
+            ablated.get_by_role("tab", name="Head importance").click()
+            wait_title(ablated, "importance", "Which heads this translation needs")
+            shoot(ablated, "#importance", out / "head-importance.png")
+            if ablated.locator("#pruning").is_visible():
+                wait_title(ablated, "pruning", "Switching heads off one by one")
+                shoot_span(ablated, "#corpus-importance", "#pruning", out / "corpus-head-importance.png", above=10,
+                           below=10)
+            ablated.close()
+
             # presenter mode on a 1280×720 projector: the large view as tall as the screen
             query = {"text": SENTENCE.get(entry.source_lang, SENTENCE["de"]), "direction": entry.key, "presenter": 1}
             link = f"{url}?{urllib.parse.urlencode(query)}"

@@ -20,6 +20,8 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
   server_ms       in-process: the translate handler and the open tab's figures, consumed to the last figure
                   serialized to JSON, 1 thread, median of 5 (see app_translation: adapt it when ui/handlers.py
                   changes)
+  importance_ms   in-process: the Head importance tab for that translation (every head's ablation, gradient and
+                  confidence, drawn and serialized), 1 thread, median of 5
   capture_ms      decode.py's natural capture of the sentence with the model's own decoding (Translator.translate,
                   1 thread)
   crowdN_last_s   N raw-HTTP clients replay at once the queue events a page sent for one click (the
@@ -27,8 +29,8 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
   first_click_all_s  all_s of the first click after the server started
 
 The last line is machine-readable (wrapped here):
-first_piece_s=… heatmap_s=… all_s=… view_s=… ablate_s=… ablate_all_s=… server_ms=… capture_ms=…
-crowd16_last_s=… first_click_all_s=…
+first_piece_s=… heatmap_s=… all_s=… view_s=… ablate_s=… ablate_all_s=… server_ms=… importance_ms=…
+capture_ms=… crowd16_last_s=… first_click_all_s=…
 A figure that cannot be measured (not drawn in time, a control that did not change, a failed visitor, handlers
 that moved) ends the run at once with the reason and exit status 1: no figure is ever left out or guessed.
 
@@ -394,6 +396,30 @@ def server_ms(h: Handlers, key: str, text: str, own: Decoding, repeats: int = 5)
         torch.set_num_threads(threads)
 
 
+def importance_ms(h: Handlers, key: str, text: str, own: Decoding, repeats: int = 5) -> float:
+    """Median ms of the Head importance tab for the translation, in-process on 1 thread: every head's ablation,
+    gradient and confidence, drawn and serialized (the tab computes it when opened)."""
+    import torch
+    from gradio.components.plot import PlotData
+
+    from anatomy.inputs import View
+    from ui.values import Inputs, PageSettings, Tab
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        settings = PageSettings(key=key, text=text, beam=own.beam_size, length_penalty=own.length_penalty)
+        *_, made = h.translate_page(Inputs(settings))
+        opened = Inputs(settings, run=made[h.page.run], tab=Tab.IMPORTANCE, view=View())
+        return median_ms(lambda: sum(len(v.model_dump_json()) for v in h.tab_view(opened).values()
+                                     if isinstance(v, PlotData)), repeats)
+    except Exception as err:
+        raise MeasurementFailed(f"importance_ms: the handlers failed ({type(err).__name__}: {err}); "
+                                "adapt importance_ms") from err
+    finally:
+        torch.set_num_threads(threads)
+
+
 # --------------------------------------------------------------------------------------------
 # Many visitors at once, at the protocol level
 # --------------------------------------------------------------------------------------------
@@ -513,7 +539,9 @@ def measure(args: argparse.Namespace) -> str:
             capture = natural_capture_ms(translator, text, beam_size=own.beam_size,
                                          length_penalty=own.length_penalty)
             server = server_ms(h, key, text, own)
-            print(f"in-process, 1 thread: capture {capture:.1f} ms, translate handler + figures {server:.1f} ms")
+            importance = importance_ms(h, key, text, own)
+            print(f"in-process, 1 thread: capture {capture:.1f} ms, translate handler + figures {server:.1f} ms, "
+                  f"head importance tab {importance:.1f} ms")
             first, warm, views, joins = browse(args, url, key, text, expected, ablated)
             events = translation_events(joins, text)
             if not events:
@@ -529,6 +557,7 @@ def measure(args: argparse.Namespace) -> str:
     return (f"first_piece_s={figures['first_piece_s']:.2f} heatmap_s={figures['heatmap_s']:.2f} "
             f"all_s={figures['all_s']:.2f} view_s={statistics.median(views):.2f} "
             f"ablate_s={figures['ablate_s']:.2f} ablate_all_s={figures['ablate_all_s']:.2f} server_ms={server:.1f} "
+            f"importance_ms={importance:.1f} "
             f"capture_ms={capture:.1f} crowd{args.crowd}_last_s={crowd_s:.2f} first_click_all_s={first['all_s']:.2f}")
 
 

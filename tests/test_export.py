@@ -217,7 +217,7 @@ def test_the_command_writes_the_animation_and_refuses_bad_options(checkpoints, t
         assert export.main(argv) == 2
         assert error in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        export.main(["html", SENTENCE])  # only `animate` exists so far
+        export.main(["html", SENTENCE])  # it needs --direction and --out too (tests/test_offline.py)
 
 
 @pytest.mark.slow

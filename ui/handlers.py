@@ -13,7 +13,7 @@ import time
 import gradio as gr
 
 import viz
-from anatomy import (ablation_views, architecture_views, attention_views, engine, export, head_views,
+from anatomy import (ablation_views, architecture_views, attention_views, engine, export, head_views, offline,
                      positional_views, training_views, views)
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
@@ -249,7 +249,9 @@ class Handlers:
         info.append(f"{viz.escape(run.showing)}: {len(trace.source_tokens)} source pieces → {T} output pieces"
                     f"{timing} on `{trace.settings.device}` · "
                     f"[link to this view]({build_link(run.request, view)})")
+        # a page saved of the last translation is not one of this one
         out.update({p.run_info: "\n\n".join(info), p.forced: trace.text, p.download: traces.trace_file(trace),
+                    p.offline.file: gr.update(value=None, visible=False),
                     p.candidates: gr.update(value=views.candidate_rows(trace), visible=bool(trace.candidates)),
                     p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)})
         return out
@@ -579,6 +581,44 @@ class Handlers:
             return str(done.path), " ".join([*notices, *([done.notice] if done.notice else [])])
         except Exception as err:  # the API never raises: it says what went wrong
             return None, f"Animation failed: {type(err).__name__}: {err}"
+
+    # ---- the offline page: Download page (HTML), and Client(url).predict(text=..., api_name="/export_html") ----
+
+    def page_html(self, values: Inputs | dict) -> dict:
+        """Download page (HTML) (run, view): the shown translation as one HTML file that opens offline, drawn from
+        its trace (no model), opening at the shown view."""
+        i = Inputs.of(self.page, values)
+        run = i.run
+        if run is None:
+            raise gr.Error("Translate a sentence first: the page shows its translation.")
+        key = run.request.key
+        written = offline.write(run.trace, self.registry.get(key), run.request.text, list(run.notices),
+                                traces.animation_path(offline.file_name(key)), i.view)
+        return {self.page.offline.file: gr.update(value=str(written.path), visible=True)}
+
+    def api_export_html(self, text: str, direction: str = "de-en") -> tuple[str | None, str]:
+        """Translate `text` in `direction` with the model's own decoding and write the translation as one HTML page
+        that opens offline, with no server: its steps, every attention kind, layer and head, head statistics,
+        predictions, positional encoding, architecture and model card.
+
+        Returns (file, notice): the HTML file (None when nothing was made), and what went wrong or what to know
+        (empty when all is well; the page shows it too).
+        """
+        try:
+            request, problem = api_request(text, direction, None, None,
+                                           {key: e.decoding for key, e in self.registry.entries.items()},
+                                           {s.name: s.reason for s in self.registry.skipped})
+            if request is None:
+                return None, problem
+            entry = self.registry.get(request.key)
+            translator, notice = self.registry.translator(request.key, request.device)
+            trace = engine.translate(translator, request)
+            notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
+            written = offline.write(trace, entry, request.text, notices,
+                                    traces.animation_path(offline.file_name(request.key)))
+            return str(written.path), " ".join(notices)
+        except Exception as err:  # the API never raises: it says what went wrong
+            return None, f"Page failed: {type(err).__name__}: {err}"
 
     # ---- the API: Client(url).predict(text=..., direction="de-en", api_name="/translate") ----
 

@@ -43,6 +43,18 @@ class AnimationControls:
 
 
 @dataclass
+class PageExport:
+    """Download page (HTML): the button and the file it makes, and the /export_html endpoint's own components (never
+    shown; text and direction are /translate's)."""
+
+    button: gr.Button
+    file: gr.File
+    api_file: gr.File
+    api_notice: gr.Textbox
+    api_btn: gr.Button
+
+
+@dataclass
 class Page:
     """Every component the handlers read or write, by one name each."""
 
@@ -61,6 +73,7 @@ class Page:
     png_btn: gr.Button
     svg_btn: gr.Button
     animation: AnimationControls
+    offline: PageExport
     # settings
     direction: gr.Dropdown
     model_notices: gr.Markdown  # skipped models, Hub models still loading
@@ -268,7 +281,10 @@ def build_page(registry: ModelRegistry) -> Page:
                 force_btn = gr.Button("Inspect", size="sm", elem_id="inspect")
             with gr.Row(elem_classes=["anatomy-controls"]):
                 download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
+                page_btn = gr.Button("Download page (HTML)", size="sm", elem_id="download-page")
                 share_btn = gr.Button("Link to this view", size="sm", elem_id="share")
+            page_file = gr.File(label="Page of this translation: one HTML file that opens offline", visible=False,
+                                interactive=False, elem_id="page-file", elem_classes=["anatomy-controls"])
             share_url = gr.Textbox(label="Link to this view (text, settings, attention, layer, head, step)",
                                    interactive=False, buttons=["copy"], elem_id="share-url",
                                    elem_classes=["anatomy-controls"], placeholder="click Link to this view")
@@ -398,11 +414,14 @@ def build_page(registry: ModelRegistry) -> Page:
         api_notice = gr.Textbox(label="notice")
         api_trace = gr.JSON(label="trace")
         api_btn = gr.Button("api")
+        offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
+                             gr.Button("export_html"))
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
                 link=gr.State(None), drawn=gr.State(None), presenter=presenter, export_figure=export_figure,
                 export_frame=export_frame,
-                export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, animation=animation, direction=direction,
+                export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, animation=animation, offline=offline,
+                direction=direction,
                 model_notices=model_notices, text=text,
                 beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
                 translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, ablation=ablation,

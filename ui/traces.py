@@ -1,5 +1,5 @@
-"""Trace downloads and animations: JSON files and folders in Gradio's upload folder, each deleted TRACE_RETENTION
-seconds after it is written.
+"""Trace downloads, animations and offline pages: JSON files and folders in Gradio's upload folder, each deleted
+TRACE_RETENTION seconds after it is written.
 
 They hold the visitor's text, so they are kept no longer than that. Gradio serves files in its upload folder
 without a copy of its own; its gr.Blocks(delete_cache=...) would not do: it loses track of the files of a
@@ -48,8 +48,8 @@ def trace_file(trace: Trace) -> str:
 
 
 def animation_path(name: str) -> Path:
-    """Where to write an animation file called `name`: a folder of its own (visitors' files of the same name stay
-    apart), deleted with the trace files."""
+    """Where to write an exported file (an animation, an offline page) called `name`: a folder of its own
+    (visitors' files of the same name stay apart), deleted with the trace files."""
     where = folder() / f"animation-{secrets.token_hex(8)}"
     where.mkdir(parents=True)
     _written.set()

@@ -30,6 +30,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     view_inputs = {p.run, p.twin, p.tab, p.drawn, *controls}
     tab_inputs = {p.run, p.twin, p.tab, p.direction, p.pe_dims, *controls}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
+             p.offline.file,
              p.step, p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run,
              p.walk_query]
     tab_outputs = [p.drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.importance, p.importance_list,
@@ -94,6 +95,10 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     a = p.animation
     a.button.click(h.animate_page, {p.run, *controls, *a.controls.values()}, [a.file],
                    **dict(DRAW, show_progress="minimal"))
+    # The page file is written on the server (no model); app.js then clicks its link: one click downloads it.
+    saved = p.offline.button.click(h.page_html, {p.run, *controls}, [p.offline.file],
+                                   **dict(DRAW, show_progress="minimal"))
+    saved.success(None, None, None, js=js("save('page-file')"))
     p.share_btn.click(h.share, {p.run, *controls}, [p.share_query], **DRAW).then(
         None, [p.share_query], [p.share_url], js=js("link(args[0])"))
 
@@ -104,4 +109,8 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # Translating and drawing in one call: the API has no page to draw on between them.
     a.api_btn.click(h.api_animate, [p.api_text, p.api_direction, *a.api.values()], [a.api_file, a.api_notice],
                     api_name="animate", api_visibility="public", show_progress="hidden", concurrency_id="model",
+                    concurrency_limit=1, preprocess=False)
+    o = p.offline
+    o.api_btn.click(h.api_export_html, [p.api_text, p.api_direction], [o.api_file, o.api_notice],
+                    api_name="export_html", api_visibility="public", show_progress="hidden", concurrency_id="model",
                     concurrency_limit=1, preprocess=False)

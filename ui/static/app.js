@@ -280,6 +280,21 @@
     link(query) {
       return query ? window.location.origin + window.location.pathname + query : '';
     },
+    // Download page (HTML): the server puts the new file in #id; a click on its link saves it, so that one click on
+    // the button downloads the page. Each file has an address of its own: an earlier one is never clicked again.
+    save(id) {
+      const asked = Date.now();
+      const look = () => {
+        const a = document.querySelector('#' + id + ' a[download]');
+        if (a && a.href !== A.saved) {
+          A.saved = a.href;
+          a.click();
+        } else if (Date.now() - asked < 10000) {
+          setTimeout(look, 100);
+        }
+      };
+      look();
+    },
   };
   document.addEventListener('keydown', e => {
     const t = e.target, act = A.keys[e.key];

@@ -1,0 +1,188 @@
+"""One translation as a single HTML page that works offline: what the app shows of it (the translation and its
+steps, every attention kind × layer × head as the large view, the all-heads grid and lines, head statistics,
+predictions, positional encoding, architecture and model card), drawn in the browser with no server and no network.
+
+The file is ui/static/offline.html with ui/static/offline.css, Plotly.js, the translation's data and
+ui/static/offline.js inlined. offline.js draws every figure from the data as viz/ draws it on the page (same
+scales, labels, titles). To stay small, attention travels as uint8, round(weight × SCALE), base64, one array per
+kind (each weight within 1 / (2 SCALE) of the trace's); the positional encoding is computed in the page from the
+paper's formula; the architecture figures come as Plotly JSON, tables and the model card as HTML made here.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import html
+import json
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import plotly
+import plotly.colors as pc
+from markdown_it import MarkdownIt
+
+import viz
+from transformer import Trace
+from transformer.analysis import DEFINITIONS, trace_head_statistics
+from transformer.kinds import KINDS
+from viz.common import ATTENTION_STOPS, COLORS, DIVERGING_SCALE, MASKED_COLOR, PROBABILITY_SCALE, TEMPLATE_JSON
+from viz.heads import PANELS, SIGNED
+
+from . import architecture_views, attention_views, training_views, views
+from .inputs import DISPLAYS, PAGE_KINDS, View
+from .registry import ModelEntry, shown_path
+
+STATIC = Path(__file__).resolve().parents[1] / "ui" / "static"
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+SCALE = 255  # a weight w travels as round(w × SCALE): a uint8
+SUFFIX = ".html"
+ARCHITECTURE_CAPTION = ("Shapes for this translation (the whole output read at once, as in training and in the final "
+                        "pass)")
+# Commonmark with tables; raw HTML escaped, images left out (a page that must not reach the network has none).
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
+
+
+@dataclass(frozen=True)
+class Written:
+    """A written page."""
+
+    path: Path
+    size: int  # bytes
+
+
+def quantised(weights: np.ndarray) -> np.ndarray:
+    """Attention weights as uint8: round(w × SCALE), w clipped to [0, 1]."""
+    return np.rint(np.clip(np.asarray(weights, dtype=np.float32), 0.0, 1.0) * SCALE).astype(np.uint8)
+
+
+def markdown_html(text: str) -> str:
+    return _MARKDOWN.render(text)
+
+
+def card_summary(entry: ModelEntry) -> str:
+    """How the checkpoint was trained and scored, then its model card up to its second section: title,
+    introduction and scores (the rest stays in the card, named by its path)."""
+    head = training_views.training_summary(entry)
+    if entry.untrained or not entry.card:
+        return head
+    sections = [m.start() for m in re.finditer(r"^## ", entry.card, flags=re.M)]
+    card = entry.card[:sections[1]] if len(sections) > 1 else entry.card
+    where = f"\n\nThe whole model card: `{shown_path(entry.source)}/README.md`." if entry.source else ""
+    return f"{head}\n\n---\n\n{card.strip()}{where}"
+
+
+def about(trace: Trace, entry: ModelEntry) -> str:
+    """What made the page, in one line: model, checkpoint and decoding settings."""
+    s = trace.settings
+    decoding = s.mode if s.beam_size is None else ("greedy" if s.beam_size == 1 else f"beam {s.beam_size}")
+    parts = [f"{entry.label} ({entry.key})", f"checkpoint {checkpoint_id(trace, entry)}",
+             decoding + (f", length penalty {s.length_penalty:g}" if s.length_penalty is not None and
+                         (s.beam_size or 1) > 1 else ""),
+             *([f"max new tokens {s.max_new_tokens}"] if s.max_new_tokens is not None else []),
+             f"top-k {s.top_k}", f"on {s.device}", f"heads off: {s.heads_off or 'none'}"]
+    return ("Untrained model (random weights): " if entry.untrained else "") + " · ".join(parts)
+
+
+def checkpoint_id(trace: Trace, entry: ModelEntry) -> str:
+    """The checkpoint as the app names it: its folder relative to the repository, or its hf:// id."""
+    source = trace.checkpoint or entry.source
+    return shown_path(source) if source else "none (untrained: random init)"
+
+
+def _kind(trace: Trace, kind) -> dict:
+    weights = trace.attention(kind.name).weights
+    return {"name": kind.name, "label": kind.label, "title": views.name(kind.name), "queries": kind.queries,
+            "keys": kind.keys, "causal": kind.causal, "stepped": attention_views.stepped(kind),
+            "query_title": attention_views.QUERY_TITLES[kind.queries],
+            "key_title": attention_views.KEY_TITLES[kind.keys],
+            "help": markdown_html(f"**{views.name(kind.name)}.** {attention_views.HELP[kind]}"),
+            "step_color": attention_views.STEP_COLORS.get(kind), "shape": list(weights.shape), "scale": SCALE,
+            "weights": base64.b64encode(np.ascontiguousarray(quantised(weights)).tobytes()).decode("ascii"),
+            "off": [list(pair) for pair in sorted(views.off_in(trace.settings.heads_off, kind.name))]}
+
+
+def _finite(value):
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
+
+
+def _figure(figure) -> dict:
+    return json.loads(figure.to_json())
+
+
+def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view: View | None = None) -> dict:
+    """Everything the page draws, as JSON values. `text`: the source text as translated; `notices`: the run's, as
+    the app shows them; `view`: the view the page opens at (the app's, when it downloads one)."""
+    L, H, T = views.shape(trace)
+    view = (view or View()).fit(L, H, T)
+    c = entry.config
+    headers, rows = viz.head_table(trace_head_statistics(trace), {k.name: k.label for k in KINDS})
+    return {
+        "about": about(trace, entry),
+        "model": {"key": entry.key, "label": entry.label, "checkpoint": checkpoint_id(trace, entry),
+                  "source_lang": entry.source_lang, "target_lang": entry.target_lang, "untrained": entry.untrained},
+        "settings": {f.name: getattr(trace.settings, f.name) for f in dataclasses.fields(trace.settings)},
+        "text": text, "translation": trace.text, "notices": list(notices),
+        "source": list(trace.source_tokens), "target": list(trace.target_tokens), "output": list(trace.output_tokens),
+        "chips": [list(chip) for chip in views.output_chips(trace.output_tokens, trace.top_k)],
+        "confidence": views.CONFIDENCE,
+        "candidates": views.candidate_rows(trace),
+        "top_k": [[[c.token, round(float(c.prob), 4)] for c in row] for row in trace.top_k],
+        "kinds": [_kind(trace, kind) for kind in PAGE_KINDS],
+        "view": {"kind": view.kind, "layer": view.layer, "head": view.head, "step": view.step, "merge": view.merge,
+                 "plain": view.plain, "hide": view.hide,
+                 "display": view.display if view.display in DISPLAYS[:2] else DISPLAYS[0]},
+        "hide_title": attention_views.HIDE_TITLE,
+        "stats": {"headers": headers, "rows": [[_finite(v) for v in row] for row in rows],
+                  "keys": list(viz.STAT_LABELS), "panels": list(PANELS), "signed": sorted(SIGNED),
+                  "definitions": [[viz.STAT_LABELS[k], t] for k, t in DEFINITIONS.items()]},
+        "positional": {"d_model": c.d_model, "max_len": c.max_len, "layout": c.pe_layout,
+                       "dims": viz.default_dims(c.d_model)},
+        # a translation stopped before its first piece is drawn as if at step 1 (a tensor has no length 0)
+        "figures": {"architecture": _figure(architecture_views.architecture(
+                        c, max(len(trace.source_tokens), 1), max(len(trace.target_tokens), 1), ARCHITECTURE_CAPTION)),
+                    "parameters": _figure(architecture_views.parameters(entry))},
+        "architecture": markdown_html(architecture_views.architecture_markdown(entry)),
+        "card": markdown_html(card_summary(entry)),
+        # Plotly.js names some scales as Plotly for Python does not (its "RdBu" runs the other way): the stops.
+        "style": {"template": TEMPLATE_JSON, "attention": ATTENTION_STOPS,
+                  "diverging": pc.get_colorscale(DIVERGING_SCALE), "probability": pc.get_colorscale(PROBABILITY_SCALE),
+                  "masked": MASKED_COLOR, "heads": COLORS},
+    }
+
+
+@lru_cache(maxsize=1)
+def _plotly() -> str:
+    # Inline script data ends at the first "</script": the minified bundle has none, and "<\/" reads the same in JS.
+    return PLOTLY_JS.read_text(encoding="utf-8").replace("</script", "<\\/script")
+
+
+def data_json(data: dict) -> str:
+    """The payload as a JS literal safe inside <script>: every "<" escaped (no "</script>", no "<!--")."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+
+
+def page(data: dict) -> str:
+    """The page: the template with its style, Plotly.js, the data and the page script in place."""
+    parts = {"/*STYLE*/": (STATIC / "offline.css").read_text(encoding="utf-8"), "/*PLOTLY*/": _plotly(),
+             "/*DATA*/": data_json(data), "/*SCRIPT*/": (STATIC / "offline.js").read_text(encoding="utf-8"),
+             "<!--ABOUT-->": html.escape(data["about"])}
+    template = (STATIC / "offline.html").read_text(encoding="utf-8")
+    # One pass: what goes in is never searched for markers again.
+    return re.sub("|".join(map(re.escape, parts)), lambda m: parts[m.group(0)], template)
+
+
+def file_name(key: str) -> str:
+    return f"{key}_translation{SUFFIX}"
+
+
+def write(trace: Trace, entry: ModelEntry, text: str, notices: list[str], path: Path,
+          view: View | None = None) -> Written:
+    """The page of a translation, written to `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page(payload(trace, entry, text, notices, view)), encoding="utf-8")
+    return Written(path, path.stat().st_size)

@@ -1,0 +1,346 @@
+"""The offline page of a translation (anatomy/offline.py, ui/static/offline.*): its data (attention as uint8 within
+1/510 of the trace's), the file (Plotly.js once, the data safe inside <script>, within the size budget), the command,
+the page's button and /export_html; in Chromium with every network request refused: every view drawn, and the
+values drawn for the chosen kind, layer, head and step are the trace's."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gradio as gr
+import numpy as np
+import pytest
+
+import viz
+from anatomy import attention_views, export, offline, views
+from anatomy.inputs import MAX_CHARS, View, clean_text
+from anatomy.registry import ModelRegistry
+from tests.app_fixtures import SENTENCE, make_checkpoint, run_of
+from tests.browser import needs_chromium
+from transformer import HeadMask, Translator
+from transformer.kinds import KINDS
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = 9  # the tiny random model never ends early
+# 20 words, for the size budget on the shipped model
+TALK = ("Mein Bruder wohnt seit drei Jahren in Berlin und arbeitet dort als Lehrer an einer großen Schule nahe dem "
+        "Bahnhof.")
+MAX_BYTES = 6_000_000
+HOSTILE = 'Zwei </script><script>alert(1)</script> <!-- Hunde --> "spielen" & im Schnee.'
+
+
+@pytest.fixture(scope="module")
+def entry(tmp_path_factory):
+    root = tmp_path_factory.mktemp("offline-checkpoints")
+    make_checkpoint(root / "tiny-de-en", "de", "en")
+    return ModelRegistry.discover([str(root / "tiny-de-en")]).get("de-en")
+
+
+@pytest.fixture(scope="module")
+def trace(entry):
+    trace = entry.cpu.translate(SENTENCE, max_new_tokens=STEPS)
+    assert len(trace.output_tokens) == STEPS
+    return trace
+
+
+def weights(kind: dict) -> np.ndarray:
+    """A kind's attention as the page reads it, in its own units (0..scale)."""
+    return np.frombuffer(base64.b64decode(kind["weights"]), dtype=np.uint8).reshape(kind["shape"])
+
+
+def data_of(html: str) -> dict:
+    """The payload inside a written page."""
+    start = html.index("const DATA = ") + len("const DATA = ")
+    return json.loads(html[start:html.index(";</script>", start)])
+
+
+def test_attention_travels_as_uint8_within_1_510_of_the_trace(trace, entry):
+    data = offline.payload(trace, entry, SENTENCE, [])
+    assert [k["name"] for k in data["kinds"]] == ["cross", "encoder", "decoder"]
+    for kind in data["kinds"]:
+        exact = trace.attention(kind["name"]).weights
+        assert kind["shape"] == list(exact.shape) and kind["scale"] == 255
+        stored = weights(kind)
+        assert np.array_equal(stored, offline.quantised(exact))
+        assert np.abs(stored / kind["scale"] - exact).max() <= 1 / 510 + 1e-7
+    assert len(data["top_k"]) == STEPS and all(len(row) == 5 for row in data["top_k"])
+    assert len(data["stats"]["rows"]) == sum(np.prod(trace.attention(k.name).weights.shape[:2]) for k in KINDS)
+    assert data["positional"] == {"d_model": 32, "max_len": 64, "layout": "interleaved", "dims": [4, 5, 8, 12, 16]}
+    assert (data["source"], data["output"]) == (trace.source_tokens, trace.output_tokens)
+
+
+def test_the_page_says_what_made_it_and_which_heads_were_off(trace, entry):
+    off = entry.cpu.translate(SENTENCE, max_new_tokens=STEPS, head_mask=HeadMask.parse("cross:2.1", entry.config))
+    data = offline.payload(off, entry, SENTENCE, ["a notice"], View.of("decoder", 1, "2", True, step=3))
+    assert data["settings"]["heads_off"] == "cross:2.1" and data["settings"]["max_new_tokens"] == STEPS
+    assert [k["off"] for k in data["kinds"]] == [[[2, 1]], [], []]
+    assert data["model"]["checkpoint"] == off.checkpoint  # outside the repository: the folder as it is
+    assert data["about"].startswith("German → English (de-en) · checkpoint ")
+    assert "heads off: cross:2.1" in data["about"]
+    assert data["view"] == {"kind": "decoder", "layer": 1, "head": "2", "step": 3, "merge": True, "plain": False,
+                            "hide": False, "display": "heatmap"}
+    assert data["notices"] == ["a notice"] and "Validation" in data["card"] and "<table>" in data["architecture"]
+
+
+def test_the_file_holds_plotly_once_and_the_data_inside_script_safely(trace, entry, tmp_path):
+    """Text that would end a <script> or open a comment stays data; the page names its model without JavaScript."""
+    written = offline.write(trace, entry, HOSTILE, [HOSTILE], tmp_path / "page.html")
+    html = written.path.read_text(encoding="utf-8")
+    plotly_js = offline.PLOTLY_JS.read_text(encoding="utf-8")
+    assert html.count(plotly_js[:200]) == 1 and html.count("<script>") == html.count("</script>") == 3
+    assert "</script><script>alert" not in html and "<!-- Hunde" not in html
+    data = data_of(html)
+    assert data == json.loads(json.dumps(offline.payload(trace, entry, HOSTILE, [HOSTILE])))
+    assert data["text"] == HOSTILE and data["notices"] == [HOSTILE]
+    about = html.split('<p id="about">')[1].split("</p>")[0]
+    assert about == offline.about(trace, entry).replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
+    assert "checkpoint " in about and "top-k 5" in about
+    # the tiny model's data, page script and figures add ~100 KB to Plotly.js
+    assert written.size == written.path.stat().st_size <= len(plotly_js.encode()) + 150_000
+
+
+def test_the_command_writes_the_page_and_answers_bad_input_as_the_page_does(entry, tmp_path, monkeypatch, capsys,
+                                                                             tiny):
+    monkeypatch.setenv("ANATOMY_CHECKPOINT_DIR", str(Path(entry.source).parent))
+    monkeypatch.delenv("ANATOMY_HUB_MODELS", raising=False)
+    out = tmp_path / "talk.html"
+    assert export.main(["html", SENTENCE, "--direction", "de-en", "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert printed.out.startswith(f"{out}: ") and " MB, in " in printed.out
+    data = data_of(out.read_text(encoding="utf-8"))
+    assert data["text"] == SENTENCE and data["model"]["key"] == "de-en"
+    assert data["settings"]["beam_size"] == entry.decoding.beam_size  # the model's own decoding
+    huge = "Zwei Hunde spielen im Schnee. " * 40
+    assert export.main(["html", huge, "--direction", "de-en", "--out", str(out)]) == 0
+    page_notice = run_of(tiny, huge, max_new=5).notices[0]  # what the page says of the same text
+    assert page_notice == clean_text(huge)[1][0] and f"{MAX_CHARS} characters" in page_notice
+    assert f"note: {page_notice}" in capsys.readouterr().err
+    assert data_of(out.read_text(encoding="utf-8"))["notices"][0] == page_notice
+    for args, error in ((["--direction", "xx-yy"], "Unknown direction 'xx-yy'"),
+                        (["--out", str(tmp_path / "a.htm")], "--out must end in .html, not 'a.htm'")):
+        assert export.main(["html", SENTENCE, "--direction", "de-en", "--out", str(out), *args]) == 2
+        assert error in capsys.readouterr().err
+    assert export.main(["html", " \n ", "--direction", "de-en", "--out", str(out)]) == 2
+    assert "Nothing to translate: text is empty." in capsys.readouterr().err
+
+
+def test_download_page_writes_the_shown_translation_at_the_shown_view(tiny, monkeypatch):
+    p = tiny.page
+    run = run_of(tiny, max_new=5)
+    monkeypatch.setattr(Translator, "translate", lambda *args, **kwargs: pytest.fail("the model ran"))
+    values = {p.run: run, p.kind: "encoder", p.layer: 2, p.head: "1", p.merge: False, p.plain: True, p.hide: True,
+              p.step: 2}
+    made = tiny.page_html(values)[p.offline.file]
+    path = Path(made["value"])
+    assert made["visible"] and path.name == "de-en_translation.html"
+    data = data_of(path.read_text(encoding="utf-8"))
+    assert data["output"] == run.trace.output_tokens and data["notices"] == list(run.notices)
+    assert data["view"] == {"kind": "encoder", "layer": 2, "head": "1", "step": 2, "merge": False, "plain": True,
+                            "hide": True, "display": "heatmap"}
+    with pytest.raises(gr.Error, match="Translate a sentence first"):
+        tiny.page_html({**values, p.run: None})
+
+
+def test_the_export_html_endpoint_answers_every_bad_argument_with_a_notice(tiny):
+    fn = next(f for f in tiny.demo.fns.values() if f.api_name == "export_html")
+    assert [c.label for c in fn.inputs] == ["text", "direction"]  # the client's keyword arguments
+
+    def call(text, direction="de-en"):
+        return asyncio.run(tiny.demo.process_api(fn, [text, direction]))["data"]
+
+    made, notice = call(SENTENCE)
+    assert Path(made["path"]).name == made["orig_name"] == "de-en_translation.html"
+    assert notice.startswith("Decoding stopped at the length limit")  # the tiny random model never ends
+    assert data_of(Path(made["path"]).read_text(encoding="utf-8"))["notices"] == [notice]
+    made, notice = call("Zwei Hunde. " * 60)
+    assert made is not None and notice.startswith(f"The text was longer than {MAX_CHARS} characters")
+    for text, direction, said in ((SENTENCE, "fr-en", "Unknown direction 'fr-en'"),
+                                  ([SENTENCE], "de-en", "text must be a string, got ['"),
+                                  ("  ", "de-en", "Nothing to translate: text is empty."),
+                                  (SENTENCE, None, "Unknown direction None")):
+        made, notice = call(text, direction)
+        assert made is None and notice.startswith(said)
+
+
+def test_the_page_template_travels_with_the_space():
+    from transformer import hub
+
+    shipped = {path for path, _ in hub.plan(ROOT, hub.SPACE_PATTERNS)}
+    assert {"ui/static/offline.html", "ui/static/offline.js", "ui/static/offline.css", "anatomy/offline.py"} <= shipped
+
+
+# ---- in Chromium, with the network refused ----
+
+FIGURES = ("heatmap", "step-cross", "step-self", "step-topk", "grid", "summary", "topk-table", "pe", "pe-similarity",
+           "pe-rows", "architecture-figure", "parameters")
+HEATMAPS = {"heatmap": 1, "grid": None, "summary": None, "topk-table": 1, "pe": 1, "pe-similarity": 1, "pe-rows": 1}
+
+
+def open_offline(browser, path: Path):
+    """The page from disk in a context with the network off, every request but file:// refused and recorded."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, offline=True)
+    page = context.new_page()
+    page.errors, page.refused = [], []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+
+    def route(request_route):
+        if request_route.request.url.startswith("file://"):
+            request_route.continue_()
+        else:
+            page.refused.append(request_route.request.url)
+            request_route.abort()
+
+    page.route("**/*", route)
+    page.goto(path.as_uri())
+    page.wait_for_function("document.body.dataset.ready", timeout=60_000)
+    assert page.evaluate("document.body.dataset.ready") == "1" and not page.errors, page.errors
+    return page
+
+
+def drawn(page, n: int) -> None:
+    page.wait_for_function(f"Number(document.body.dataset.drawn) >= {n}")
+
+
+def z_of(page, elem_id: str = "heatmap") -> np.ndarray:
+    return np.array(page.evaluate(f"document.getElementById('{elem_id}').data[0].z"), dtype=float)
+
+
+def title_of(page, elem_id: str = "heatmap") -> str:
+    return page.evaluate(f"document.getElementById('{elem_id}').layout.title.text")
+
+
+@needs_chromium
+def test_offline_every_view_draws_and_the_controls_draw_the_trace_s_values(browser, trace, entry, tmp_path):
+    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
+    page = open_offline(browser, path)
+    L, H, T = views.shape(trace)
+    for elem_id in FIGURES:
+        assert page.locator(f"#{elem_id} .main-svg").count(), elem_id
+    for elem_id, n in HEATMAPS.items():
+        images = page.locator(f"#{elem_id} .heatmaplayer image").count()
+        assert images == n if n else images >= 4, elem_id
+    assert page.locator("#grid .heatmaplayer image").count() == L * H
+    assert page.locator("#stats tbody tr").count() == sum(np.prod(trace.attention(k.name).weights.shape[:2])
+                                                          for k in KINDS)
+    assert page.locator("#source-pieces .chip").all_inner_texts() == trace.source_tokens
+    # the default view: cross-attention, the last layer, the mean of its heads, the last step framed
+    q = offline.quantised(trace.cross_attn) / 255
+    assert np.abs(z_of(page) - q[-1].mean(0)).max() < 1e-9
+    assert title_of(page) == f"Cross-attention · layer {L}, mean of {H} heads"
+    steps = 1
+    for kind, layer, head in (("encoder", 2, "1"), ("encoder", 1, "2"), ("decoder", 2, "2"), ("decoder", 1, "mean")):
+        for control, value in (("#kind", kind), ("#layer", str(layer)), ("#head", head)):
+            page.select_option(control, value)
+            steps += 1
+        drawn(page, steps)
+        exact = offline.quantised(trace.attention(kind).weights) / 255
+        want = exact[layer - 1].mean(0) if head == "mean" else exact[layer - 1, int(head) - 1]
+        z = z_of(page)
+        if kind == "decoder":  # the mask's cells are drawn grey: no value
+            hidden = np.triu(np.ones_like(want, dtype=bool), 1)
+            assert np.isnan(z[hidden]).all()
+            z, want = z[~hidden], want[~hidden]
+        assert np.abs(z - want).max() < 1e-9, (kind, layer, head)
+        assert title_of(page).endswith(f"layer {layer}, " + ("mean of 2 heads" if head == "mean" else f"head {head}"))
+    # the step slider: its cross-attention row, the frame on its row
+    page.eval_on_selector("#step", "s => { s.value = 3; s.dispatchEvent(new Event('input')); }")
+    drawn(page, steps + 1)
+    bars = np.array(page.evaluate("document.getElementById('step-cross').data[0].y"), dtype=float)
+    assert np.abs(bars - q[0].mean(0)[2]).max() < 1e-9  # layer 1 (chosen above), step 3
+    frame = page.evaluate("document.getElementById('heatmap').layout.shapes[0]")
+    assert (frame["y0"], frame["y1"]) == (1.5, 2.5)
+    # hover: the cell under the pointer says its pieces and weight
+    cells = page.locator("#heatmap .nsewdrag").first
+    cells.scroll_into_view_if_needed()
+    box = cells.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.1, box["y"] + box["height"] * 0.9)
+    page.wait_for_selector("#heatmap .hoverlayer .hovertext")
+    assert "\u2192" in page.locator("#heatmap .hoverlayer .hovertext").text_content()
+    # lines: queries left, keys right, each line's opacity its weight (in tenths)
+    page.select_option("#display", "lines")
+    drawn(page, steps + 2)
+    lines = page.evaluate("document.getElementById('heatmap').data.filter(t => t.meta === 'lines')"
+                          ".map(t => [t.opacity, t.x.slice(0, 2)])")
+    assert lines and all(0 < o <= 1 and x == [0, 1] for o, x in lines)
+    # words and special tokens hidden: the app's own matrix and labels (attention_views.matrix) of the stored values
+    stored = dataclasses.replace(trace, **{k.trace_field: offline.quantised(trace.attention(k.name).weights) / 255
+                                           for k in KINDS})
+    for control, value in (("#display", "heatmap"), ("#kind", "cross"), ("#merge", True), ("#hide", True)):
+        page.check(control) if value is True else page.select_option(control, value)
+    drawn(page, steps + 6)
+    shown = attention_views.matrix(stored, View.of("cross", 1, "mean", True, hide=True))
+    assert np.abs(z_of(page) - shown.weights).max() < 1e-6
+    ticks = page.evaluate("document.getElementById('heatmap').layout.yaxis.ticktext")
+    assert ticks == viz.query_labels(shown.queries)
+    page.evaluate("document.activeElement.blur()")  # the keys step outside the controls, as in the app
+    page.keyboard.press(".")  # the next head
+    drawn(page, steps + 7)
+    assert title_of(page).startswith("Cross-attention · layer 1, head 1 · words")
+    assert not page.errors and not page.refused, (page.errors, page.refused)
+    page.context.close()
+
+
+@needs_chromium
+def test_offline_a_translation_with_no_step_still_draws(browser, trace, entry, tmp_path):
+    """Nothing decoded (a trace stopped before its first piece): every figure says so instead of failing."""
+    path = offline.write(views.prefix(trace, 0), entry, SENTENCE, [], tmp_path / "empty.html").path
+    page = open_offline(browser, path)
+    assert "No decoding step" in page.locator("#step-cross").text_content()
+    assert page.locator("#heatmap .heatmaplayer image").count() == 0  # cross-attention: no rows
+    page.select_option("#kind", "encoder")
+    drawn(page, 2)
+    assert page.locator("#heatmap .heatmaplayer image").count() == 1 and page.is_disabled("#step")
+    assert not page.errors and not page.refused
+    page.context.close()
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_a_20_word_sentence_on_the_shipped_model_is_within_6_mb_and_works_offline(browser, tmp_path):
+    """`python -m anatomy.export html ...` from the repository root, with the shipped de→en model."""
+    out = tmp_path / "talk.html"
+    env = {k: v for k, v in os.environ.items() if k not in ("ANATOMY_CHECKPOINT_DIR", "ANATOMY_HUB_MODELS")}
+    assert len(TALK.split()) == 20
+    done = subprocess.run([sys.executable, "-m", "anatomy.export", "html", TALK, "--direction", "de-en",
+                           "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert out.stat().st_size <= MAX_BYTES
+    data = data_of(out.read_text(encoding="utf-8"))
+    assert data["model"]["checkpoint"] == "checkpoints/general-de-en" and data["settings"]["beam_size"] == 5
+    page = open_offline(browser, out)
+    assert page.locator("#grid .heatmaplayer image").count() == 12
+    assert not page.refused
+    page.context.close()
+
+
+@needs_chromium
+def test_download_page_in_the_app_saves_the_shown_translation(browser, url, shipped):
+    """One click on the button downloads the page of the shown translation (the link's sentence)."""
+    from tests import test_browser_presenter as presenter
+
+    key = shipped.anatomy.registry.default_key
+    page = presenter.open_page(browser, url, key, 1600, 1000)
+    with page.expect_download() as download:
+        page.locator("#download-page").click()
+    assert download.value.suggested_filename == f"{key}_translation.html"
+    saved = Path(download.value.path())
+    data = data_of(saved.read_text(encoding="utf-8"))
+    assert saved.stat().st_size <= MAX_BYTES and data["text"] == presenter.SENTENCE and data["model"]["key"] == key
+    assert not page.errors, page.errors
+    page.context.close()
+
+
+@pytest.mark.slow
+def test_the_export_html_endpoint_sends_the_page_to_a_client(served, tmp_path):
+    from gradio_client import Client
+
+    client = Client(served.url, verbose=False, download_files=str(tmp_path))
+    path, notice = client.predict(text=SENTENCE, direction="de-en", api_name="/export_html")
+    assert Path(path).name == "de-en_translation.html" and "length limit" in notice
+    assert data_of(Path(path).read_text(encoding="utf-8"))["text"] == SENTENCE

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -24,20 +22,9 @@ if not __package__:  # run as a file (python benchmarks/animate.py): put the rep
 
 from anatomy import engine, export  # noqa: E402
 from anatomy.inputs import Request, View  # noqa: E402
-from benchmarks.common import default_checkpoint, sentence  # noqa: E402
+from benchmarks.common import default_checkpoint, median_ms, sentence  # noqa: E402
 from transformer import Translator  # noqa: E402
 from viz.animation import LAYOUTS  # noqa: E402
-
-
-def seconds(fn, repeats: int) -> float:
-    """Median seconds of `repeats` calls of fn, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -56,7 +43,7 @@ def main() -> None:
     pieces = len(trace.output_tokens)
     print(f"{args.checkpoint} ({ck.source_lang}→{ck.target_lang}), beam {own.beam_size}: {pieces} pieces "
           f"[{trace.text}]; {args.layout} layout, 1280×720")
-    translate_s = seconds(lambda: engine.translate(translator, request), args.repeats)
+    translate_s = median_ms(lambda: engine.translate(translator, request), args.repeats) / 1000
     figures = {"pieces": str(pieces), "translate_s": f"{translate_s:.2f}"}
     with tempfile.TemporaryDirectory() as tmp:
         for suffix in (".gif", ".mp4"):
@@ -66,7 +53,7 @@ def main() -> None:
                 figures.update({f"{name}_s": "na", f"{name}_mb": "na"})
                 continue
             path = Path(tmp) / f"decoding{suffix}"
-            took = seconds(lambda: export.export(trace, animation, path), args.repeats)
+            took = median_ms(lambda: export.export(trace, animation, path), args.repeats) / 1000
             mb = path.stat().st_size / 1e6
             print(f"{name}: {pieces + 1} frames drawn and written in {took:.2f} s, {mb:.2f} MB")
             figures.update({f"{name}_s": f"{took:.2f}", f"{name}_mb": f"{mb:.3f}"})

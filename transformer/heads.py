@@ -120,9 +120,11 @@ def ablation_log_probs(translator: Translator, source_ids: Sequence[int],
             part = slice(start, start + _ROWS_PER_PASS)
             n = len(memory_row[part])
             mask = HeadMask(ones.encoder.expand(n, -1, -1), gates_dec[part], gates_cross[part])
-            logits = model.decode(target_in.expand(n, -1), Encoded(memory[memory_row[part]], None), head_mask=mask)
-            logp = logits.logits.double().log_softmax(-1)  # (n, T, V)
-            log_probs.append(logp.gather(-1, target_out.expand(n, -1)[..., None])[..., 0].sum(-1))
+            logits = model.decode(target_in.expand(n, -1), Encoded(memory[memory_row[part]], None),
+                                  head_mask=mask).logits  # (n, T, V)
+            chosen = logits.gather(-1, target_out.expand(n, -1)[..., None])[..., 0]  # (n, T)
+            # log p of the chosen pieces only: a float64 log-softmax over the whole vocabulary cost more than the pass
+            log_probs.append((chosen - logits.logsumexp(-1)).double().sum(-1))
         totals = torch.cat(log_probs).cpu().numpy()  # (1 + E + D + C,)
     base, rest = totals[0], totals[1:]
     sizes = [n_enc, n_dec, len(cross_rows)]
@@ -190,13 +192,6 @@ _NEAR_ZERO_BLEU = 0.5
 _ZERO_RUN = 3
 
 
-def parse_head(text: str) -> HeadRef:
-    """A head from its link form, `cross:1.2`."""
-    kind, _, place = text.partition(":")
-    layer, _, head = place.partition(".")
-    return HeadRef(by_name(kind).name, int(layer), int(head))
-
-
 @dataclass(frozen=True)
 class PruningCurve:
     """Val BLEU as heads are switched off one by one in `order`: bleu[k] with the first k off (bleu[0]: every head
@@ -216,7 +211,7 @@ class PruningCurve:
 
     @classmethod
     def from_dict(cls, data: dict) -> "PruningCurve":
-        return cls([parse_head(text) for text in data["order"]], [float(b) for b in data["bleu"]])
+        return cls(HeadMask.refs(",".join(data["order"])), [float(b) for b in data["bleu"]])
 
 
 @dataclass(frozen=True)
@@ -293,7 +288,8 @@ def read_heads(folder: str | Path) -> HeadsFile | None:
 
 def corpus_importance(checkpoint_dir: str | Path, corpus: str | None = None) -> CorpusImportance | None:
     """A checkpoint folder's corpus importance from its heads.json: that of `corpus`, else the first one computed;
-    None when there is none for these weights."""
+    None when there is none for these weights. Hashes the weights (~16 MB for a general model) on every call; a Hub
+    model's folder is the one `checkpoint.resolve` downloads to (heads.json is among the files it fetches)."""
     heads = read_heads(checkpoint_dir)
     if heads is None or not heads.corpora:
         return None

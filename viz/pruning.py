@@ -65,7 +65,7 @@ def _step(span: float, most: int) -> float:
 
 # The PNG: drawn at _SCALE × its size and scaled down, so lines and text come out anti-aliased.
 _SCALE = 2
-_PANEL_W, _PANEL_H, _LEGEND_H = 440, 260, 34
+_PANEL_W, _PANEL_H, _LEGEND_ROW = 440, 260, 24
 _PAD_L, _PAD_R, _PAD_T, _PAD_B = 46, 14, 44, 40  # plot area inside a panel: room for ticks, title, axis title
 _GRID, _AXIS, _TEXT = "#e5e7eb", "#9ca3af", "#1f2937"
 
@@ -76,13 +76,16 @@ def pruning_png(panels: Sequence[PruningPanel | None], columns: int = 2) -> byte
 
     columns = max(1, min(columns, len(panels)))
     rows = math.ceil(len(panels) / columns)
-    width, height = columns * _PANEL_W, _LEGEND_H + rows * _PANEL_H
+    width = columns * _PANEL_W
+    legend = _legend_places(width)
+    top = (max(row for row, _ in legend.values()) + 1) * _LEGEND_ROW + 10
+    height = top + rows * _PANEL_H
     image = Image.new("RGB", (width * _SCALE, height * _SCALE), "white")
     draw = ImageDraw.Draw(image)
-    _legend(draw)
+    _legend(draw, legend)
     for i, panel in enumerate(panels):
         if panel is not None:
-            _panel(draw, panel, (i % columns) * _PANEL_W, _LEGEND_H + (i // columns) * _PANEL_H)
+            _panel(draw, panel, (i % columns) * _PANEL_W, top + (i // columns) * _PANEL_H)
     small = image.resize((width, height), Image.Resampling.LANCZOS).quantize(colors=64)
     out = io.BytesIO()
     small.save(out, format="PNG", optimize=True)
@@ -114,17 +117,31 @@ def _dashed(draw, start: tuple[float, float], end: tuple[float, float], color: s
         at += dash + gap
 
 
-def _legend(draw) -> None:
-    x, y = 12, _LEGEND_H / 2
-    font = _font(12)
-    for label, color, dashed in ((IMPORTANCE_LABEL, IMPORTANCE_COLOR, False), (RANDOM_LABEL, RANDOM_COLOR, False),
-                                 (THRESHOLD_LABEL, THRESHOLD_COLOR, True)):
+_LEGEND = ((IMPORTANCE_LABEL, IMPORTANCE_COLOR, False), (RANDOM_LABEL, RANDOM_COLOR, False),
+           (THRESHOLD_LABEL, THRESHOLD_COLOR, True))  # label, colour, dashed
+
+
+def _legend_places(width: float) -> dict[str, tuple[int, float]]:
+    """(row, x) of each legend entry: in one row, wrapped where the figure is too narrow for it."""
+    places, row, x = {}, 0, 12.0
+    for label, _, _ in _LEGEND:
+        size = 30 + _font(12).getlength(label) / _SCALE
+        if x > 12 and x + size > width - 12:
+            row, x = row + 1, 12.0
+        places[label] = (row, x)
+        x += size + 22
+    return places
+
+
+def _legend(draw, places: dict[str, tuple[int, float]]) -> None:
+    for label, color, dashed in _LEGEND:
+        row, x = places[label]
+        y = 10 + (row + 0.5) * _LEGEND_ROW
         if dashed:
             _dashed(draw, (x, y), (x + 24, y), color)
         else:
             draw.line(_s(x, y, x + 24, y), fill=color, width=3 * _SCALE)
-        draw.text(_s(x + 30, y), label, fill=_TEXT, font=font, anchor="lm")
-        x += 30 + draw.textlength(label, font=font) / _SCALE + 22
+        draw.text(_s(x + 30, y), label, fill=_TEXT, font=_font(12), anchor="lm")
 
 
 def _panel(draw, panel: PruningPanel, left: float, top: float) -> None:
@@ -155,8 +172,14 @@ def _panel(draw, panel: PruningPanel, left: float, top: float) -> None:
     x_cut, _ = at(panel.removable, 0)
     _dashed(draw, (x_cut, y0), (x_cut, y1), IMPORTANCE_COLOR, dash=2, gap=3)
     text = _removable_label(panel.removable)
-    right = x_cut + 5 + draw.textlength(text, font=small) / _SCALE < x1
-    draw.text(_s(x_cut + 5 if right else x_cut - 5, y0 + 8), text, fill=IMPORTANCE_COLOR, font=small,
+    size = draw.textlength(text, font=small) / _SCALE
+    right = x_cut + 5 + size < x1
+    span = (x_cut, x_cut + 5 + size) if right else (x_cut - 5 - size, x_cut)
+    # At the top or the bottom of the plot, whichever keeps farther from the lines under the text.
+    under = [y for bleu in curves for k, b in enumerate(bleu) for x, y in [at(k, b)] if span[0] <= x <= span[1]]
+    under.append(at(0, full - 1)[1])
+    y = max((y0 + 8, y1 - 10), key=lambda y: min(abs(y - u) for u in under))
+    draw.text(_s(x_cut + 5 if right else x_cut - 5, y), text, fill=IMPORTANCE_COLOR, font=small,
               anchor="lm" if right else "rm")
     for bleu, color, width in ((curves[1], RANDOM_COLOR, 2), (curves[0], IMPORTANCE_COLOR, 2.5)):
         points = [at(k, b) for k, b in enumerate(bleu)]

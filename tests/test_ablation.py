@@ -44,7 +44,8 @@ def test_switching_heads_off_translates_again_beside_the_all_heads_translation(t
     assert np.allclose(ablated.ablation.ablated_log_probs, expected)
     assert np.allclose(ablated.ablation.log_probs, translator.log_probs(run.trace.source_ids, run.trace.output_ids))
     page = show(tiny, ablated)[-1]
-    html = page[tiny.page.ablation]
+    assert page[tiny.page.ablation]["visible"] is True
+    html = page[tiny.page.ablation]["value"]
     change = ablated.ablation.ablated_log_probs.sum() - ablated.ablation.log_probs.sum()
     assert "2 heads off" in html and f"{change:+.2f}" in html
     # switched-off heads are drawn as off: the grid and the large view of that layer say so
@@ -58,7 +59,7 @@ def test_switching_heads_off_translates_again_beside_the_all_heads_translation(t
     back = _ablate(tiny, ablated, [])[tiny.page.run]
     assert back.trace is run.trace and back.ablation is None and back.request.heads_off == ""
     assert _ablate(tiny, back, []) == gr.skip()  # unchanged heads: nothing to do
-    assert show(tiny, back)[-1][tiny.page.ablation] == ""
+    assert show(tiny, back)[-1][tiny.page.ablation] == {"__type__": "update", "value": "", "visible": False}
 
 
 def test_translate_with_heads_off_shows_both_translations(tiny):

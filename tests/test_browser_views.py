@@ -273,6 +273,10 @@ def test_a_view_change_draws_each_figure_once_already_fitted(page, url, key):
     assert not page.errors, page.errors
 
 
+# The text of the heads-off comparison: none while it is hidden (every head on)
+ABLATION = "(document.querySelector('#ablation') || {innerText: ''}).innerText"
+
+
 def _click_middle(page, locator) -> None:
     locator.scroll_into_view_if_needed()
     box = locator.bounding_box()
@@ -284,13 +288,13 @@ def test_heads_switched_off_by_link_click_and_checkbox(page, url, key, shipped):
     shows both translations and greys the heads; Reset brings every head back."""
     query = urllib.parse.urlencode({"direction": key, "text": SENTENCE, "off": "cross:1.2,nope"})
     page.goto(f"{url}?{query}", wait_until="domcontentloaded")
-    page.wait_for_function("(document.querySelector('#ablation') || {innerText: ''}).innerText.includes('1 head off')", timeout=TIMEOUT)
+    page.wait_for_function(f"{ABLATION}.includes('1 head off')", timeout=TIMEOUT)
     assert "'nope' is not KIND:LAYER.HEAD" in page.locator("#run-info").inner_text()
     assert page.locator("#heads-off input:checked").count() == 1  # the link's head, as a checkbox
     # a click on the first thumbnail (cross-attention, layer 1, head 1) switches that head off too
     page.wait_for_function("document.querySelectorAll('#grid .heatmaplayer image').length > 1")
     _click_middle(page, page.locator("#grid .heatmaplayer image").first)
-    page.wait_for_function("(document.querySelector('#ablation') || {innerText: ''}).innerText.includes('2 heads off')", timeout=TIMEOUT)
+    page.wait_for_function(f"{ABLATION}.includes('2 heads off')", timeout=TIMEOUT)
     wait_title(page, "grid", "Cross-attention")
     page.wait_for_function("Array.from(document.querySelectorAll('#grid text')).filter("
                            "t => t.textContent.includes('OFF')).length === 2")
@@ -299,10 +303,10 @@ def test_heads_switched_off_by_link_click_and_checkbox(page, url, key, shipped):
     page.get_by_role("tab", name="Head importance").click()
     wait_title(page, "importance", "Which heads this translation needs")
     _click_middle(page, page.locator("#importance .heatmaplayer image").first)  # encoder self-attention, ablation
-    page.wait_for_function("(document.querySelector('#ablation') || {innerText: ''}).innerText.includes('3 heads off')", timeout=TIMEOUT)
+    page.wait_for_function(f"{ABLATION}.includes('3 heads off')", timeout=TIMEOUT)
     assert "encoder L" in page.locator("#ablation").inner_text() or "encoder self-attention" in \
         page.locator("#ablation").inner_text()
     page.get_by_role("button", name="Switch every head back on").click()
-    page.wait_for_function("(document.querySelector('#ablation') || {innerText: ''}).innerText.trim() === ''", timeout=TIMEOUT)
+    page.wait_for_function(f"{ABLATION}.trim() === ''", timeout=TIMEOUT)
     assert page.locator("#heads-off input:checked").count() == 0
     assert not page.errors

@@ -234,7 +234,7 @@ class Handlers:
         view = view.fit(L, H, T if upto is None else max(upto, 1))
         out = {p.translation: trace.text, p.out_chips: views.output_chips(trace.output_tokens, trace.top_k),
                p.src_chips: views.source_chips(trace.source_tokens),
-               p.ablation: ablation_views.comparison_html(run),
+               p.ablation: gr.update(value=ablation_views.comparison_html(run), visible=run.ablation is not None),
                p.step: gr.update(maximum=max(views.steps(run.trace), 2), value=view.step),
                p.layer: gr.update(maximum=max(L, 2), value=view.layer),
                p.head: gr.update(choices=views.head_choices(H), value=view.head),

@@ -136,16 +136,17 @@ def importance_list(imp: SentenceImportance, n: int = LIST_LENGTH) -> str:
 
 
 def corpus_figures(corpus: CorpusImportance, heads_off: str) -> tuple[go.Figure, go.Figure]:
-    """The model's own head importance over a corpus (its card's heads.json): the map, normalised per layer as
-    Michel et al. do, and the pruning curves (val BLEU as heads go, least important first and at random)."""
+    """The model's own head importance over a corpus (its folder's heads.json), as its pruning order ranks it (raw,
+    or normalised per layer as Michel et al. do), and the pruning curves (val BLEU as heads go, least important
+    first and at random)."""
     kinds = [(kind.name, name(kind.name)) for kind in KINDS]
-    top = max(float(corpus.normalized[k].max()) for k, _ in kinds)
+    scores = corpus.normalized if corpus.ranked_by == "normalized" else corpus.raw
+    top = max(float(scores[k].max()) for k, _ in kinds)
     measure = viz.Measure(f"importance over {corpus.sentences} {corpus.corpus} {corpus.split} sentences",
                           "Oranges", 0.0, max(top, 1e-9), ".2f")
-    maps = viz.importance_maps(kinds, [measure], [[corpus.normalized[k]] for k, _ in kinds],
-                               off=off_items(heads_off),
-                               title=f"The model's heads over a corpus ({corpus.corpus}, {corpus.split}; "
-                                     "normalised per layer)")
+    how = "normalised per layer" if corpus.ranked_by == "normalized" else "Σ |∂ log p / ∂ξ| over the sentences"
+    maps = viz.importance_maps(kinds, [measure], [[scores[k]] for k, _ in kinds], off=off_items(heads_off),
+                               title=f"The model's heads over a corpus ({corpus.corpus}, {corpus.split}; {how})")
     curve = viz.pruning_curve(corpus.by_importance.bleu, corpus.random.bleu, len(corpus.by_importance.order),
                               corpus.removable, title=f"Switching heads off one by one: {corpus.corpus} "
                                                       f"{corpus.split} BLEU (greedy)")

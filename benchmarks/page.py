@@ -328,8 +328,9 @@ def ablate(page: Page, ablated: dict, timeout_s: float) -> dict[str, float]:
     view = dict(current_view(page), step=len(ablated["output_tokens"]))
     box.click()
     since = page.bench("input")
-    page.page.wait_for_function(f"document.querySelector('{SELECTORS['ablation']}').innerText.includes('head off')",
-                                timeout=timeout_s * 1000)
+    # the comparison is in the page only while heads are off
+    page.page.wait_for_function(f"(document.querySelector('{SELECTORS['ablation']}') || {{innerText: ''}}).innerText"
+                                ".includes('head off')", timeout=timeout_s * 1000)
     shown = page.page.evaluate("performance.now()")
     done = page.drawn(ablated, IN_VIEW, view, since, timeout_s)
     missing = sorted(set(IN_VIEW) - set(done))

@@ -148,3 +148,16 @@ def test_decode_benchmark_decodes_an_opus_mt_model_from_its_own_start_without_it
     ids = naive_greedy(no_eos, src, 6)
     assert len(ids) == 6 and translator.config.eos_id not in ids
     assert ids == greedy(no_eos, src, 6)[0]
+
+
+@pytest.mark.slow
+def test_soak_on_a_tiny_model(tiny_folder, tmp_path):
+    """Visitors one after another, some through the page's Translate event: every answer the same, RSS read."""
+    figures = run("soak", ["--checkpoints", str(tiny_folder), "--directions", "de-en", "--requests", "40",
+                           "--warmup", "10", "--sample-every", "10", "--per-visitor", "5", "--page-every", "2"],
+                  "file", "elsewhere", tmp_path, 300)
+    assert list(figures) == ["requests", "page_translations", "mismatches", "seconds", "rss_after_warmup_mb",
+                             "rss_end_mb", "rss_growth_mb_per_1000"]
+    assert [figures[k] for k in ("requests", "page_translations", "mismatches")] == ["40", "4", "0"]
+    assert float(figures["rss_end_mb"]) >= float(figures["rss_after_warmup_mb"]) * 0.5 > 50  # an app's RSS, in MB
+    assert math.isfinite(float(figures["rss_growth_mb_per_1000"]))

@@ -5,9 +5,11 @@ logs, output or files beyond the trace retention."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import http.client
 import json
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -224,13 +226,177 @@ def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(serv
 def test_load_benchmark_runs_16_clients_that_all_get_the_answer_they_get_alone(folders):
     """benchmarks/load.py, small: its own server on the tiny checkpoints, 16 clients, 32 requests."""
     root = Path(__file__).resolve().parents[1]
-    run = subprocess.run([sys.executable, "benchmarks/load.py", "--checkpoints", str(folders), "--clients", "16",
+    run = subprocess.run([sys.executable, "benchmarks/load.py", "--checkpoints", str(folders), "--visitors-nice", "0",
+                          "--clients", "16",
                           "--requests", "32", "--time-limit", "120"], cwd=root, capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr
     figures = dict(line.split("=", 1) for line in run.stdout.splitlines() if "=" in line)
-    assert [figures[k] for k in ("clients", "completed", "errors", "mismatches")] == ["16", "32", "0", "0"]
-    assert float(figures["requests_per_s"]) > 0 and float(figures["p95_ms"]) >= float(figures["p50_ms"]) > 0
+    assert [figures[k] for k in ("clients", "served", "refusals", "unserved", "errors", "mismatches")] == [
+        "16", "32", "0", "0", "0", "0"]
+    assert float(figures["served_per_s"]) > 0 and float(figures["p95_ms"]) >= float(figures["p50_ms"]) > 0
+
+
+@pytest.mark.slow
+def test_load_benchmark_ratios_back_off_when_refused_and_serve_every_request(folders):
+    """--ratios against one server whose queue holds one waiting request: the crowd of 4 is refused, backs off and
+    asks again until every request is served, each with the answer it gets alone; the last line is the ratio."""
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "benchmarks/load.py", "--checkpoints", str(folders), "--visitors-nice", "0",
+                          "--ratios", "2,4",
+                          "--requests", "12", "--backoff", "0.05", "--time-limit", "120"], cwd=root,
+                         capture_output=True, text=True, timeout=300, env={**os.environ, "ANATOMY_QUEUE_SIZE": "1"})
+    assert run.returncode == 0, run.stderr
+    *crowds, last = [dict(pair.split("=") for pair in line.split()) for line in run.stdout.strip().splitlines()]
+    assert [c["clients"] for c in crowds] == ["2", "4"] and list(last) == ["served_ratio_4"]
+    for crowd in crowds:
+        assert [crowd[k] for k in ("served", "unserved", "errors", "mismatches")] == ["12", "0", "0", "0"]
+        assert float(crowd["p95_total_ms"]) >= float(crowd["p95_ms"]) > 0
+    assert int(crowds[1]["refusals"]) > 0
+    assert float(last["served_ratio_4"]) == pytest.approx(
+        float(crowds[1]["served_per_s"]) / float(crowds[0]["served_per_s"]), abs=0.01)
+
+
+def test_a_full_queue_refuses_a_join_before_gradio_reads_it():
+    """ui.server.QueueGate answers a join with Gradio's 503 while the queue is full, and passes everything else on."""
+    from ui.server import JOIN, QueueGate
+
+    class Queue(list):  # Gradio's Queue: its length is the requests waiting
+        max_size = 2
+
+    passed, sent, queue = [], [], Queue(["waiting", "waiting"])
+    app = types.SimpleNamespace(get_blocks=lambda: types.SimpleNamespace(_queue=queue))
+
+    async def inner(scope, receive, send):
+        passed.append(scope["path"])
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}"}
+
+    join = {"type": "http", "method": "POST", "path": JOIN, "query_string": b"", "headers": [], "app": app}
+    asyncio.run(QueueGate(inner)(join, receive, send))
+    asyncio.run(QueueGate(inner)({**join, "path": "/gradio_api/upload"}, receive, send))
+    assert passed == ["/gradio_api/upload"] and sent[0]["status"] == 503
+    assert json.loads(sent[1]["body"]) == {"detail": "Queue is full. Max size is 2 and size is 2."}
+    queue.pop()
+    asyncio.run(QueueGate(inner)(join, receive, send))
+    assert passed == ["/gradio_api/upload", JOIN]
+
+
+# ---- many visitors over time: memory stays bounded ---------------------------------------------------------
+
+def test_sessions_without_a_page_are_forgotten_after_the_grace_and_open_pages_kept():
+    """ui.server.forget_sessions: a session idle past the grace with no heartbeat stream is forgotten, its gr.State
+    values through their delete callback; one idle as long with its page open (a heartbeat stream), or idle for less,
+    is kept."""
+    from gradio.state_holder import StateHolder
+
+    from ui import server
+
+    deleted = []
+    with gr.Blocks() as blocks:
+        run = gr.State(None, delete_callback=deleted.append)
+    holder = StateHolder()
+    holder.set_blocks(blocks)
+    queue = types.SimpleNamespace(pending_event_ids_session={})
+    app = types.SimpleNamespace(state_holder=holder, get_blocks=lambda: types.SimpleNamespace(_queue=queue))
+    for session in ("closed", "open", "recent"):
+        holder[session][run._id] = f"run of {session}"
+        queue.pending_event_ids_session[session] = set()
+    idle = datetime.datetime.now() - datetime.timedelta(seconds=120)
+    holder.time_last_used.update(closed=idle, open=idle)
+    server._heartbeats["open"] = 1
+    try:
+        assert server.forget_sessions(app, grace=60) == 1
+    finally:
+        del server._heartbeats["open"]
+    assert deleted == ["run of closed"]
+    assert set(holder.session_data) == set(queue.pending_event_ids_session) == {"open", "recent"}
+    assert holder.session_data["open"].state_data[run._id] == "run of open"
+
+
+@pytest.mark.slow
+def test_a_closed_page_is_forgotten_within_the_grace_and_an_open_one_kept(tiny, monkeypatch):
+    """The app's server with a 1 s grace and 0.5 s heartbeats: two visitors translate through the page's event; the
+    one who leaves (its heartbeat closes) is forgotten within seconds, its run with it; the one whose page stays
+    open keeps its run however long it idles."""
+    from gradio_client import Client
+
+    import ui
+    from benchmarks.soak import page_inputs
+    from ui import server
+
+    monkeypatch.setenv("ANATOMY_SESSION_GRACE", "1")
+    monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.5")
+    monkeypatch.setattr(server, "SWEEP_S", 0.2)
+    demo = tiny.demo
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **ui.launch_options())
+    try:
+        sessions = demo.app.state_holder.session_data
+        leaving, staying = (Client(url, verbose=False, download_files=False) for _ in range(2))
+        gone, kept = leaving.session_hash, staying.session_hash
+        for client in (leaving, staying):
+            client.predict(*page_inputs(client, SENTENCE, "de-en"), api_name="/translate_page")
+        assert all(sessions[s].state_data[tiny.page.run._id] is not None for s in (gone, kept))
+        leaving.reset_session()  # a new visitor in its place: the page it had is closed
+        deadline = time.monotonic() + 15
+        while gone in sessions and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert gone not in sessions
+        time.sleep(2)
+        assert sessions[kept].state_data[tiny.page.run._id] is not None
+    finally:
+        demo.close()
+
+
+@pytest.mark.slow
+def test_a_closed_browser_tab_is_forgotten_and_its_run_freed(tiny, browser, monkeypatch):
+    """As a visitor leaves: Chromium opens a link that translates, the session holds the run; the tab is closed and
+    the session, the run with it, is gone within seconds (a 1 s grace)."""
+    import ui
+    from tests.browser import CHROMIUM
+    from ui import server
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian chromium is not installed (scripts/test.sh installs it)")
+    monkeypatch.setenv("ANATOMY_SESSION_GRACE", "1")
+    monkeypatch.setattr(server, "SWEEP_S", 0.2)
+    demo = tiny.demo
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **ui.launch_options())
+    try:
+        sessions = demo.app.state_holder.session_data
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE})}", wait_until="domcontentloaded")
+        deadline = time.monotonic() + 60
+        with_run = []
+        while not with_run and time.monotonic() < deadline:
+            with_run = [s for s, data in list(sessions.items()) if data.state_data.get(tiny.page.run._id)]
+            time.sleep(0.1)
+        assert len(with_run) == 1, "the link's translation never reached the session's state"
+        time.sleep(2)  # past the grace: an open tab keeps its session
+        assert with_run[0] in sessions
+        context.close()
+        deadline = time.monotonic() + 15
+        while with_run[0] in sessions and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert with_run[0] not in sessions
+    finally:
+        demo.close()
+
+
+def test_malloc_is_kept_to_two_arenas_unless_the_environment_says_otherwise(monkeypatch):
+    import platform
+
+    from ui.server import bound_malloc
+
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert bound_malloc() is False
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    assert bound_malloc() is (platform.libc_ver()[0] == "glibc")
 
 
 # ---- privacy: visitors' text is not logged, printed or kept ----------------------------------------------

@@ -2,7 +2,8 @@
 event runs which handler), server (what the app adds to Gradio's server).
 
 create_app() builds it (loading the models); launch_options() are the theme, CSS and JavaScript that
-`demo.launch(...)` takes; start() does what launching needs besides (the trace pruner, torch's threads).
+`demo.launch(...)` takes; start() does what launching needs besides (malloc's arenas, the trace pruner, torch's
+threads).
 """
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ def create_app(sources: list[str] | None = None) -> gr.Blocks:
         page = build_page(registry)
         handlers = Handlers(registry, page)
         wire(page, handlers, demo)
-    demo.queue(default_concurrency_limit=2, max_size=queue_size())
+    # Queue positions every 2 s, not Gradio's "auto": a message to every waiting request each time one starts, up
+    # to 64 JSON messages per translation, took the event loop (and the GIL) from the model run under load.
+    demo.queue(default_concurrency_limit=2, max_size=queue_size(), status_update_rate=2)
     demo.anatomy = handlers
     return demo
 
@@ -55,10 +58,11 @@ def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
 
 def launch_options() -> dict:
     """What demo.launch(...) takes besides the server settings: theme, CSS, JavaScript, footer, the server's
-    middleware."""
+    middleware and what it runs beside (see server.py)."""
     return dict(theme=_light_only(gr.themes.Soft(primary_hue="blue", secondary_hue="orange", neutral_hue="slate")),
                 css_paths=[STATIC / "app.css"], js=(STATIC / "app.js").read_text(encoding="utf-8"),
-                footer_links=["api", "settings"], app_kwargs={"middleware": server.MIDDLEWARE})
+                footer_links=["api", "settings"],
+                app_kwargs={"middleware": server.MIDDLEWARE, "lifespan": server.lifespan})
 
 
 def set_threads() -> None:
@@ -72,6 +76,7 @@ def set_threads() -> None:
 
 
 def start() -> None:
-    """Besides launching: the trace-file pruner and torch's thread count."""
+    """Besides launching: malloc's arenas, the trace-file pruner and torch's thread count."""
+    server.bound_malloc()
     traces.start_pruning()
     set_threads()

@@ -1,16 +1,26 @@
-"""What the app adds to Gradio's server: over-long links shortened before Gradio reads them, and failed requests that
-never print what a visitor sent."""
+"""What the app adds to Gradio's server: over-long links shortened before Gradio reads them, failed requests that
+never print what a visitor sent, a full queue's refusals answered before FastAPI reads them, sessions forgotten soon
+after their page is closed, and glibc's allocator kept to two arenas."""
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import ctypes
+import datetime
+import os
 import sys
 import traceback
 
 import gradio as gr
 from gradio.exceptions import ComponentProcessingError
+from gradio.route_utils import API_PREFIX
 from starlette.middleware import Middleware
-from starlette.responses import RedirectResponse
+from starlette.responses import JSONResponse, RedirectResponse
 
 from anatomy.inputs import MAX_QUERY, shorten_query
+
+JOIN = f"{API_PREFIX}/queue/join"
+HEARTBEAT = f"{API_PREFIX}/heartbeat/"
 
 
 class ShortLinks:
@@ -33,7 +43,24 @@ class ShortLinks:
             await self.app({**scope, "query_string": short.encode("latin-1")}, receive, send)
 
 
-MIDDLEWARE = [Middleware(ShortLinks)]
+class QueueGate:
+    """ASGI middleware: a request to join a full queue is refused as Gradio refuses it (HTTP 503, which the page shows
+    as "This application is currently busy" and gradio_client raises as QueueError), before FastAPI parses it. Under
+    overload refusals are most requests, and the Python each one runs on the event loop holds the GIL that the one
+    model run needs between its torch calls: Gradio's own refusal (parsing, validation, a worker thread for its
+    dependencies) slowed every served request."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == JOIN:
+            queue = scope["app"].get_blocks()._queue  # Starlette puts Gradio's App there
+            if queue.max_size is not None and len(queue) >= queue.max_size:
+                detail = f"Queue is full. Max size is {queue.max_size} and size is {len(queue)}."
+                await JSONResponse({"detail": detail}, status_code=503)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class Blocks(gr.Blocks):
@@ -58,3 +85,96 @@ class Blocks(gr.Blocks):
             print("Traceback (most recent call last):\n" + "".join(traceback.format_tb(err.__traceback__))
                   + f"{type(err).__name__} (message not printed: it quotes the value)", file=sys.stderr, flush=True)
             raise gr.Error("A value sent or made could not be processed.", print_exception=False) from None
+
+
+# ---- sessions: forgotten soon after their page is closed -------------------------------------------------------
+
+SWEEP_S = 10
+_heartbeats: dict[str, int] = {}  # session hash -> heartbeat streams open now
+
+
+def session_grace() -> float:
+    """Seconds a session is kept with no page connected and no request: $ANATOMY_SESSION_GRACE, default 60."""
+    try:
+        return max(0.0, float(os.environ.get("ANATOMY_SESSION_GRACE") or 60))
+    except ValueError:
+        return 60.0
+
+
+class Heartbeats:
+    """ASGI middleware: counts the heartbeat streams open per session. Gradio's page (and gradio_client) keeps one
+    open for as long as the tab (the client) is open, reconnecting when it drops."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if not path.startswith(HEARTBEAT):
+            await self.app(scope, receive, send)
+            return
+        session = path[len(HEARTBEAT):]
+        _heartbeats[session] = _heartbeats.get(session, 0) + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _heartbeats[session] -= 1
+            if not _heartbeats[session]:
+                del _heartbeats[session]
+
+
+def forget_sessions(app, grace: float) -> int:
+    """Forget every session that has had no heartbeat stream and no request for `grace` seconds: its gr.State values
+    (through Gradio's delete callbacks) and Gradio's copy of the page's configuration. How many were forgotten.
+
+    Gradio keeps a session's state an hour after its tab closed, and the session itself (~0.3 MB: a copy of every
+    component's configuration, with the last value each event sent) until 10,000 newer ones push it out; each
+    gradio_client Client and each page load is a session of its own."""
+    holder, queue = app.state_holder, app.get_blocks()._queue
+    cutoff = datetime.datetime.now() - datetime.timedelta(seconds=grace)
+    gone = [s for s, used in list(holder.time_last_used.items()) if used <= cutoff and s not in _heartbeats]
+    for session in gone:
+        holder.delete_state(session)
+        with holder.lock:
+            holder.session_data.pop(session, None)
+            holder.time_last_used.pop(session, None)
+        if not queue.pending_event_ids_session.get(session):  # Gradio keeps an empty set per session forever
+            queue.pending_event_ids_session.pop(session, None)
+    return len(gone)
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    """While the server runs: forget closed sessions every SWEEP_S seconds (on the event loop, where Gradio reads and
+    writes them)."""
+    async def sweep() -> None:
+        while True:
+            await asyncio.sleep(SWEEP_S)
+            forget_sessions(app, session_grace())
+
+    task = asyncio.create_task(sweep())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+MIDDLEWARE = [Middleware(ShortLinks), Middleware(QueueGate), Middleware(Heartbeats)]
+
+
+# ---- memory ----------------------------------------------------------------------------------------------------
+
+M_ARENA_MAX = -8  # glibc's malloc.h
+
+
+def bound_malloc() -> bool:
+    """Two malloc arenas (as MALLOC_ARENA_MAX=2 would) unless $MALLOC_ARENA_MAX says otherwise; whether it was set.
+    glibc gives a thread that allocates while others do an arena of its own, up to 8 per core, and keeps what is freed
+    in it: requests run in Gradio's worker threads, each decoding with torch, and RSS grew with every thread that had
+    ever decoded. Called before the server starts its threads; a no-op outside glibc."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return False
+    try:
+        return ctypes.CDLL(None).mallopt(M_ARENA_MAX, 2) == 1
+    except AttributeError:  # not glibc
+        return False

@@ -51,11 +51,12 @@ def translate(translator: Translator, request: Request) -> Trace:
 def ablation(translator: Translator, request: Request, original: Trace, before: Ablation | None = None) -> Ablation:
     """What switching the request's heads off does to `original`, the same request with every head on: the
     log-probability of each of its output pieces with every head on (`before`'s, when it has them for the same
-    original) and with the heads off (teacher-forced)."""
-    source, output = original.source_ids, original.output_ids
-    all_on = before.log_probs if before is not None and before.original is original else \
-        translator.log_probs(source, output)
-    return Ablation(original, all_on, translator.log_probs(source, output, head_mask(translator, request)))
+    original) and with the heads off (teacher-forced; the two in one batched pass)."""
+    source, output, mask = original.source_ids, original.output_ids, head_mask(translator, request)
+    if before is not None and before.original is original:
+        return Ablation(original, before.log_probs, translator.log_probs(source, output, mask))
+    all_on, off = translator.log_probs_each(source, output, [None, mask])
+    return Ablation(original, all_on, off)
 
 
 def importance(translator: Translator, trace: Trace) -> SentenceImportance:

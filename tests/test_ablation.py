@@ -3,13 +3,16 @@ measures what each head is for (transformer.heads computes it; these tests check
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 
 import gradio as gr
 import numpy as np
+import pytest
 
 from anatomy import ablation_views
 from anatomy.inputs import View, build_link, heads_off, parse_link
+from anatomy.run import StopSignal
 from tests.app_fixtures import SENTENCE, run_of, show
 from transformer import HeadMask
 from transformer.heads import sentence_importance
@@ -59,7 +62,27 @@ def test_switching_heads_off_translates_again_beside_the_all_heads_translation(t
     back = _ablate(tiny, ablated, [])[tiny.page.run]
     assert back.trace is run.trace and back.ablation is None and back.request.heads_off == ""
     assert _ablate(tiny, back, []) == gr.skip()  # unchanged heads: nothing to do
-    assert show(tiny, back)[-1][tiny.page.ablation] == {"__type__": "update", "value": "", "visible": False}
+    assert show(tiny, back)[-1][tiny.page.ablation] == {"__type__": "update", "value": "", "visible": "hidden"}
+
+
+@pytest.mark.parametrize("tab", [Tab.HEADS, Tab.COMPARE, Tab.IMPORTANCE])
+def test_a_head_switched_off_is_drawn_in_its_own_event_as_the_chained_events_drew_it(tiny, monkeypatch, tab):
+    """ablate_page (one event) gives what ablate, then show, then tab_view (reading the controls show set) gave."""
+    run = run_of(tiny, SENTENCE)
+    p, view = tiny.page, View.of("encoder", 9, "2", True, step=1, query=40)  # the new Run opens at its last step
+    asked = Inputs(settings=PageSettings(key="de-en", heads_off=OFF), run=run, tab=tab, view=view)
+    made = tiny.ablate(asked)
+    monkeypatch.setattr(tiny, "ablate", lambda values: made)  # the same Run for both (its elapsed time differs)
+    new = made[p.run]
+    [shown] = tiny.show(Inputs(run=new, view=dataclasses.replace(view, step=None), signal=StopSignal()))
+    controls = View.of(view.kind, shown[p.layer]["value"], shown[p.head]["value"], view.merge,
+                       shown[p.step]["value"], view.plain, view.hide, view.display, shown[p.walk_query]["value"])
+    tab_drawn = tiny.tab_view(Inputs(run=new, twin=made.get(p.twin), tab=tab, settings=PageSettings(key="de-en"),
+                                     view=controls))
+    assert list(tiny.ablate_page(asked)) == [{**made, **shown}, tab_drawn]
+    assert (p.twin in made) == (p.cmp_untrained in tab_drawn) == (tab == Tab.COMPARE)  # the new Run's twin drawn
+    monkeypatch.setattr(tiny, "ablate", lambda values: gr.skip())
+    assert list(tiny.ablate_page(asked)) == [gr.skip()]  # unchanged heads: nothing redrawn
 
 
 def test_translate_with_heads_off_shows_both_translations(tiny):

@@ -11,6 +11,7 @@ from tests.app_fixtures import SENTENCE, make_checkpoint
 from transformer import HeadMask, HeadRef, ModelConfig, Trace, Transformer, Translator
 from transformer.config import BOS_ID, EOS_ID, PAD_ID
 from transformer.search import beam_search, greedy
+from transformer.translator import decoder_input
 
 KINDS = ("encoder", "decoder", "cross")
 
@@ -95,8 +96,10 @@ def test_beam_size_one_equals_greedy_with_a_mask_and_the_mask_changes_the_output
 
 def test_one_row_per_mask_equals_each_mask_alone():
     model, (src, tgt) = _model(), _batch()
-    masks = [HeadMask.ones(model.config), _random_mask(model.config), HeadMask.ones(model.config).off("cross", 3, 4)]
-    batched = HeadMask(*(torch.stack([m[kind] for m in masks]) for kind in KINDS))  # (3, layers, h) each
+    masks = [None, _random_mask(model.config), HeadMask.ones(model.config).off("cross", 3, 4)]
+    batched = HeadMask.stack(masks, model.config)
+    assert all(batched[kind].shape[0] == 3 for kind in KINDS)  # (3, layers, h) each
+    assert HeadMask.stack([None, None], model.config) is None
     with torch.no_grad():
         together = model(src, tgt, batched)
         for row, mask in enumerate(masks):
@@ -175,3 +178,32 @@ def test_every_translator_path_takes_a_mask(which, request):
     assert translator.translate_batch([SENTENCE], head_mask=mask) == [masked.text]
     vectors = translator.head_vectors(plain, "cross", config.n_decoder_layers, head_mask=mask)
     assert np.allclose(vectors.weights, plain.cross_attn[-1], atol=1e-5)  # gating comes after the weights
+
+
+@pytest.mark.parametrize("which", ["ours", "marian"])
+def test_log_probs_under_several_masks_in_one_pass_equal_each_mask_alone(which, request):
+    """The heads-off comparison reads the all-heads and the ablated log p in one batch (anatomy.engine.ablation):
+    each row is what a pass of its own gives, for a head of each kind off, and for every head on."""
+    translator: Translator = request.getfixturevalue(which)
+    config = translator.config
+    plain = translator.translate(SENTENCE)
+    src, out = plain.source_ids, plain.output_ids
+    ones = HeadMask.ones(config)
+    masks = [None, ones.off("encoder", 1, 2), ones.off("decoder", config.n_decoder_layers, 1),
+             ones.off("cross", 1, 1).off("cross", config.n_decoder_layers, 2), _random_mask_of(config)]
+    rows = translator.log_probs_each(src, out, masks)
+    assert rows.shape == (len(masks), len(out)) and rows.dtype == np.float64
+    for row, mask in zip(rows, masks):
+        with torch.inference_mode():  # one sentence alone, as log_probs computed it before it batched
+            target_in = torch.tensor([decoder_input(out, config.decoder_start_id)])
+            logits = translator.model(torch.tensor([src]), target_in, mask)[0].double()
+        alone = logits.log_softmax(-1).gather(-1, torch.tensor(out)[:, None])[:, 0].numpy()
+        assert np.allclose(row, alone, rtol=0, atol=1e-6)
+        assert np.allclose(row, translator.log_probs(src, out, mask), rtol=0, atol=1e-6)
+    assert not np.allclose(rows[0], rows[-1])  # the heads did matter
+
+
+def _random_mask_of(config: ModelConfig) -> HeadMask:
+    """Heads of every kind off, and a gate between 0 and 1."""
+    mask = HeadMask.ones(config).off("encoder", 1, 1).off("decoder", 1, 2).off("cross", config.n_decoder_layers, 1)
+    return mask.set("cross", 1, 2, 0.4)

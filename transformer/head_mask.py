@@ -7,6 +7,7 @@ that are off: `off=cross:1.2,encoder:1.3` (kind, then layer.head, both from 1).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Sequence
 
 import torch
 from torch import Tensor
@@ -41,6 +42,15 @@ class HeadMask:
         return cls(torch.ones(config.n_encoder_layers, h, device=device),
                    torch.ones(config.n_decoder_layers, h, device=device),
                    torch.ones(config.n_decoder_layers, h, device=device))
+
+    @classmethod
+    def stack(cls, masks: Sequence[HeadMask | None], config: ModelConfig) -> HeadMask | None:
+        """One mask whose batch row b is masks[b], a (layers, heads) mask or None (every head on); None when all
+        are None."""
+        if all(mask is None for mask in masks):
+            return None
+        rows = [cls.ones(config) if mask is None else mask for mask in masks]
+        return cls(**{kind.name: torch.stack([row[kind.name] for row in rows]) for kind in KINDS})
 
     @staticmethod
     def refs(text: str) -> list[HeadRef]:

@@ -339,15 +339,23 @@ class Translator:
         return self._forced(src, list(output_ids), self._encode(src, head_mask), top_k,
                             self.settings(mode, top_k, head_mask=head_mask), [], head_mask)
 
-    @torch.inference_mode()
     def log_probs(self, source_ids: Sequence[int], output_ids: Sequence[int],
                   head_mask: HeadMask | None = None) -> np.ndarray:
         """log p(output_ids[t] | source, output_ids[:t]) for each t, teacher-forced (float64, one per output id)."""
-        src = torch.tensor([list(source_ids)], device=self.device)
-        target_in = torch.tensor([decoder_input(list(output_ids), self.config.decoder_start_id)], device=self.device)
-        logits = self.model(src, target_in, self._mask(head_mask))[0].double()  # (T, V)
-        return logits.log_softmax(-1).gather(-1, torch.tensor(list(output_ids), device=self.device)[:, None])[:, 0] \
-            .cpu().numpy()
+        return self.log_probs_each(source_ids, output_ids, [head_mask])[0]
+
+    @torch.inference_mode()
+    def log_probs_each(self, source_ids: Sequence[int], output_ids: Sequence[int],
+                       head_masks: Sequence[HeadMask | None]) -> np.ndarray:
+        """`log_probs` under each of `head_masks` (None: every head on), (len(head_masks), T): one batched pass,
+        a row per mask."""
+        n = len(head_masks)
+        src = torch.tensor([list(source_ids)] * n, device=self.device)
+        target_in = torch.tensor([decoder_input(list(output_ids), self.config.decoder_start_id)] * n,
+                                 device=self.device)
+        logits = self.model(src, target_in, self._mask(HeadMask.stack(head_masks, self.config))).double()
+        chosen = torch.tensor([list(output_ids)] * n, device=self.device)[..., None]
+        return logits.log_softmax(-1).gather(-1, chosen)[..., 0].cpu().numpy()  # (n, T)
 
     @torch.inference_mode()
     def inspect_candidate(self, trace: Trace, index: int, top_k: int | None = None,

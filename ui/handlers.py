@@ -1,9 +1,9 @@
 """What each event does. Handlers return dicts keyed by component (a component left out is left as it is).
 
 Three kinds of event (see wiring.py): the model's (one at a time across visitors: translate, inspect, a beam
-candidate, a link, the untrained twin, the API), drawing a Run (show, outside the model's slot), and view changes
-(per visitor, latest wins). Direction, text and settings of what is on screen come from the Run, never from the
-controls, which may have changed since.
+candidate, a link, the untrained twin, the API), drawing a Run (show, outside the model's slot; switching heads off
+draws its Run in the same event), and view changes (per visitor, latest wins). Direction, text and settings of what
+is on screen come from the Run, never from the controls, which may have changed since.
 """
 from __future__ import annotations
 
@@ -164,6 +164,24 @@ class Handlers:
         return self._made(request, trace, showing, i.tab, start=start, notices=[notice] if notice else [],
                           ablation=self._ablation(translator, request, original, run.ablation))
 
+    def ablate_page(self, values: Inputs | dict):
+        """`ablate`, then the new Run drawn as `show` draws it, then the open tab as `tab_view` draws it (run, heads
+        off, tab, twin, direction, dims, view). One event, not three chained ones: the page asked for each next one
+        only after drawing the last one's figures. The drawing holds the model's slot (tens of ms; the Head
+        importance tab's passes too)."""
+        p, i = self.page, Inputs.of(self.page, values)
+        made = self.ablate(i)
+        if p.run not in made:  # skipped: nothing to redraw
+            yield made
+            return
+        run = made[p.run]
+        yield {**made, **self.present(run, dataclasses.replace(i.view, step=run.step))}
+        # what tab_view would read from the controls that present has just set
+        L, H, T = views.shape(run.trace)
+        opened = dataclasses.replace(i.view, step=run.step).fit(L, H, T)
+        opened = dataclasses.replace(opened, query=min(opened.query, len(run.trace.source_tokens)))
+        yield self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin), view=opened))
+
     @staticmethod
     def every_head_on() -> list[str]:
         return []
@@ -234,7 +252,9 @@ class Handlers:
         view = view.fit(L, H, T if upto is None else max(upto, 1))
         out = {p.translation: trace.text, p.out_chips: views.output_chips(trace.output_tokens, trace.top_k),
                p.src_chips: views.source_chips(trace.source_tokens),
-               p.ablation: gr.update(value=ablation_views.comparison_html(run), visible=run.ablation is not None),
+               # "hidden" keeps it in the page, so that showing it draws no new component
+               p.ablation: gr.update(value=ablation_views.comparison_html(run),
+                                     visible=True if run.ablation is not None else "hidden"),
                p.step: gr.update(maximum=max(views.steps(run.trace), 2), value=view.step),
                p.layer: gr.update(maximum=max(L, 2), value=view.layer),
                p.head: gr.update(choices=views.head_choices(H), value=view.head),

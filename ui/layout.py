@@ -263,7 +263,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
             translation = gr.Textbox(label="Translation", lines=2, interactive=False, buttons=["copy"],
                                      elem_id="translation")
-            ablation = gr.HTML("", elem_id="ablation", visible=False)  # shown while heads are off
+            ablation = gr.HTML("", elem_id="ablation", visible="hidden")  # shown (and filled) while heads are off
             run_info = gr.Markdown(elem_id="run-info", elem_classes=["anatomy-controls"])
             src_chips = gr.HighlightedText(label="Source pieces (what the encoder reads)", show_legend=False,
                                            show_inline_category=False, combine_adjacent=False,

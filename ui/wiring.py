@@ -75,13 +75,15 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW)
 
     # Heads off: a checkbox, a click on a head (app.js names it and clicks toggle_head), or Reset translates the
-    # shown request again with the heads now off.
-    ablate = {p.run, p.heads_off, p.tab}
-    draw(p.heads_off.input(h.ablate, ablate, made, **MODEL))
-    draw(p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
-                             js="(off, clicked) => [off, window.anatomy.clickedHead]").then(
-        h.ablate, ablate, made, **MODEL))
-    draw(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate, ablate, made, **MODEL))
+    # shown request again with the heads now off, and draws it and the open tab in the same event (no round trips
+    # to show and tab_view).
+    ablate = {p.heads_off, *tab_inputs}
+    # the progress shows where the model events show it (their one visible output), not on every figure
+    ablated = dict(MODEL, outputs=list(dict.fromkeys([*made, *shown, *tab_outputs])), show_progress_on=[p.run_info])
+    p.heads_off.input(h.ablate_page, ablate, **ablated)
+    p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
+                        js="(off, clicked) => [off, window.anatomy.clickedHead]").then(h.ablate_page, ablate, **ablated)
+    p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate_page, ablate, **ablated)
     p.pe_dims.input(h.dims, {p.direction, p.pe_dims}, [p.pe], **VIEW)
 
     draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,

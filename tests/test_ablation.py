@@ -67,7 +67,8 @@ def test_switching_heads_off_translates_again_beside_the_all_heads_translation(t
 
 @pytest.mark.parametrize("tab", [Tab.HEADS, Tab.COMPARE, Tab.IMPORTANCE])
 def test_a_head_switched_off_is_drawn_in_its_own_event_as_the_chained_events_drew_it(tiny, monkeypatch, tab):
-    """ablate_page (one event) gives what ablate, then show, then tab_view (reading the controls show set) gave."""
+    """ablate_page (one event) gives what ablate, then show, then tab_view (reading the controls show set) gave, the
+    large view first."""
     run = run_of(tiny, SENTENCE)
     p, view = tiny.page, View.of("encoder", 9, "2", True, step=1, query=40)  # the new Run opens at its last step
     asked = Inputs(settings=PageSettings(key="de-en", heads_off=OFF), run=run, tab=tab, view=view)
@@ -79,7 +80,10 @@ def test_a_head_switched_off_is_drawn_in_its_own_event_as_the_chained_events_dre
                        shown[p.step]["value"], view.plain, view.hide, view.display, shown[p.walk_query]["value"])
     tab_drawn = tiny.tab_view(Inputs(run=new, twin=made.get(p.twin), tab=tab, settings=PageSettings(key="de-en"),
                                      view=controls))
-    assert list(tiny.ablate_page(asked)) == [{**made, **shown}, tab_drawn]
+    first, then = tiny.ablate_page(asked)
+    assert {**first, **then} == {**made, **shown, **tab_drawn}
+    # the translations and the large view come first, the step panels (and the tab) after them
+    assert {p.translation, p.ablation, p.heat} <= set(first) and not {p.step_cross, p.step_self} & set(first)
     assert (p.twin in made) == (p.cmp_untrained in tab_drawn) == (tab == Tab.COMPARE)  # the new Run's twin drawn
     monkeypatch.setattr(tiny, "ablate", lambda values: gr.skip())
     assert list(tiny.ablate_page(asked)) == [gr.skip()]  # unchanged heads: nothing redrawn

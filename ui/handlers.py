@@ -165,7 +165,7 @@ class Handlers:
                           ablation=self._ablation(translator, request, original, run.ablation))
 
     def ablate_page(self, values: Inputs | dict):
-        """`ablate`, then the new Run drawn as `show` draws it, then the open tab as `tab_view` draws it (run, heads
+        """`ablate` and the new Run drawn as `show` draws it, then the open tab as `tab_view` draws it (run, heads
         off, tab, twin, direction, dims, view). One event, not three chained ones: the page asked for each next one
         only after drawing the last one's figures. The drawing holds the model's slot (tens of ms; the Head
         importance tab's passes too)."""
@@ -175,12 +175,17 @@ class Handlers:
             yield made
             return
         run = made[p.run]
-        yield {**made, **self.present(run, dataclasses.replace(i.view, step=run.step))}
+        shown = self.present(run, dataclasses.replace(i.view, step=run.step))
+        # the translations and the large view first; the step panels, the download and the tab after them, so that
+        # the browser draws the large view before the rest
+        later = {p.step_cross, p.step_self, p.step_topk, p.partial, p.download, p.candidates}
+        yield {**made, **{c: v for c, v in shown.items() if c not in later}}
         # what tab_view would read from the controls that present has just set
         L, H, T = views.shape(run.trace)
         opened = dataclasses.replace(i.view, step=run.step).fit(L, H, T)
         opened = dataclasses.replace(opened, query=min(opened.query, len(run.trace.source_tokens)))
-        yield self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin), view=opened))
+        yield {**{c: v for c, v in shown.items() if c in later},
+               **self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin), view=opened))}
 
     @staticmethod
     def every_head_on() -> list[str]:

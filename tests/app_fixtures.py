@@ -7,7 +7,9 @@ runs and may be missing), so they build their own in a temporary folder (the `fo
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import time
 from pathlib import Path
 
 import torch
@@ -87,3 +89,25 @@ def drawn(h: Handlers, **settings) -> tuple[Run, dict]:
 
 def title(plot) -> str:
     return json.loads(plot.plot)["layout"]["title"]["text"]
+
+
+@contextlib.contextmanager
+def short_grace(tiny, monkeypatch):
+    """The tiny app served on loopback, forgetting closed sessions after 1 s: (its URL, Gradio's sessions)."""
+    import ui
+    from ui import server
+
+    monkeypatch.setenv("ANATOMY_SESSION_GRACE", "1")
+    monkeypatch.setattr(server, "SWEEP_S", 0.2)
+    _, url, _ = tiny.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **ui.launch_options())
+    try:
+        yield url, tiny.demo.app.state_holder.session_data
+    finally:
+        tiny.demo.close()
+
+
+def forgotten(sessions: dict, session: str, within_s: float = 15) -> bool:
+    deadline = time.monotonic() + within_s
+    while session in sessions and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return session not in sessions

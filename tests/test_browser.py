@@ -7,9 +7,11 @@ attention-kind controls and check what is on screen.
 from __future__ import annotations
 
 import time
+import urllib.parse
 
 import pytest
 
+from tests.app_fixtures import SENTENCE, forgotten, short_grace
 from tests.browser import TIMEOUT, heatmap_count, needs_chromium, plot_text, wait_title
 
 pytestmark = [needs_chromium, pytest.mark.slow]
@@ -198,3 +200,22 @@ def test_a_visitor_over_the_queue_bound_is_told_the_app_is_busy(browser, served)
         page.close()
         for job in jobs:  # leave the server idle for the next test
             job.exception(timeout=60)
+
+
+def test_a_closed_browser_tab_is_forgotten_and_its_run_freed(tiny, browser, monkeypatch):
+    """As a visitor leaves: Chromium opens a link that translates, the session holds the run; the tab is closed and
+    the session, the run with it, is gone within seconds (a 1 s grace)."""
+    with short_grace(tiny, monkeypatch) as (url, sessions):
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE})}", wait_until="domcontentloaded")
+        deadline = time.monotonic() + 60
+        with_run = []
+        while not with_run and time.monotonic() < deadline:
+            with_run = [s for s, data in list(sessions.items()) if data.state_data.get(tiny.page.run._id)]
+            time.sleep(0.1)
+        assert len(with_run) == 1, "the link's translation never reached the session's state"
+        time.sleep(2)  # past the grace: an open tab keeps its session
+        assert with_run[0] in sessions
+        context.close()
+        assert forgotten(sessions, with_run[0])

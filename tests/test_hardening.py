@@ -28,7 +28,7 @@ from anatomy.inputs import (MAX_BEAM, MAX_CHARS, MAX_LP, MAX_NEW_TOKENS, MAX_QUE
                             shorten_query)
 from anatomy.registry import ModelRegistry
 from anatomy.run import StopSignal
-from tests.app_fixtures import SENTENCE, SLOW_REQUEST, drawn, run_of, show, translate
+from tests.app_fixtures import SENTENCE, SLOW_REQUEST, drawn, forgotten, run_of, short_grace, show, translate
 from ui.values import Inputs
 
 UNKNOWN = "piece(s) of the text are unknown to this model"
@@ -257,6 +257,19 @@ def test_load_benchmark_ratios_back_off_when_refused_and_serve_every_request(fol
         float(crowds[1]["served_per_s"]) / float(crowds[0]["served_per_s"]), abs=0.01)
 
 
+def asgi_client(body: bytes):
+    """An ASGI server's side of one request: (the messages sent back, send, receive)."""
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": body}
+
+    return sent, send, receive
+
+
 def test_a_full_queue_refuses_a_join_before_gradio_reads_it():
     """ui.server.QueueGate answers a join with Gradio's 503 while the queue is full, and passes everything else on."""
     from ui.server import JOIN, QueueGate
@@ -264,17 +277,12 @@ def test_a_full_queue_refuses_a_join_before_gradio_reads_it():
     class Queue(list):  # Gradio's Queue: its length is the requests waiting
         max_size = 2
 
-    passed, sent, queue = [], [], Queue(["waiting", "waiting"])
+    passed, queue = [], Queue(["waiting", "waiting"])
     app = types.SimpleNamespace(get_blocks=lambda: types.SimpleNamespace(_queue=queue))
+    sent, send, receive = asgi_client(b"{}")
 
     async def inner(scope, receive, send):
         passed.append(scope["path"])
-
-    async def send(message):
-        sent.append(message)
-
-    async def receive():
-        return {"type": "http.request", "body": b"{}"}
 
     join = {"type": "http", "method": "POST", "path": JOIN, "query_string": b"", "headers": [], "app": app}
     asyncio.run(QueueGate(inner)(join, receive, send))
@@ -325,67 +333,19 @@ def test_a_closed_page_is_forgotten_within_the_grace_and_an_open_one_kept(tiny, 
     open keeps its run however long it idles."""
     from gradio_client import Client
 
-    import ui
     from benchmarks.soak import page_inputs
-    from ui import server
 
-    monkeypatch.setenv("ANATOMY_SESSION_GRACE", "1")
     monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.5")
-    monkeypatch.setattr(server, "SWEEP_S", 0.2)
-    demo = tiny.demo
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **ui.launch_options())
-    try:
-        sessions = demo.app.state_holder.session_data
+    with short_grace(tiny, monkeypatch) as (url, sessions):
         leaving, staying = (Client(url, verbose=False, download_files=False) for _ in range(2))
         gone, kept = leaving.session_hash, staying.session_hash
         for client in (leaving, staying):
             client.predict(*page_inputs(client, SENTENCE, "de-en"), api_name="/translate_page")
         assert all(sessions[s].state_data[tiny.page.run._id] is not None for s in (gone, kept))
         leaving.reset_session()  # a new visitor in its place: the page it had is closed
-        deadline = time.monotonic() + 15
-        while gone in sessions and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert gone not in sessions
+        assert forgotten(sessions, gone)
         time.sleep(2)
         assert sessions[kept].state_data[tiny.page.run._id] is not None
-    finally:
-        demo.close()
-
-
-@pytest.mark.slow
-def test_a_closed_browser_tab_is_forgotten_and_its_run_freed(tiny, browser, monkeypatch):
-    """As a visitor leaves: Chromium opens a link that translates, the session holds the run; the tab is closed and
-    the session, the run with it, is gone within seconds (a 1 s grace)."""
-    import ui
-    from tests.browser import CHROMIUM
-    from ui import server
-
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian chromium is not installed (scripts/test.sh installs it)")
-    monkeypatch.setenv("ANATOMY_SESSION_GRACE", "1")
-    monkeypatch.setattr(server, "SWEEP_S", 0.2)
-    demo = tiny.demo
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, **ui.launch_options())
-    try:
-        sessions = demo.app.state_holder.session_data
-        context = browser.new_context()
-        page = context.new_page()
-        page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE})}", wait_until="domcontentloaded")
-        deadline = time.monotonic() + 60
-        with_run = []
-        while not with_run and time.monotonic() < deadline:
-            with_run = [s for s, data in list(sessions.items()) if data.state_data.get(tiny.page.run._id)]
-            time.sleep(0.1)
-        assert len(with_run) == 1, "the link's translation never reached the session's state"
-        time.sleep(2)  # past the grace: an open tab keeps its session
-        assert with_run[0] in sessions
-        context.close()
-        deadline = time.monotonic() + 15
-        while with_run[0] in sessions and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert with_run[0] not in sessions
-    finally:
-        demo.close()
 
 
 def test_malloc_is_kept_to_two_arenas_unless_the_environment_says_otherwise(monkeypatch):
@@ -525,16 +485,11 @@ def test_an_over_long_link_is_shortened_to_one_that_says_so():
 def test_the_server_redirects_an_over_long_page_load_and_shortens_any_other_request():
     from ui.server import ShortLinks
 
-    seen, sent = [], []
+    seen = []
+    sent, send, receive = asgi_client(b"")
 
     async def app(scope, receive, send):
         seen.append(scope["query_string"])
-
-    async def send(message):
-        sent.append(message)
-
-    async def receive():
-        return {"type": "http.request", "body": b""}
 
     query = urllib.parse.urlencode({"text": "Hund " * 16_000})
     short = shorten_query(query)

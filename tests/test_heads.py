@@ -210,3 +210,13 @@ def test_the_hub_uploads_heads_json_and_its_figure(computed, tmp_path):
     shutil.copytree(computed, folder)
     (folder / "heads.png").write_bytes(b"png")
     assert {"heads.json", "heads.png"} <= {rel for rel, _ in hub.plan(folder, hub.MODEL_PATTERNS)}
+
+
+def test_the_pruning_curve_labels_its_line_on_the_side_with_room():
+    import viz
+
+    bleu = [20.0 - i for i in range(13)]
+    for removable, anchor in ((2, "left"), (10, "right")):  # left of a line at 2 the label would be cut off
+        fig = viz.pruning_curve(bleu, bleu, 12, removable)
+        [label] = [a for a in fig.layout.annotations if "BLEU lost" in a.text]
+        assert label.xanchor == anchor

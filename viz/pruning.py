@@ -49,7 +49,9 @@ def pruning_curve(by_importance: Sequence[float], random: Sequence[float], heads
                   annotation_text=THRESHOLD_LABEL, annotation_position="top right",
                   annotation_font=dict(size=11, color=THRESHOLD_COLOR))
     fig.add_vline(x=removable, line=dict(color=IMPORTANCE_COLOR, dash="dot", width=1),
-                  annotation_text=_removable_label(removable), annotation_position="bottom left",
+                  # on the side of the line with room for the label: left of a line near the left edge, it is cut
+                  annotation_text=_removable_label(removable),
+                  annotation_position="bottom right" if removable < heads / 2 else "bottom left",
                   annotation_font=dict(size=11, color=IMPORTANCE_COLOR))
     fig.update_xaxes(title="heads removed", range=[0, heads], dtick=_step(heads, 8))
     fig.update_yaxes(title="val BLEU (greedy)", rangemode="tozero")

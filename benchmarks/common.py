@@ -2,8 +2,10 @@
 `python app.py` started on a free loopback port."""
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -58,12 +60,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent() -> None:
+    """In the server's process before app.py starts: SIGTERM when the benchmark dies, even by SIGKILL (a test's
+    timeout), which skips its cleanup and left servers running. Linux only; elsewhere nothing."""
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except AttributeError:
+        pass
+
+
 def start_app(checkpoints: Path, log, timeout: float = 180) -> tuple[subprocess.Popen, str]:
     """`python app.py` on a free loopback port; returns the process and its URL once it answers."""
     port = free_port()
     env = {**os.environ, "ANATOMY_CHECKPOINT_DIR": str(checkpoints), "GRADIO_SERVER_NAME": "127.0.0.1",
            "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:

@@ -18,6 +18,8 @@
 #   (default 29M: with phases 1-3's 11.4M de-en / 11.9M en-de, replayed by `python -m transformer.tokens_seen`,
 #   over 40M in all). A token budget, not a time budget: the machine is shared with other work, so a schedule
 #   by the clock would decay over however little it got. It spans sessions: rerun this script to resume.
+#   Its epoch-2 best (18.2M / 19.0M target tokens in all) ships as checkpoints/general-*. Should its run state
+#   be lost, move $RUNS/general-*-phase4* away and start again from those with TOKENS=22M (over 40M in all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-~/.cache/transformer-anatomy/runs}

@@ -180,10 +180,8 @@ class Handlers:
         # the browser draws the large view before the rest
         later = {p.step_cross, p.step_self, p.step_topk, p.partial, p.download, p.candidates}
         yield {**made, **{c: v for c, v in shown.items() if c not in later}}
-        # what tab_view would read from the controls that present has just set
-        L, H, T = views.shape(run.trace)
-        opened = dataclasses.replace(i.view, step=run.step).fit(L, H, T)
-        opened = dataclasses.replace(opened, query=min(opened.query, len(run.trace.source_tokens)))
+        # what tab_view would read from the controls that present has just set (tab_view fits the rest to the run)
+        opened = dataclasses.replace(i.view, step=run.step, query=min(i.view.query, len(run.trace.source_tokens)))
         yield {**{c: v for c, v in shown.items() if c in later},
                **self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin), view=opened))}
 

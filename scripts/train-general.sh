@@ -12,7 +12,7 @@
 #   phase 3 (PHASE=3): from phase 2's best, seed 3, peak lr 5e-4, warmup 200, decaying to 0 over 110 minutes of
 #   training (1.7 epochs; val BLEU mean 16.3 -> 19.8 de-en, 13.7 -> 17.0 en-de). Its best ships as
 #   checkpoints/general-*.
-#   phase 4 (default): from checkpoints/general-* (phase 3's best), seed 4, bf16 autocast (--precision auto on
+#   phase 4 (PHASE=4): from checkpoints/general-* (phase 3's best), seed 4, bf16 autocast (--precision auto on
 #   this CPU), more news in the mix (newstest x1.0, Europarl x0.5: news val BLEU was 5-6, the furthest from its
 #   goal, and long news sentences loop), peak lr 5e-4, warmup 200, decaying to 0 over $TOKENS target tokens
 #   (default 29M: with phases 1-3's 11.4M de-en / 11.9M en-de, replayed by `python -m transformer.tokens_seen`,
@@ -20,10 +20,15 @@
 #   by the clock would decay over however little it got. It spans sessions: rerun this script to resume.
 #   Its epoch-2 best (18.2M / 19.0M target tokens in all) ships as checkpoints/general-*. Should its run state
 #   be lost, move $RUNS/general-*-phase4* away and start again from those with TOKENS=22M (over 40M in all).
+#   phase 5 (default): for a lent GPU (one H100 here; --device auto takes it, bf16 autocast): from
+#   checkpoints/general-* (phase 4's epoch-2 best), seed 5, phase 4's mix, batches 4x larger (16k padded tokens;
+#   a GPU step costs about as much at 4k as at 16k) with peak lr 7e-4, warmup 150, decaying to 0 over $BUDGET
+#   of training. A time budget here: the GPU is lent for minutes, not tokens, and both directions share it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-~/.cache/transformer-anatomy/runs}
-PHASE=${PHASE:-4}
+PHASE=${PHASE:-5}
+max_tokens=4000
 mix=(--corpus tatoeba --corpus multi30k --corpus newstest:0.6 --corpus europarl-v7-head20k:0.3)
 mkdir -p "$RUNS"
 # Batches of varying shapes fragment glibc's heap: without these a run grew past 9 GB in an hour. Large blocks
@@ -44,19 +49,26 @@ for pair in "de en" "en de"; do
     [ -f "$start/model.safetensors" ] || start=checkpoints/general-$1-$2
     [ -f "$RUNS/$name/state.pt" ] || echo "$name starts from $start"
     schedule=(--init-from "$start" --seed 3 --time-budget "${BUDGET:-110m}" --lr 5e-4 --warmup 200)
-  else
+  elif [ "$PHASE" = 4 ]; then
     name=general-$1-$2-phase4
     # A copy: checkpoints/ may hold newer weights by the time a later session resumes this phase.
     start=$RUNS/$name-start
     [ -d "$start" ] || cp -r "checkpoints/general-$1-$2" "$start"
     mix=(--corpus tatoeba --corpus multi30k --corpus newstest:1.0 --corpus europarl-v7-head20k:0.5)
     schedule=(--init-from "$start" --seed 4 --token-budget "${TOKENS:-29M}" --lr 5e-4 --warmup 200)
+  else
+    name=general-$1-$2-phase5
+    start=$RUNS/$name-start
+    [ -d "$start" ] || cp -r "checkpoints/general-$1-$2" "$start"
+    mix=(--corpus tatoeba --corpus multi30k --corpus newstest:1.0 --corpus europarl-v7-head20k:0.5)
+    schedule=(--init-from "$start" --seed 5 --time-budget "${BUDGET:-5m}" --lr 7e-4 --warmup 150)
+    max_tokens=16000
   fi
   nohup nice -n 10 python -m transformer.train --src "$1" --tgt "$2" \
     "${mix[@]}" \
     --data-root "${ANATOMY_DATA_ROOT:-../shared/data}" --domain everyday \
     --out "$RUNS/$name/best" --run-dir "$RUNS/$name" --preset small --vocab-size 10000 \
-    "${schedule[@]}" --max-tokens 4000 --max-val-pairs 1000 \
-    --threads 1 --no-progress >> "$RUNS/$name.log" 2>&1 &
+    "${schedule[@]}" --max-tokens "$max_tokens" --max-val-pairs 1000 \
+    --threads "${THREADS:-1}" --no-progress >> "$RUNS/$name.log" 2>&1 &
   echo "$name: pid $!, log $RUNS/$name.log"
 done

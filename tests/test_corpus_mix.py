@@ -175,3 +175,22 @@ def test_the_model_card_of_a_mix_scores_each_corpus_attributes_each_and_picks_a_
     meta = json.loads((tmp_path / "general" / "config.json").read_text())
     assert meta["decoding"] == {"beam_size": 2, "length_penalty": chosen} and meta["domain"] == "everyday"
     assert "Length penalty chosen on val" in text and "Domain: **everyday**" in text
+
+
+def test_the_card_says_where_each_run_trained():
+    """Runs saved before devices were recorded ran on the CPU; a GPU run is named by its model."""
+    from transformer import card
+    from transformer.checkpoint import lineage
+
+    old = {"init_from": None, "seed": 1, "lr": 1e-3, "warmup": 1000, "schedule": None, "epochs": 1, "steps": 799,
+           "train_time_s": 5266.1, "val_bleu": 8.64, "target_tokens": 2_890_225}
+    meta = {"training": {"recipe": {"init_from": "phase4/best", "seed": 5, "lr": 7e-4, "warmup": 150},
+                         "epochs": 26, "steps": 6136, "train_time_s": 703.4, "target_tokens": 88_139_619,
+                         "device": "cuda", "device_name": "NVIDIA H100 80GB HBM3", "threads": 4, "earlier": [old]},
+            "metrics": {"val_bleu": 32.18}}
+    runs = lineage(meta)
+    assert runs[-1]["device"] == "cuda" and runs[-1]["device_name"] == "NVIDIA H100 80GB HBM3"
+    rows = [line for line in card.runs_table(runs).splitlines() if line.startswith(("| 1 |", "| 2 |"))]
+    assert "| 88 | a 2-core CPU | 8.64 |" in rows[0]
+    assert "| 88.14M | 12 | one NVIDIA H100 80GB HBM3 | 32.18 |" in rows[1]
+    assert card.hardware({"device": "cpu", "threads": 1}) == "1 thread(s) of a 2-core CPU"

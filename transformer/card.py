@@ -164,7 +164,7 @@ that have a val split); test sets were never used.
   tokens bucketed by length; gradient clip {recipe.get('clip')}; the shipped weights are an EMA
   (decay {recipe.get('ema_decay')}) of the training weights.
 - Selected after epoch {training.get('epochs')} ({training.get('steps')} steps, {minutes:.0f} minutes of
-  training on {training.get('device', 'cpu')} ({training.get('threads')} thread(s) of a 2-core machine));
+  training on {hardware(training)});
   the table is the whole run, including resumed continuations. tokens/s depends on what else shared the
   machine (the two directions trained side by side).
 {precision_line(training)}
@@ -212,19 +212,28 @@ def precision_line(training: dict) -> str:
     return f"- Last run: {ran}{total}."
 
 
+def hardware(run: dict) -> str:
+    """Where a run trained, in words (runs saved before devices were recorded ran on the CPU)."""
+    if (run.get("device") or "cpu").startswith("cuda"):
+        return f"one {run.get('device_name', 'GPU')}"
+    threads = run.get("threads")
+    return f"{threads} thread(s) of a 2-core CPU" if threads else "a 2-core CPU"
+
+
 def runs_table(runs: list[dict]) -> str:
     """The runs behind the weights when there were several (each warm-started from the one before), else ""."""
     if len(runs) < 2:
         return ""
     rows = [f"| {i} | {'scratch' if not r['init_from'] else f'run {i - 1}'} | {r['seed']} | {r['lr']:g} | "
             f"{r['warmup']} | {r['epochs']} | {r['steps']} | {_millions(r.get('target_tokens'))} | "
-            f"{r['train_time_s'] / 60:.0f} | {r['val_bleu']:.2f} |" for i, r in enumerate(runs, 1)]
+            f"{r['train_time_s'] / 60:.0f} | {hardware(r)} | "
+            f"{r['val_bleu']:.2f} |" for i, r in enumerate(runs, 1)]
     total = sum(r["train_time_s"] for r in runs) / 3600
     return (f"\nThe weights went through {len(runs)} runs, {total:.1f} hours of training in all: each run after the "
             "first starts from the best weights of the one before (the same tokenizer; a fresh optimizer, data order "
             "and learning-rate schedule). The recipe above and the epoch table below are the last run's.\n\n"
-            "| run | from | seed | peak lr | warmup | epochs | steps | target tokens | minutes | val BLEU (greedy, mean) "
-            "|\n|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+            "| run | from | seed | peak lr | warmup | epochs | steps | target tokens | minutes | on | val BLEU (greedy, "
+            "mean) |\n|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
 
 
 def _millions(n: int | None) -> str:
@@ -240,7 +249,7 @@ def limits(names: list[str], src: str, tgt: str, results: dict) -> str:
             "like those it was trained on translate best. Long, technical or literary text, names and rare words "
             f"often come out wrong or are dropped; it knows only {data.LANGUAGE_NAMES.get(src, src)} as input "
             f"and writes only {data.LANGUAGE_NAMES.get(tgt, tgt)}. It is a small teaching model trained on a few hundred "
-            "thousand sentence pairs on two CPU cores, not a production translator.")
+            "thousand sentence pairs, not a production translator.")
 
 
 HEADS_HEADING = "## Which heads matter"

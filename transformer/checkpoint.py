@@ -65,7 +65,8 @@ def lineage(meta: dict) -> list[dict]:
     training = meta.get("training") or {}
     recipe = training.get("recipe") or {}
     own = {key: recipe.get(key) for key in ("init_from", "seed", "lr", "warmup", "schedule")}
-    own.update({key: training.get(key) for key in ("epochs", "steps", "train_time_s", "target_tokens")})
+    own.update({key: training.get(key) for key in ("epochs", "steps", "train_time_s", "target_tokens", "device",
+                                                   "device_name")})
     own["val_bleu"] = (meta.get("metrics") or {}).get("val_bleu")
     return [*training.get("earlier", []), own]
 

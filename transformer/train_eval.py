@@ -132,7 +132,8 @@ class Evaluation:
                     "selected_on": "val BLEU (greedy)" + (
                         ", mean over " + ", ".join(val_names) if len(val_names) > 1 else ""),
                     "epochs": result["epoch"], "steps": position.step, "train_time_s": result["elapsed_s"],
-                    "device": str(self.translator.device), "threads": args.threads, "processes": self.ranks.world,
+                    "device": str(self.translator.device), **device_name(self.translator.device),
+                    "threads": args.threads, "processes": self.ranks.world,
                     "autocast": self.autocast, "compiled": args.compile, "target_tokens": position.target_tokens,
                     **totals(self.earlier, position.target_tokens, position.elapsed_s),
                     **({"earlier": self.earlier} if self.earlier else {})}
@@ -140,6 +141,11 @@ class Evaluation:
                         target_lang=args.tgt, domain=args.domain, training=training,
                         metrics={k: v for k, v in result.items() if k == "epoch" or k.startswith("val_")},
                         metrics_log=metrics_log)
+
+
+def device_name(device: torch.device) -> dict[str, str]:
+    """The accelerator's model, for the card: a GPU's speed says more than the word "cuda"."""
+    return {"device_name": torch.cuda.get_device_name(device)} if device.type == "cuda" else {}
 
 
 def _val_metrics(scores: dict[str, Scores]) -> dict[str, float]:

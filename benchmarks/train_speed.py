@@ -5,7 +5,9 @@ eager fp32 at one thread.
 Same batches (real Multi30k lengths), same embeddings/PE/projection in front and behind;
 prints target tokens/s of each and the ratio ours/torch. Then `torchrun`s 1 and 2 processes (gloo, one thread
 each, the same batch size per process, DDP as transformer.train uses it) and appends the total target tokens/s
-across ranks and their ratio to the last line; then fp32_tok_s, bf16_tok_s and bf16_vs_fp32 (and compile_vs_eager).
+across ranks and their ratio to the last line; then fp32_tok_s, bf16_tok_s, bf16_vs_fp32 (on the same batches; on
+a CPU that only emulates bf16, its first few) and precision_auto (what `--precision auto` trains with here); with
+--compile, compile_vs_eager (torch.compile against eager, both at that precision).
 --quick: a tiny model (d_model 64, 1 + 1 layers), 3 steps of 200 tokens: a smoke test of the script, not a
 measurement.
 """
@@ -32,7 +34,12 @@ from transformer import data  # noqa: E402
 from transformer.config import PAD_ID, PRESETS, ModelConfig  # noqa: E402
 from transformer.model import Transformer  # noqa: E402
 from transformer.tokenizer import Tokenizer  # noqa: E402
+from transformer.train_step import autocast_dtype, native_bf16  # noqa: E402
 
+WARMUP = 2  # steps left out of each timing: the first ones allocate and pick kernels
+# Emulated bf16 (a CPU without AVX512-BF16/AMX) runs ~20x slower than fp32: this many steps (two timed) measure
+# that within the benchmark's 10 minutes instead of all of them.
+EMULATED_BF16_STEPS = WARMUP + 2
 QUICK = dict(d_model=64, n_heads=4, d_ff=128, n_encoder_layers=1, n_decoder_layers=1)  # --quick's model
 
 
@@ -110,9 +117,8 @@ def procs_tok_s(n: int, args: argparse.Namespace) -> float:
     return float(found.group(1))
 
 
-def tokens_per_s(model: nn.Module, batches: list[data.Batch], amp: torch.dtype | None = None,
-                 warmup: int = 2) -> float:
-    """Median target tokens/s of full training steps (forward, loss, backward, AdamW), after `warmup` steps."""
+def step_times(model: nn.Module, batches: list[data.Batch], amp: torch.dtype | None = None) -> list[float]:
+    """Seconds per target token of each full training step (forward, loss, backward, AdamW), one per batch."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     model.train()
     times = []
@@ -125,6 +131,11 @@ def tokens_per_s(model: nn.Module, batches: list[data.Batch], amp: torch.dtype |
         loss.backward()
         opt.step()
         times.append((time.perf_counter() - t0) / b.n_tokens)
+    return times
+
+
+def rate(times: list[float], warmup: int = WARMUP) -> float:
+    """Median target tokens/s of the steps after the first `warmup`."""
     return 1.0 / statistics.median(times[warmup:])
 
 
@@ -134,7 +145,8 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--max-tokens", type=int, default=2500)
     p.add_argument("--compile", action="store_true",
-                   help="also time torch.compile of the model at 1 thread under bf16 (compile_vs_eager=)")
+                   help="also time torch.compile of the model at 1 thread, at --precision auto's precision "
+                        "(compile_vs_eager=)")
     p.add_argument("--quick", action="store_true", help="a tiny model, 3 steps of 200 tokens: a smoke test")
     p.add_argument("--procs-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -147,7 +159,7 @@ def main() -> None:
     config = model_config(vocab, args)
     rates = {}
     for name, model in (("ours", Transformer(config)), ("torch", TorchReference(config))):
-        rates[name] = tokens_per_s(model, batches)
+        rates[name] = rate(step_times(model, batches))
         print(f"{name}: {rates[name]:.0f} target tokens/s")
     procs = {n: procs_tok_s(n, args) for n in (1, 2)}
     # Precision at 1 thread, as the general models train: the same model, weights and batches.
@@ -155,22 +167,29 @@ def main() -> None:
     torch.manual_seed(0)
     model = Transformer(config)
     start = copy.deepcopy(model.state_dict())
-    precision = {}
-    for name, amp in (("fp32", None), ("bf16", torch.bfloat16)):
+    cpu = torch.device("cpu")
+    n_bf16 = len(batches) if native_bf16(cpu) else min(len(batches), EMULATED_BF16_STEPS)
+    times = {}
+    for name, amp, timed in (("fp32", None, batches), ("bf16", torch.bfloat16, batches[:n_bf16])):
         model.load_state_dict(start)
-        precision[name] = tokens_per_s(model, batches, amp)
-        print(f"1 thread, {name}: {precision[name]:.0f} target tokens/s")
+        times[name] = step_times(model, timed, amp)
+        print(f"1 thread, {name}: {rate(times[name]):.0f} target tokens/s over {len(timed) - WARMUP} steps")
+    precision = {name: rate(t) for name, t in times.items()}
+    bf16_vs_fp32 = precision["bf16"] / rate(times["fp32"][:n_bf16])  # on the same batches
+    auto = "bf16" if autocast_dtype("auto", cpu) == torch.bfloat16 else "fp32"
     line = (f"threads={args.threads} ours_tok_s={rates['ours']:.0f} torch_tok_s={rates['torch']:.0f} "
             f"ratio={rates['ours'] / rates['torch']:.2f} procs1_tok_s={procs[1]:.0f} procs2_tok_s={procs[2]:.0f} "
             f"procs2_vs_1={procs[2] / procs[1]:.2f} fp32_tok_s={precision['fp32']:.0f} "
-            f"bf16_tok_s={precision['bf16']:.0f} bf16_vs_fp32={precision['bf16'] / precision['fp32']:.2f}")
+            f"bf16_tok_s={precision['bf16']:.0f} bf16_vs_fp32={bf16_vs_fp32:.2f} "
+            f"precision_auto={auto}")
     if args.compile:
         model.load_state_dict(start)
         # Each new batch shape compiles anew until dynamic shapes kick in: time only after every shape was seen.
         compiled = torch.compile(model, dynamic=True)
-        rate = tokens_per_s(compiled, batches + batches, torch.bfloat16, warmup=len(batches))
-        print(f"1 thread, bf16, compiled: {rate:.0f} target tokens/s")
-        line += f" compile_tok_s={rate:.0f} compile_vs_eager={rate / precision['bf16']:.2f}"
+        amp = autocast_dtype("auto", cpu)
+        compiled_rate = rate(step_times(compiled, batches + batches, amp), warmup=len(batches))
+        print(f"1 thread, {auto}, compiled: {compiled_rate:.0f} target tokens/s")
+        line += f" compile_tok_s={compiled_rate:.0f} compile_vs_eager={compiled_rate / precision[auto]:.2f}"
     print(line)
 
 

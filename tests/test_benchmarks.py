@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from tests.browser import needs_chromium
+from transformer.train_step import native_bf16
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,6 +85,7 @@ def test_animate_on_a_tiny_model(tiny_folder, tmp_path):
 def test_train_speed_quick(copy_data, tmp_path):
     figures = run("train_speed", ["--threads", "1", "--quick"], "module", "elsewhere", tmp_path, 240,
                   {"ANATOMY_DATA_DIR": str(copy_data)})
+    assert figures.pop("precision_auto") == ("bf16" if native_bf16(torch.device("cpu")) else "fp32")
     figures = sane(figures, ["threads", "ours_tok_s", "torch_tok_s", "ratio", "procs1_tok_s", "procs2_tok_s",
                              "procs2_vs_1", "fp32_tok_s", "bf16_tok_s", "bf16_vs_fp32"])
     assert figures["threads"] == 1

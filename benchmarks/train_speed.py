@@ -34,7 +34,7 @@ from transformer import data  # noqa: E402
 from transformer.config import PAD_ID, PRESETS, ModelConfig  # noqa: E402
 from transformer.model import Transformer  # noqa: E402
 from transformer.tokenizer import Tokenizer  # noqa: E402
-from transformer.train_step import autocast_dtype, native_bf16  # noqa: E402
+from transformer.train_step import autocast_dtype  # noqa: E402
 
 WARMUP = 2  # steps left out of each timing: the first ones allocate and pick kernels
 # Emulated bf16 (a CPU without AVX512-BF16/AMX) runs ~20x slower than fp32: this many steps (two timed) measure
@@ -167,8 +167,9 @@ def main() -> None:
     torch.manual_seed(0)
     model = Transformer(config)
     start = copy.deepcopy(model.state_dict())
-    cpu = torch.device("cpu")
-    n_bf16 = len(batches) if native_bf16(cpu) else min(len(batches), EMULATED_BF16_STEPS)
+    auto_amp = autocast_dtype("auto", torch.device("cpu"))  # bf16 exactly where this CPU runs it natively
+    auto = "bf16" if auto_amp == torch.bfloat16 else "fp32"
+    n_bf16 = len(batches) if auto == "bf16" else min(len(batches), EMULATED_BF16_STEPS)
     times = {}
     for name, amp, timed in (("fp32", None, batches), ("bf16", torch.bfloat16, batches[:n_bf16])):
         model.load_state_dict(start)
@@ -176,7 +177,6 @@ def main() -> None:
         print(f"1 thread, {name}: {rate(times[name]):.0f} target tokens/s over {len(timed) - WARMUP} steps")
     precision = {name: rate(t) for name, t in times.items()}
     bf16_vs_fp32 = precision["bf16"] / rate(times["fp32"][:n_bf16])  # on the same batches
-    auto = "bf16" if autocast_dtype("auto", cpu) == torch.bfloat16 else "fp32"
     line = (f"threads={args.threads} ours_tok_s={rates['ours']:.0f} torch_tok_s={rates['torch']:.0f} "
             f"ratio={rates['ours'] / rates['torch']:.2f} procs1_tok_s={procs[1]:.0f} procs2_tok_s={procs[2]:.0f} "
             f"procs2_vs_1={procs[2] / procs[1]:.2f} fp32_tok_s={precision['fp32']:.0f} "
@@ -186,8 +186,7 @@ def main() -> None:
         model.load_state_dict(start)
         # Each new batch shape compiles anew until dynamic shapes kick in: time only after every shape was seen.
         compiled = torch.compile(model, dynamic=True)
-        amp = autocast_dtype("auto", cpu)
-        compiled_rate = rate(step_times(compiled, batches + batches, amp), warmup=len(batches))
+        compiled_rate = rate(step_times(compiled, batches + batches, auto_amp), warmup=len(batches))
         print(f"1 thread, {auto}, compiled: {compiled_rate:.0f} target tokens/s")
         line += f" compile_tok_s={compiled_rate:.0f} compile_vs_eager={compiled_rate / precision[auto]:.2f}"
     print(line)

@@ -6,10 +6,13 @@ attention-kind controls and check what is on screen.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 import urllib.parse
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.app_fixtures import SENTENCE, forgotten, short_grace
 from tests.browser import TIMEOUT, heatmap_count, needs_chromium, plot_text, wait_title
@@ -159,22 +162,43 @@ def test_markup_in_the_source_stays_text(page):
 def test_a_visitor_over_the_queue_bound_is_told_the_app_is_busy(browser, served):
     """With ANATOMY_QUEUE_SIZE=1 kept full by API clients (one request running, one waiting), Translate answers
     at once with Gradio's busy message, not a spinner that never ends."""
-    import threading
-
     from gradio_client import Client
-
-    from tests.app_fixtures import SLOW_REQUEST
 
     page = browser.new_page()
     page.set_default_timeout(TIMEOUT)
-    page.goto(served.url, wait_until="domcontentloaded")
-    # the page's own load events are done (they set the placeholder)
-    page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')")
-    page.get_by_label("Source text").fill(SENTENCES["de"])
     client = Client(served.url, verbose=False)
+    toast = page.locator("[data-testid=toast-body]").filter(has_text="currently busy")
+    try:
+        # A click can land in the instant a place is free: it is then served, and Gradio ignores further clicks
+        # while it runs, so each try starts from a fresh page and an idle server.
+        for attempt in range(4):
+            page.goto(served.url, wait_until="domcontentloaded")
+            # the page's own load events are done (they set the placeholder)
+            page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')")
+            page.get_by_label("Source text").fill(SENTENCES["de"])
+            with full_queue(client):
+                page.get_by_role("button", name="Translate", exact=True).click()
+                try:
+                    toast.first.wait_for(timeout=3_000)  # at once: 0.7-2.2 s here with the other core busy
+                except PlaywrightTimeout:
+                    continue
+                break
+        else:
+            pytest.fail("none of 4 clicks on a full queue was refused within 3 s")
+        assert "This application is currently busy. Please try again." in toast.first.inner_text()
+    finally:
+        page.close()
+
+
+@contextlib.contextmanager
+def full_queue(client):
+    """API clients keep the served app's queue full (a request takes a second or more; a freed place is asked
+    for again at once), and the server is idle again on exit."""
+    from tests.app_fixtures import SLOW_REQUEST
+
     jobs, stop = [], threading.Event()
 
-    def keep_the_queue_full():  # a request takes ~0.3 s here: resubmit at once whenever a place frees up
+    def keep_the_queue_full():
         while not stop.is_set():
             jobs.append(client.submit(**SLOW_REQUEST))
             time.sleep(0.02)
@@ -182,23 +206,12 @@ def test_a_visitor_over_the_queue_bound_is_told_the_app_is_busy(browser, served)
     filler = threading.Thread(target=keep_the_queue_full, daemon=True)
     filler.start()
     try:
-        toast = page.locator("[data-testid=toast-body]").filter(has_text="currently busy")
-        for attempt in range(3):  # a click may land in the instant a place is free; it is then simply served
-            time.sleep(0.5)
-            start = time.perf_counter()
-            page.get_by_role("button", name="Translate", exact=True).click()
-            try:
-                toast.first.wait_for(timeout=3_000)
-                break
-            except Exception:
-                continue
-        assert "This application is currently busy. Please try again." in toast.first.inner_text()
-        assert time.perf_counter() - start < 3
+        time.sleep(0.5)
+        yield
     finally:
         stop.set()
         filler.join()
-        page.close()
-        for job in jobs:  # leave the server idle for the next test
+        for job in jobs:  # leave the server idle for the next try or test
             job.exception(timeout=60)
 
 

@@ -38,6 +38,12 @@ def browser():
         browser.close()
 
 
+def load_page(page, url: str) -> None:
+    """Go to `url` and wait until the page's own load events are done (the last of them sets the placeholder)."""
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')")
+
+
 def plot_text(page, elem_id: str) -> str:
     """All text drawn in one plot (titles, tick labels, annotations)."""
     return page.locator(f"#{elem_id} [data-testid=plotly] svg").first.evaluate(

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.app_fixtures import SENTENCE, forgotten, short_grace
-from tests.browser import TIMEOUT, heatmap_count, needs_chromium, plot_text, wait_title
+from tests.browser import TIMEOUT, heatmap_count, load_page, needs_chromium, plot_text, wait_title
 
 pytestmark = [needs_chromium, pytest.mark.slow]
 SENTENCES = {"de": "Zwei Hunde spielen im Schnee.", "en": "Two dogs are playing in the snow."}
@@ -171,10 +171,8 @@ def test_a_visitor_over_the_queue_bound_is_told_the_app_is_busy(browser, served)
     try:
         # A click can land in the instant a place is free: it is then served, and Gradio ignores further clicks
         # while it runs, so each try starts from a fresh page and an idle server.
-        for attempt in range(6):
-            page.goto(served.url, wait_until="domcontentloaded")
-            # the page's own load events are done (they set the placeholder)
-            page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')")
+        for _ in range(6):
+            load_page(page, served.url)
             page.get_by_label("Source text").fill(SENTENCES["de"])
             with full_queue(client):
                 page.get_by_role("button", name="Translate", exact=True).click()

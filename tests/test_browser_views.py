@@ -8,7 +8,7 @@ import urllib.parse
 import pytest
 
 from anatomy.inputs import clean_text
-from tests.browser import TIMEOUT, needs_chromium, wait_title
+from tests.browser import TIMEOUT, load_page, needs_chromium, wait_title
 
 pytestmark = [needs_chromium, pytest.mark.slow]
 SENTENCE = "Zwei Hunde spielen im Schnee."
@@ -193,8 +193,7 @@ def test_quick_clicks_leave_figures_that_match_the_controls(page, url, key, ship
 def test_stop_during_slow_motion_leaves_a_consistent_page(page, url, key):
     """Stop mid-replay: text, slider, step panels and large view all show the steps so far, the run info says
     stopped, and no output turns into an error."""
-    page.goto(url, wait_until="domcontentloaded")
-    page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')")
+    load_page(page, url)
     page.get_by_text("More settings").click()
     slow = page.locator("input[aria-label='number input for Slow motion: seconds per piece (0 = off; for talks)']")
     slow.fill("0.5")
@@ -232,8 +231,7 @@ def test_arrow_keys_and_typed_numbers_on_the_sliders_redraw(page, url, key):
 
 
 def test_a_link_with_empty_values_opens_a_working_page(page, url):
-    page.goto(url + "?text=&layer=&head=&step=&beam=&direction=", wait_until="domcontentloaded")
-    page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')")
+    load_page(page, url + "?text=&layer=&head=&step=&beam=&direction=")
     page.get_by_label("Source text").fill(SENTENCE)
     page.get_by_role("button", name="Translate", exact=True).click()
     wait_title(page, "heatmap", "Cross-attention")

@@ -83,6 +83,9 @@ def two_processes(corpus, tmp_path_factory) -> Path:
 
 
 def test_two_processes_or_two_micro_batches_train_the_weights_of_one_and_a_wrong_split_does_not(corpus, two_processes, tmp_path):
+    wrong = tmp_path / "wrong"
+    # started first, as its launch's imports overlap the in-process runs
+    wrong_split = torchrun(*args_for(corpus, wrong, *FEW_STEPS), script="tests/distributed_wrong_split.py")
     threads = torch.get_num_threads()
     train.main(args_for(corpus, tmp_path / "one", *FEW_STEPS))
     torch.set_num_threads(threads)
@@ -98,15 +101,14 @@ def test_two_processes_or_two_micro_batches_train_the_weights_of_one_and_a_wrong
     a, b = metrics["tokens_by_rank"]
     assert a != b and abs(a - b) < 0.1 * (a + b)  # the ranks held different, similar token counts
 
-    wrong = tmp_path / "wrong"
-    finish(torchrun(*args_for(corpus, wrong, *FEW_STEPS), script="tests/distributed_wrong_split.py"))
+    finish(wrong_split)
     with pytest.raises(AssertionError):
         assert_same(one, weights(wrong / "run"))
 
 
 def test_sigterm_to_torchrun_saves_and_the_run_resumes_to_the_uninterrupted_weights(corpus, tmp_path):
     many = ("--epochs", "1", "--tokens-per-batch", "120", "--save-every", "0")
-    finish(torchrun(*args_for(corpus, tmp_path / "straight", *many)))
+    uninterrupted = torchrun(*args_for(corpus, tmp_path / "straight", *many))  # alongside: launches are mostly imports
     proc = torchrun(*args_for(corpus, tmp_path / "stopped", *many))
     for line in proc.stdout:
         if re.match(r"epoch 1 batch 50/", line):  # progress lines come every 50 steps
@@ -116,7 +118,9 @@ def test_sigterm_to_torchrun_saves_and_the_run_resumes_to_the_uninterrupted_weig
     assert proc.returncode != 0 and "state saved" in rest, rest[-3000:]
     state = torch.load(tmp_path / "stopped" / "run" / "state.pt", weights_only=True)
     assert state["position"]["epoch"] == 0 and state["position"]["batch"] >= 50 and state["world"] == 2
-    finish(torchrun(*args_for(corpus, tmp_path / "stopped", *many)))  # resume
+    resume = torchrun(*args_for(corpus, tmp_path / "stopped", *many))
+    finish(uninterrupted)
+    finish(resume)
     straight = torch.load(tmp_path / "straight" / "run" / "state.pt", weights_only=True)
     resumed = torch.load(tmp_path / "stopped" / "run" / "state.pt", weights_only=True)
     assert resumed["position"]["step"] == straight["position"]["step"]

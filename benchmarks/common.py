@@ -74,17 +74,28 @@ def _die_with_parent() -> None:
 
 def start_app(checkpoints: Path, log, timeout: float = 180) -> tuple[subprocess.Popen, str]:
     """`python app.py` on a free loopback port; returns the process and its URL once it answers."""
+    proc, url = spawn_app(checkpoints, log)
+    wait_for_app(proc, url, log, timeout)
+    return proc, url
+
+
+def spawn_app(checkpoints: Path, log) -> tuple[subprocess.Popen, str]:
+    """`python app.py` on a free loopback port, just started (it takes seconds to answer: wait_for_app)."""
     port = free_port()
     env = {**os.environ, "ANATOMY_CHECKPOINT_DIR": str(checkpoints), "GRADIO_SERVER_NAME": "127.0.0.1",
            "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                             preexec_fn=_die_with_parent)
-    url = f"http://127.0.0.1:{port}/"
+    return proc, f"http://127.0.0.1:{port}/"
+
+
+def wait_for_app(proc: subprocess.Popen, url: str, log, timeout: float = 180) -> None:
+    """Returns once the app answers; stops it and raises if it ends or does not answer in time."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         try:
             if httpx.get(url + "config", timeout=2).status_code == 200:
-                return proc, url
+                return
         except httpx.TransportError:
             pass
         time.sleep(0.5)

@@ -61,7 +61,7 @@ import httpx
 if not __package__:  # run as a file (python benchmarks/page.py): put the repo root on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, median_ms, sentence, start_app  # noqa: E402
+from benchmarks.common import ROOT, median_ms, sentence, spawn_app, wait_for_app  # noqa: E402
 from transformer.head_mask import HeadMask  # noqa: E402
 
 if TYPE_CHECKING:
@@ -351,7 +351,7 @@ def ablate(page: Page, ablated: dict, timeout_s: float) -> dict[str, float]:
 
 def in_process_app(checkpoints: Path) -> Handlers:
     """The app's handlers on the checkpoints the server gets, built in this process as app.py builds them."""
-    os.environ["ANATOMY_CHECKPOINT_DIR"] = str(checkpoints)  # what start_app gives the server
+    os.environ["ANATOMY_CHECKPOINT_DIR"] = str(checkpoints)  # what spawn_app gives the server
     with contextlib.redirect_stdout(sys.stderr):  # what the app prints while it builds is not a figure
         import ui
         return ui.create_app().anatomy
@@ -525,22 +525,22 @@ def measure(args: argparse.Namespace) -> str:
     """Every figure, in the order the docstring lists them; the machine-readable last line."""
     from benchmarks.decode import natural_capture_ms
 
-    h = in_process_app(args.checkpoints)
-    entry = h.registry.get(None)  # what a page opens with, here and on the server
-    key, own, text = entry.key, entry.decoding, sentence(entry.source_lang)
-    translator = entry.cpu
-    local = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty)
-    expected = {f: getattr(local, f) for f in PIECES} | {"layers": local.cross_attn.shape[0]}
-    off = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty,
-                               head_mask=HeadMask.parse(ABLATED_HEAD, translator.config))
-    ablated = {f: getattr(off, f) for f in PIECES} | {"layers": off.cross_attn.shape[0]}
-    print(f"sentence ({key}, {len(text.split())} words, {len(local.source_tokens)} → {len(local.output_tokens)} "
-          f"pieces): {text}")
-
     with tempfile.NamedTemporaryFile("w", prefix="anatomy-page-", suffix=".log", delete=False) as log:
-        proc, url = start_app(args.checkpoints, log)
-        print(f"app: {url} (log {log.name})")
+        proc, url = spawn_app(args.checkpoints, log)  # it boots while this process builds its own copy
         try:
+            h = in_process_app(args.checkpoints)
+            entry = h.registry.get(None)  # what a page opens with, here and on the server
+            key, own, text = entry.key, entry.decoding, sentence(entry.source_lang)
+            translator = entry.cpu
+            local = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty)
+            expected = {f: getattr(local, f) for f in PIECES} | {"layers": local.cross_attn.shape[0]}
+            off = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty,
+                                       head_mask=HeadMask.parse(ABLATED_HEAD, translator.config))
+            ablated = {f: getattr(off, f) for f in PIECES} | {"layers": off.cross_attn.shape[0]}
+            print(f"sentence ({key}, {len(text.split())} words, {len(local.source_tokens)} → "
+                  f"{len(local.output_tokens)} pieces): {text}")
+            wait_for_app(proc, url, log)
+            print(f"app: {url} (log {log.name})")
             capture = natural_capture_ms(translator, text, beam_size=own.beam_size,
                                          length_penalty=own.length_penalty)
             server = server_ms(h, key, text, own)

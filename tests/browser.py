@@ -38,10 +38,11 @@ def browser():
         browser.close()
 
 
-def load_page(page, url: str) -> None:
+def load_page(page, url: str, timeout: float | None = None) -> None:
     """Go to `url` and wait until the page's own load events are done (the last of them sets the placeholder)."""
     page.goto(url, wait_until="domcontentloaded")
-    page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')")
+    page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')",
+                           timeout=timeout)
 
 
 def plot_text(page, elem_id: str) -> str:

@@ -196,11 +196,9 @@ def load_page_again_if_refused(page, url: str) -> None:
     the server has not yet taken up as waiting, so on a busy machine the second of two load events sent at once
     can get the HTTP 503 of a full queue, and the page never becomes ready (seen with the other core busy)."""
     for _ in range(2):
-        try:
+        with contextlib.suppress(PlaywrightTimeout):
             load_page(page, url, timeout=20_000)  # 2-4 s when it works
             return
-        except PlaywrightTimeout:
-            continue
     load_page(page, url)
 
 

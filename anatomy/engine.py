@@ -38,7 +38,17 @@ def _tagged(trace: Trace, request: Request) -> Trace:
 
 def head_mask(translator: Translator, request: Request) -> HeadMask | None:
     """The request's heads switched off (its `heads_off`, already checked against this model); None when none."""
-    return HeadMask.parse(request.heads_off, translator.config) if request.heads_off else None
+    return _mask(translator, request.heads_off)
+
+
+def trace_mask(translator: Translator, trace: Trace) -> HeadMask | None:
+    """The heads that were off when `trace` was made (its `settings.heads_off`); None when none. Whatever is read
+    again from a shown trace is read with these heads off, as the trace itself was."""
+    return _mask(translator, trace.settings.heads_off)
+
+
+def _mask(translator: Translator, heads_off: str) -> HeadMask | None:
+    return HeadMask.parse(heads_off, translator.config) if heads_off else None
 
 
 def translate(translator: Translator, request: Request) -> Trace:
@@ -60,7 +70,8 @@ def ablation(translator: Translator, request: Request, original: Trace, before: 
 
 
 def importance(translator: Translator, trace: Trace) -> SentenceImportance:
-    """How much the trace's translation needs each head of the model that made it (transformer.heads)."""
+    """How much the trace's translation needs each head of the model that made it (transformer.heads), judged
+    with every head on whatever the trace had off (the page passes the all-heads original of an ablation)."""
     return sentence_importance(translator, trace)
 
 
@@ -80,14 +91,15 @@ def force(translator: Translator, request: Request, target: str) -> Trace:
 
 
 def candidate(translator: Translator, trace: Trace, row: int) -> Trace:
-    """Beam candidate `row` of a trace, teacher-forced through the model that made the trace; the candidates
-    stay attached so that another one can be picked."""
-    return translator.inspect_candidate(trace, row)
+    """Beam candidate `row` of a trace, teacher-forced through the model that made the trace, with the heads that
+    were off then; the candidates stay attached so that another one can be picked."""
+    return translator.inspect_candidate(trace, row, head_mask=trace_mask(translator, trace))
 
 
 def untrained(twin: Translator, trace: Trace, max_new: int) -> tuple[Trace, str]:
     """The trace's output teacher-forced through the untrained twin (same pieces, so the attention maps line up
-    cell by cell), and what the twin writes on its own."""
+    cell by cell), and what the twin writes on its own; every head of the twin on, whatever the trace had off
+    (the twin shows what training added, not what switching heads off takes away)."""
     forced = twin.force_output(list(trace.source_ids), list(trace.output_ids), top_k=1)
     # The model's own end marker (opus-mt: 0), not ours: id 3 is an ordinary piece there.
     source = twin.tokenizer.decode([i for i in trace.source_ids if i != twin.config.eos_id])
@@ -96,5 +108,6 @@ def untrained(twin: Translator, trace: Trace, max_new: int) -> tuple[Trace, str]
 
 
 def head_vectors(translator: Translator, trace: Trace, kind: str, layer: int) -> HeadVectors:
-    """The per-head q, k, v of one attention kind and layer (from 1) of a trace, from the model that made it."""
-    return translator.head_vectors(trace, kind, layer)
+    """The per-head q, k, v of one attention kind and layer (from 1) of a trace, from the model that made it with
+    the heads that were off then."""
+    return translator.head_vectors(trace, kind, layer, trace_mask(translator, trace))

@@ -229,7 +229,7 @@ def _read_metrics(folder: Path | None) -> list[dict]:
     if folder is None or not (folder / "metrics.jsonl").is_file():
         return []
     records = []
-    for line in (folder / "metrics.jsonl").read_text().splitlines():
+    for line in (folder / "metrics.jsonl").read_text(errors="replace").splitlines():  # a bad line is skipped
         try:
             records.append(json.loads(line))
         except ValueError:
@@ -384,28 +384,42 @@ class ModelRegistry:
         return registry
 
     def _load_later(self, sources: list[str]) -> None:
+        """Each Hub model of `sources` in turn, joining the registry when loaded. Whatever goes wrong with one
+        ends in a notice, and it leaves `pending` in every case: the page never says "Loading" for good."""
         for source in sources:
-            loaded, extras, skipped = _load([source])
-            with self._lock:
-                entries = dict(self.entries)
-                if loaded:
-                    trained = [(e.source, e.checkpoint) for e in entries.values() if not e.untrained]
-                    key, label = name_models(trained + loaded)[-1]
-                    while key in entries:  # an untrained stand-in holds the pair's key
-                        key += "-hub"
-                    translator, metrics, card = extras[0]
-                    entries[key] = ModelEntry(key, label, source, loaded[0][1], metrics=metrics, card=card,
-                                              _translators={"cpu": translator})
-                self.entries = entries
-                self.notices = [*self.notices, *(s.notice for s in skipped)]
-                self.skipped = (*self.skipped, *skipped)
-                self.pending = [s for s in self.pending if s != source]
+            skipped = []
+            try:
+                skipped = self._join(source)
+            except Exception as err:  # a model the app cannot use must never leave the page waiting for it
+                skipped = [Skipped(source, f"{type(err).__name__}: {err}")]
+                log.exception(skipped[0].notice)
+            finally:  # the notice with the end of `pending`, so that whoever sees the one sees the other
+                with self._lock:
+                    self.notices = [*self.notices, *(s.notice for s in skipped)]
+                    self.skipped = (*self.skipped, *skipped)
+                    self.pending = [s for s in self.pending if s != source]
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Until no Hub model is loading (tests, scripts); False on timeout."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def _join(self, source: str) -> list[Skipped]:
+        """One Hub model loaded and added to the registry; [] or why it was skipped."""
+        loaded, extras, skipped = _load([source])
+        if loaded:
+            with self._lock:
+                trained = [(e.source, e.checkpoint) for e in self.entries.values() if not e.untrained]
+                key, label = name_models(trained + loaded)[-1]
+                while key in self.entries:  # an untrained stand-in holds the pair's key
+                    key += "-hub"
+                translator, metrics, card = extras[0]
+                entry = ModelEntry(key, label, source, loaded[0][1], metrics=metrics, card=card,
+                                   _translators={"cpu": translator})
+                self.entries = {**self.entries, key: entry}
+        return skipped
+
+    def wait(self, timeout: float) -> bool:
+        """Until no Hub model is loading (tests, scripts), for at most `timeout` seconds; False when some still is
+        (a download can stall: every wait has a bound)."""
+        deadline = time.monotonic() + timeout
         while self.pending:
-            if deadline is not None and time.monotonic() > deadline:
+            if time.monotonic() > deadline:
                 return False
             time.sleep(0.05)
         return True

@@ -51,13 +51,20 @@ def shape(trace: Trace) -> tuple[int, int, int]:
 
 
 def prefix(trace: Trace, n: int) -> Trace:
-    """The trace as it stood after its first n decoding steps (slow motion, and what Stop keeps)."""
+    """The trace as it stood after its first n decoding steps (a slow-motion frame)."""
     n = max(0, min(n, steps(trace)))
     return dataclasses.replace(trace, target_tokens=trace.target_tokens[:n], output_tokens=trace.output_tokens[:n],
                                output_ids=trace.output_ids[:n], top_k=trace.top_k[:n],
                                decoder_self_attn=trace.decoder_self_attn[:, :, :n, :n],
                                cross_attn=trace.cross_attn[:, :, :n],
                                text=join(trace.output_tokens[:n]))
+
+
+def stopped(trace: Trace, n: int) -> Trace:
+    """What Stop keeps of a slow-motion replay at step n: its first n steps, marked stopped (as a stopped stream
+    is)."""
+    kept = prefix(trace, n)
+    return dataclasses.replace(kept, settings=dataclasses.replace(kept.settings, stopped=True))
 
 
 def language(code: str) -> str:

@@ -10,7 +10,7 @@ import gradio as gr
 import numpy as np
 import pytest
 
-from anatomy import ablation_views
+from anatomy import ablation_views, engine
 from anatomy.inputs import View, build_link, heads_off, parse_link
 from anatomy.run import StopSignal
 from tests.app_fixtures import SENTENCE, run_of, show
@@ -172,3 +172,76 @@ def test_the_tab_shows_the_corpus_importance_of_a_model_whose_folder_has_it(fold
 def test_without_heads_json_the_corpus_row_stays_hidden(tiny):
     out = tiny._tab(Inputs(run=run_of(tiny, SENTENCE), tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
     assert out[tiny.page.corpus_row]["visible"] is False
+
+
+# Heads off that change the attention maps too: encoder:1.1 feeds encoder layer 2 and the memory that cross-attention
+# reads (a head that is off still computes its own weights; what is above it changes).
+OFF_BELOW = ("encoder:1.1", "cross:1.2")
+
+
+def _probs(trace) -> np.ndarray:
+    return np.array([[c.prob for c in row] for row in trace.top_k])
+
+
+def _same(a, b) -> bool:
+    return all(np.allclose(x, y, atol=1e-5) for x, y in ((a.encoder_self_attn, b.encoder_self_attn),
+                                                          (a.cross_attn, b.cross_attn), (_probs(a), _probs(b))))
+
+
+def test_what_is_read_again_from_a_trace_made_with_heads_off_keeps_those_heads_off(tiny):
+    """A beam candidate, the softmax walk's q, k, v and Inspect of a trace made with heads off are computed with
+    the same heads off; the untrained twin keeps every head on (by design, said on the page)."""
+    p = tiny.page
+    run = _ablate(tiny, run_of(tiny, SENTENCE, beam=3, max_new=8), OFF_BELOW)[p.run]
+    assert run.trace.settings.heads_off == ",".join(OFF_BELOW) and len(run.trace.candidates) >= 2
+    translator = tiny.registry.get("de-en").cpu
+    mask = HeadMask.parse(run.trace.settings.heads_off, translator.config)
+    ids = list(run.trace.candidates[1].ids)
+    masked = translator.force_output(run.trace.source_ids, ids, head_mask=mask)
+    assert not _same(masked, translator.force_output(run.trace.source_ids, ids))  # the heads off matter here
+    picked = tiny.candidate(Inputs(run=run), gr.SelectData(None, {"index": [1, 0], "value": ""}))[p.run]
+    assert picked.trace.settings.heads_off == run.trace.settings.heads_off and _same(picked.trace, masked)
+    # the walk's q, k, v reproduce the shown trace's weights in every layer of every kind
+    for trace in (run.trace, picked.trace):
+        for kind in ("encoder", "decoder", "cross"):
+            maps = trace.attention(kind)
+            for layer in range(1, maps.weights.shape[0] + 1):
+                vectors = engine.head_vectors(translator, trace, kind, layer)
+                assert np.allclose(vectors.weights, maps.weights[layer - 1], atol=1e-4), (kind, layer)
+    forced = tiny.force(Inputs(run=run, forced=run.trace.candidates[1].text))[p.run].trace
+    assert forced.settings.heads_off == run.trace.settings.heads_off
+    assert _same(forced, translator.force_output(forced.source_ids, forced.output_ids, head_mask=mask))
+    twin = tiny.make_twin(Inputs(run=run))
+    assert twin.trace.settings.heads_off == "" and _same(
+        twin.trace, tiny.registry.get("de-en").twin().force_output(run.trace.source_ids, run.trace.output_ids, top_k=1))
+    compare = tiny._tab(Inputs(run=run, twin=twin, tab=Tab.COMPARE, view=View().fit(2, 2, 99)), "de-en")
+    assert "The untrained twin has every head on" in compare[p.compare_text]
+
+
+def _stopped_stream(h):
+    signal = StopSignal()
+    stream = h.translate_page(Inputs(PageSettings("de-en", SENTENCE, 1, 8, "cpu", 5, 1.0), signal=signal))
+    next(stream), next(stream)  # the source pieces, then the first piece
+    h.stop(signal)
+    return list(stream)[-1][h.page.run]
+
+
+def _stopped_replay(h):
+    signal = StopSignal()
+    run = run_of(h, SENTENCE, max_new=8, slow=0.1, signal=signal)
+    frames = h.show(Inputs(run=run, view=View.of("cross", 1, "mean", False), signal=signal))
+    next(frames), next(frames)
+    h.stop(signal)
+    return list(frames)[-1][h.page.run]
+
+
+@pytest.mark.parametrize("stop", [_stopped_stream, _stopped_replay], ids=["stream", "slow-motion replay"])
+def test_a_stopped_translation_is_never_the_all_heads_baseline(tiny, stop):
+    p = tiny.page
+    full = run_of(tiny, SENTENCE, max_new=8).trace
+    stopped = stop(tiny)
+    assert 1 <= len(stopped.trace.output_ids) < len(full.output_ids) and stopped.trace.settings.stopped
+    ablated = _ablate(tiny, stopped, OFF)[p.run]
+    assert ablated.ablation.original.output_ids == full.output_ids and not ablated.ablation.original.settings.stopped
+    back = _ablate(tiny, ablated, [])[p.run]  # every head on again: the whole translation, not the stopped one
+    assert back.trace.output_ids == full.output_ids and back.trace.text == full.text

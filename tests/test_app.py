@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -457,6 +458,45 @@ def test_shipped_checkpoints_translate_correctly_through_the_client(shipped):
             assert all(w.lower() in beam_text.lower() for w in words) and len(beam_trace["candidates"]) >= 2
     finally:
         shipped.close()
+
+
+def test_a_background_load_that_fails_ends_in_a_notice_and_no_wait_hangs(folders, tmp_path, monkeypatch):
+    """Hub models whose folders break the app in ways _load does not catch (a language that is not a string, met
+    when naming the model) or does catch (metrics.jsonl that is not UTF-8): each leaves `pending` with a notice on
+    the page, and the model after them still loads."""
+    import shutil
+    import threading
+
+    import huggingface_hub
+
+    odd = shutil.copytree(folders / "tiny-en-de", tmp_path / "odd")
+    meta = json.loads((odd / "config.json").read_text())
+    (odd / "config.json").write_text(json.dumps({**meta, "source_lang": 7}))
+    garbled = shutil.copytree(folders / "tiny-en-de", tmp_path / "garbled")
+    (garbled / "metrics.jsonl").write_bytes(b'{"epoch": 1, "val_bleu": 3.5}\n\xff\xfe not utf-8\n')
+    release = threading.Event()
+
+    def download(repo_id, **kwargs):
+        release.wait(30)
+        return str({"someone/odd": odd, "someone/garbled": garbled}.get(repo_id, folders / "tiny-en-de"))
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    h = ui.create_app([str(folders / "tiny-de-en"), "hf://someone/odd", "hf://someone/garbled",
+                       "hf://someone/tiny"]).anatomy
+    reg = h.registry
+    assert len(reg.pending) == 3
+    release.set()
+    start = time.monotonic()
+    assert reg.wait(20), f"still loading: {reg.pending}"
+    assert time.monotonic() - start < 20 and reg.pending == []
+    status = reg.status()
+    assert "Loading" not in status and "Skipped `hf://someone/odd`: TypeError" in status
+    assert [s.name for s in reg.skipped] == ["odd"]
+    assert [e.source for e in reg.entries.values()] == [str(folders / "tiny-de-en"), "hf://someone/garbled",
+                                                        "hf://someone/tiny"]
+    assert reg.entries["en-de"].metrics == [{"epoch": 1, "val_bleu": 3.5}]  # the unreadable line left out
+    page = h.load_link(None)[h.page.model_notices]
+    assert page["visible"] and "Skipped `hf://someone/odd`" in page["value"]
 
 
 def test_launch_options_keep_the_light_palette_and_load_the_static_files():

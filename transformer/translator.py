@@ -59,7 +59,7 @@ class DecodingSettings:
     beam_size: int | None = None  # greedy and beam search only, with the next two
     max_new_tokens: int | None = None  # the length limit decoding ran under
     length_penalty: float | None = None
-    stopped: bool = False  # a stop request ended greedy decoding before EOS or the limit
+    stopped: bool = False  # a stop request ended greedy decoding (or a replay of it) before EOS or the limit
     candidate: int | None = None  # "beam candidate": which one (from 1)
     direction: str | None = None  # the app's direction key (anatomy.engine tags its traces)
     heads_off: str = ""  # the heads a HeadMask switched off, in its link form (cross:1.2,encoder:1.3)

@@ -151,9 +151,12 @@ class Handlers:
         request = self._with_heads_off(dataclasses.replace(run.request, slow=0.0, notices=()), i.settings.heads_off)
         if request.heads_off == run.request.heads_off:
             return gr.skip()
-        # the all-heads translation of the same request, when the page already has it
+        # the all-heads translation of the same request, when the page already has it whole (one that was stopped
+        # half-way is not: "Every head on again" would bring back the cut text)
+        shown = run.trace.settings
         original = run.ablation.original if run.ablation is not None else \
-            run.trace if not run.request.heads_off and run.trace.settings.mode in ("greedy", "beam") else None
+            run.trace if not run.request.heads_off and shown.mode in ("greedy", "beam") and not shown.stopped \
+            else None
         translator, notice = self.registry.translator(request.key, request.device)
         start = time.perf_counter()
         if request.heads_off:
@@ -295,7 +298,7 @@ class Handlers:
         T = views.steps(run.trace)
         for t in range(1, T + 1):
             if signal.asked != run.stop_mark:
-                kept = views.prefix(run.trace, t - 1)
+                kept = views.stopped(run.trace, t - 1)
                 stopped = dataclasses.replace(run, trace=kept, replay=False,
                                               showing=f"{run.showing}, stopped at step {t - 1} of {T}")
                 yield {**self.present(stopped, view), self.page.run: stopped}
@@ -469,7 +472,9 @@ class Handlers:
         return (f"{note}**Trained:** {viz.escape(run.trace.text) or views.EMPTY}  \n**Untrained, left to itself:** "
                 f"{viz.escape(twin.own)}  \nSame architecture and tokenizer, weights as initialised before training "
                 "(seed 0). Right: the trained translation teacher-forced through the untrained weights, so the cells "
-                "line up. Untrained heads spread their attention almost evenly; training makes them pick.")
+                "line up. Untrained heads spread their attention almost evenly; training makes them pick."
+                + (" The untrained twin has every head on: the heads switched off are off in the trained model only."
+                   if run.request.heads_off else ""))
 
     def direction_changed(self, values: Inputs | dict):
         """A new Direction (direction, run, twin, tab, view): the source's placeholder, the model's dimensions, and

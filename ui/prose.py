@@ -23,7 +23,11 @@ HOW_TO_READ = """### How to read the figures
   it looks at the previous piece or parks on `</s>`, how well cross-attention follows the word order), and a click
   on a row opens that head.
 - **Trained vs untrained**: the same sentence through the same architecture before training (random weights): its
-  heads spread their attention almost evenly. Everything the trained heads do was learned.
+  heads spread their attention almost evenly. Everything the trained heads do was learned. The untrained twin
+  always has every head on: *Switch heads off* changes the trained model only.
+- **Switch heads off**: the sentence is translated again without those heads, and everything read from that
+  translation (a beam candidate, the softmax walk, *Inspect a translation*) is computed with the same heads off.
+  *Head importance* is the exception: it judges every head on the translation with every head on.
 - **Architecture**: the paper's Figure 1 with the tensor shapes of your sentence, and where the parameters are.
 - **Presenter mode** enlarges everything and hides the settings; *Link to this view* gives a link that reopens
   exactly what is on screen.

@@ -1,7 +1,7 @@
 """Draw the pruning figures from heads.json: `python assets/pruning.py checkpoints/general-*`.
 
 Writes each checkpoint's heads.png (its model card's figure: a panel per corpus in its heads.json) and
-assets/pruning.png (the README's: a row per checkpoint), or the file given with --readme. Run it after
+assets/pruning.png (docs/models.md's: a row per checkpoint), or the file given with --readme. Run it after
 `python -m transformer.heads`, then `python -m transformer.card DIR --heads-only` to refresh the cards' text.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ def panels(folder: Path) -> list[PruningPanel]:
 
 
 def write_figures(folders: list[Path], readme: Path) -> list[Path]:
-    """Each folder's heads.png and the README's figure of them all; the paths written."""
+    """Each folder's heads.png and docs/models.md's figure of them all; the paths written."""
     written, every = [], []
     for folder in folders:
         mine = panels(folder)
@@ -49,7 +49,7 @@ def write_figures(folders: list[Path], readme: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> list[Path]:
     p = argparse.ArgumentParser(prog="python assets/pruning.py", description=__doc__.split("\n")[0])
     p.add_argument("checkpoints", type=Path, nargs="+")
-    p.add_argument("--readme", type=Path, default=ROOT / "assets" / "pruning.png", help="the README's figure")
+    p.add_argument("--readme", type=Path, default=ROOT / "assets" / "pruning.png", help="docs/models.md's figure")
     args = p.parse_args(argv)
     written = write_figures(args.checkpoints, args.readme)
     for path in written:

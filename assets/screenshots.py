@@ -1,4 +1,4 @@
-"""Take the README's screenshots of the app in headless Chromium: `python assets/screenshots.py`.
+"""Take the app's screenshots for the README and docs/ in headless Chromium: `python assets/screenshots.py`.
 
 Serves the app in-process (ui.create_app) (the checkpoints under checkpoints/, or $ANATOMY_CHECKPOINT_DIR) with the
 same theme and css as `python app.py`, drives the page like a visitor and writes PNGs into assets/

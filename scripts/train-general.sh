@@ -26,7 +26,7 @@
 #   budget here: the GPU is lent for minutes, not tokens, and both directions share it. Ran on one H100 with
 #   THREADS=4 in two device calls: BUDGET=13m, stopped by SIGTERM, then resumed with BUDGET=12m (the schedule
 #   jumped ahead) to end inside the second call. ~140k target tokens/s per direction once the batch shapes had
-#   been seen, ~58k in a process's first epoch (see the README's training notes); 26 / 25 epochs, 88M target
+#   been seen, ~58k in a process's first epoch (see docs/training.md); 26 / 25 epochs, 88M target
 #   tokens each; greedy val BLEU mean 23.4 -> 32.2 de-en, 20.3 -> 27.8 en-de. Its best (106.3M / 107.8M target
 #   tokens in all) ships as checkpoints/general-*.
 set -euo pipefail

@@ -438,7 +438,7 @@ SHIPPED = {"de-en": ("Zwei Hunde spielen im Schnee.", ("dogs", "snow")),
 
 @pytest.mark.slow
 def test_shipped_checkpoints_translate_correctly_through_the_client(shipped):
-    """The real models, through gradio_client, as the README documents it."""
+    """The real models, through gradio_client, as docs/api.md documents it."""
     from gradio_client import Client
 
     registry = shipped.anatomy.registry

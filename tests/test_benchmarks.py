@@ -25,7 +25,7 @@ def run(script: str, args: list[str], how: str, where: str, tmp_path: Path, time
         env: dict | None = None) -> dict[str, str]:
     """`python benchmarks/SCRIPT.py ARGS` (how="file") or `python -m benchmarks.SCRIPT ARGS` (how="module"), from
     the repository root or from tmp_path; its last line's figures. -m from elsewhere needs the root on PYTHONPATH,
-    as the README says."""
+    as docs/benchmarks.md says."""
     env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k != "PYTHONPATH"}
     cwd = ROOT if where == "root" else tmp_path
     if how == "file":

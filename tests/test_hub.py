@@ -29,7 +29,8 @@ def test_push_model_dry_run_lists_the_checkpoint_and_flags_big_files(copy_checkp
 
 def test_push_space_dry_run_sends_the_app_not_tests_or_run_state():
     out = hub.main(["push-space", "--repo-id", "someone/anatomy", "--dry-run"])
-    for expected in ("app.py", "pre-requirements.txt", "requirements.txt", "README.md", "transformer/model.py"):
+    for expected in ("app.py", "pre-requirements.txt", "requirements.txt", "README.md", "docs/architecture.md",
+                     "transformer/model.py"):
         assert f"  {expected}" in out
     for absent in ("tests/", "runs/", ".git", "__pycache__", "benchmarks/"):
         assert absent not in out

@@ -1,6 +1,6 @@
 """Pruning curves: val BLEU as a model's heads are switched off one by one, least important first and in a random
-order (transformer/heads.py computes them). As a Plotly figure for the page, and as a PNG for model cards and the
-README, drawn with Pillow (no browser, no kaleido)."""
+order (transformer/heads.py computes them). As a Plotly figure for the page, and as a PNG for model cards and
+docs/models.md, drawn with Pillow (no browser, no kaleido)."""
 from __future__ import annotations
 
 import io

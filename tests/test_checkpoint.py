@@ -65,6 +65,14 @@ def test_tokenizer_of_another_model_is_reported(broken):
         ckpt.load(broken)
 
 
+@pytest.mark.parametrize("langs", [{"source_lang": 7}, {"target_lang": ""}, {"source_lang": ["de"]}])
+def test_a_language_that_is_not_a_code_is_reported(broken, langs):
+    meta = json.loads((broken / "config.json").read_text())
+    (broken / "config.json").write_text(json.dumps({**meta, **langs}))
+    with pytest.raises(ckpt.CheckpointError, match="source_lang and target_lang must be language codes"):
+        ckpt.load(broken)
+
+
 def test_invalid_config_json_is_reported(broken):
     (broken / "config.json").write_text("{not json")
     with pytest.raises(ckpt.CheckpointError, match="config.json is not a valid checkpoint config"):

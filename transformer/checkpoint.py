@@ -111,7 +111,10 @@ def load(path_or_id: str | Path, device: str | torch.device = "cpu", *, local_fi
     try:
         meta = json.loads((folder / "config.json").read_text())
         config = ModelConfig.from_dict(meta["model"])
-    except (ValueError, KeyError, TypeError) as err:
+        langs = meta.get("source_lang", "?"), meta.get("target_lang", "?")
+        if not all(isinstance(lang, str) and lang for lang in langs):  # the app names every model by them
+            raise ValueError(f"source_lang and target_lang must be language codes, not {langs}")
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise CheckpointError(f"{folder / 'config.json'} is not a valid checkpoint config: {err}") from err
     try:
         tokenizer = Tokenizer.load(folder / "tokenizer.model")
@@ -129,8 +132,7 @@ def load(path_or_id: str | Path, device: str | torch.device = "cpu", *, local_fi
     check_state_dict(model, state, folder / "model.safetensors")
     model.load_state_dict({k: v.float() for k, v in state.items()})
     model.to(device).eval()
-    return Checkpoint(model, tokenizer, meta.get("source_lang", "?"), meta.get("target_lang", "?"),
-                      str(path_or_id), meta)
+    return Checkpoint(model, tokenizer, *langs, str(path_or_id), meta)
 
 
 def load_marian(folder: Path, source: str, device: str | torch.device = "cpu", *,

@@ -17,7 +17,6 @@ from tests.app_fixtures import SENTENCE, run_of
 from ui.values import Tab
 
 
-
 def _passes(fn, args: list) -> bool:
     """Whether calling the handler `fn` (as Gradio calls it, to its last yield) runs a forward pass of any
     torch module (every model's modules: ours, the untrained twin, a Hub model; a backward pass needs one)."""

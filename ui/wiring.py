@@ -7,7 +7,10 @@ from .handlers import Handlers
 from .layout import Page
 from .values import Tab
 
-# Model computation: one at a time across every visitor (a small CPU runs one model pass well, two badly).
+# The rule: an event whose handler runs a forward or backward pass of a model (translate, inspect, a beam candidate,
+# a link, the untrained twin, head importance, the softmax walk's q, k, v, heads off, the API) runs in MODEL, one at
+# a time across every visitor (a small CPU runs one model pass well, two badly); no other event does, so drawing and
+# view changes never wait for a translation (tokenizing alone is not a model pass). tests/test_wiring.py checks it.
 MODEL = dict(concurrency_id="model", concurrency_limit=1, api_visibility="undocumented")
 # Drawing figures: no model, no shared limit.
 DRAW = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")

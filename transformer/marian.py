@@ -18,6 +18,7 @@ from torch import Tensor
 
 from .config import ModelConfig
 from .model import Transformer, sinusoidal_positional_encoding, split_order
+from .pieces import detokenize
 
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -84,8 +85,9 @@ class MarianTokenizer:
         return [self.encode(t) for t in texts]
 
     def decode(self, ids: Iterable[int]) -> str:
-        pieces = self.pieces(i for i in ids if int(i) not in (self.eos_id, self.pad_id))
-        return self.target.decode_pieces(pieces)
+        """The text of `ids` (transformer.pieces.detokenize; target.spm's decode_pieces would leave the ▁ of a
+        piece only source.spm has)."""
+        return detokenize(self.pieces(i for i in ids if int(i) not in (self.eos_id, self.pad_id)))
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         return [self.id_to_piece.get(int(i), "<unk>") for i in ids]

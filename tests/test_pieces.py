@@ -45,6 +45,11 @@ def test_opus_mt_text_has_no_word_marks_even_of_pieces_only_its_source_model_has
     assert source_only
     ids = tok.encode_target("a street") + source_only[:3] + [tok.unk_id]
     assert tok.decode(ids) == detokenize(tok.pieces(ids)) and "\u2581" not in tok.decode(ids)
+    # specials named otherwise in tokenizer_config.json still write nothing (and hide as special tokens)
+    vocab = {("<end>" if p == "</s>" else p): i for p, i in tok.vocab.items()}
+    renamed = MarianTokenizer(*tok.protos, vocab, eos="<end>")
+    assert renamed.pieces([renamed.eos_id]) == ["</s>"] and detokenize(renamed.pieces(ids + [renamed.eos_id])) == \
+        tok.decode(ids)
 
 
 def test_a_word_label_is_its_pieces_text_a_special_piece_its_name():

@@ -13,6 +13,7 @@ from transformer.config import ModelConfig
 from transformer.head_mask import HeadMask, HeadRef
 from transformer.heads import CorpusImportance, SentenceImportance
 from transformer.kinds import KINDS, by_name
+from transformer.pieces import piece_text
 
 from .run import Ablation, Run
 from .views import name
@@ -48,20 +49,21 @@ def off_items(heads_off: str) -> list[str]:
     return [str(ref) for ref in HeadMask.refs(heads_off)]
 
 
-def _text(pieces: list[str]) -> str:
-    """Pieces as text: SentencePiece's ▁ starts a word."""
-    return html.escape("".join(pieces).replace("▁", " ")).strip()
-
-
 def _marked(pieces: list[str], other: list[str], tag: str) -> str:
-    """`pieces` as HTML text, the runs that differ from `other` wrapped in `tag`."""
+    """`pieces` as HTML text (transformer.pieces, the one detokenisation), the runs that differ from `other` wrapped
+    in `tag`, the space before a run left outside it."""
+    texts, written = [], ""
+    for piece in pieces:
+        texts.append(piece_text(piece, bool(written)))
+        written += texts[-1]
     out = []
     for op, i1, i2, _, _ in difflib.SequenceMatcher(a=pieces, b=other, autojunk=False).get_opcodes():
-        text = _text(pieces[i1:i2])
-        lead = " " if pieces[i1:i2] and pieces[i1].startswith("▁") and out else ""
+        text = "".join(texts[i1:i2])
+        lead = text[:len(text) - len(text.lstrip())]
+        text = html.escape(text[len(lead):])
         if text:
             out.append(lead + (text if op == "equal" else f"<{tag}>{text}</{tag}>"))
-    return "".join(out) or "∅"
+    return "".join(out).strip() or "∅"
 
 
 def _pieces(trace) -> list[str]:

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 import viz
 from transformer import HeadVectors, Trace
 from transformer.kinds import CROSS, DECODER, ENCODER, AttentionKind, by_name
+from transformer.pieces import word_label
 
 from .inputs import MEAN_HEAD, PAGE_KINDS, View
 from .views import Arrays, arrays, name, off_in, steps, without_special
@@ -70,11 +71,16 @@ def pick(weights: np.ndarray, layer: int, head: str) -> tuple[np.ndarray, str]:
     return weights[l, h], f"layer {l + 1}, head {h + 1}"
 
 
+def word_labels(pieces: list[str], groups: list[list[int]]) -> list[str]:
+    """Each group of pieces as its word (transformer.pieces, the one detokenisation)."""
+    return [word_label([pieces[i] for i in g]) for g in groups]
+
+
 def _merge_labels(tokens: list, groups: list[list[int]]) -> list:
     if tokens and isinstance(tokens[0], tuple):
         reads, prods = [t[0] for t in tokens], [t[1] for t in tokens]
-        return [(viz.word_text(reads, g), viz.word_text(prods, g)) for g in groups]
-    return [viz.word_text(tokens, g) for g in groups]
+        return list(zip(word_labels(reads, groups), word_labels(prods, groups)))
+    return word_labels(tokens, groups)
 
 
 def _shown(a: Arrays, weights: np.ndarray, merge: bool, plain: bool = False):
@@ -254,7 +260,7 @@ def step_row(trace: Trace, view: View, kind: AttentionKind, t: int) -> StepRow:
     if view.merge:
         groups = viz.word_groups(keys)
         row = np.array([row[g].sum() for g in groups], dtype=np.float32)
-        keys = [viz.word_text(keys, g) for g in groups]
+        keys = word_labels(keys, groups)
     elif view.plain:
         keys = viz.plain_labels(keys)
     query = (trace.target_tokens[t], trace.output_tokens[t])

@@ -29,6 +29,7 @@ import viz
 from transformer import Trace
 from transformer.analysis import DEFINITIONS, trace_head_statistics
 from transformer.kinds import KINDS
+from transformer.pieces import piece_text
 from viz.common import ATTENTION_STOPS, COLORS, DIVERGING_SCALE, MASKED_COLOR, PROBABILITY_SCALE, TEMPLATE_JSON
 from viz.heads import PANELS, SIGNED
 
@@ -127,6 +128,9 @@ def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view
         "settings": {f.name: getattr(trace.settings, f.name) for f in dataclasses.fields(trace.settings)},
         "text": text, "translation": trace.text, "notices": list(notices),
         "source": list(trace.source_tokens), "target": list(trace.target_tokens), "output": list(trace.output_tokens),
+        # what each piece writes inside a word (transformer.pieces): the page's word labels join these
+        "piece_text": {p: piece_text(p, True) for p in {*trace.source_tokens, *trace.target_tokens,
+                                                         *trace.output_tokens}},
         "chips": [list(chip) for chip in views.output_chips(trace.output_tokens, trace.top_k)],
         "confidence": views.CONFIDENCE,
         "candidates": views.candidate_rows(trace),

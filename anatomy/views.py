@@ -17,6 +17,7 @@ from transformer import TopK, Trace
 from transformer.analysis import HIDDEN_PIECES
 from transformer.head_mask import HeadMask
 from transformer.kinds import by_name
+from transformer.pieces import SILENT, SPACE_MARK, UNKNOWN, detokenize
 
 from .inputs import MEAN_HEAD, PAGE_KINDS
 from .registry import LANGUAGE_NAMES, ModelEntry
@@ -57,7 +58,7 @@ def prefix(trace: Trace, n: int) -> Trace:
                                output_ids=trace.output_ids[:n], top_k=trace.top_k[:n],
                                decoder_self_attn=trace.decoder_self_attn[:, :, :n, :n],
                                cross_attn=trace.cross_attn[:, :, :n],
-                               text=join(trace.output_tokens[:n]))
+                               text=detokenize(trace.output_tokens[:n]))
 
 
 def stopped(trace: Trace, n: int) -> Trace:
@@ -69,11 +70,6 @@ def stopped(trace: Trace, n: int) -> Trace:
 
 def language(code: str) -> str:
     return LANGUAGE_NAMES.get(code, code)
-
-
-def join(pieces: list[str]) -> str:
-    """Output pieces as text (what the tokenizer decodes them to, for pieces of a streamed translation)."""
-    return "".join(p for p in pieces if p not in ("<s>", "</s>")).replace("\u2581", " ").strip()
 
 
 @dataclass(frozen=True)
@@ -179,18 +175,31 @@ def grid_pick_choices(n_layers: int, n_heads: int) -> list[tuple[str, str]]:
     return [(f"layer {l + 1} · head {h + 1}", f"{l + 1}:{h + 1}") for l in range(n_layers) for h in range(n_heads)]
 
 
+def unreadable(source_tokens: list[str]) -> tuple[int, int]:
+    """(unknown, read): the source pieces the model does not know (<unk>), of those that carry text (not the start,
+    end or pad piece, nor a bare ▁ before a word the model does not know)."""
+    read = [p for p in source_tokens if p not in SILENT and p != SPACE_MARK]
+    return read.count(UNKNOWN), len(read)
+
+
 def run_notices(entry: ModelEntry, trace: Trace | None, extra: list[str]) -> list[str]:
-    """What a visitor should know about a run, as plain text (the page escapes it)."""
+    """What a visitor should know about a run, as plain text (the page escapes it); first, when the model could
+    not read the text (at least half of its pieces unknown), that the output is no translation of it."""
     out = ["This model is untrained (random weights): its output is noise."] if entry.untrained else []
+    later = []
+    if trace is not None:
+        unknown, read = unreadable(trace.source_tokens)
+        data = f": {entry.training_data}" if entry.training_data else ""
+        vocabulary = (f"its vocabulary holds only what its {language(entry.source_lang)} and "
+                      f"{language(entry.target_lang)} training text contains{data}.")
+        if unknown and 2 * unknown >= read:
+            out.append(f"The model could not read this text, so the output is no translation of it: {unknown} of the "
+                       f"{read} piece(s) of the text are unknown to this model (read as <unk>): {vocabulary}")
+        elif unknown:
+            later.append(f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): {vocabulary}")
     out += extra
     if trace is not None:
-        out += list(trace.notices)
-        unknown = trace.source_tokens.count("<unk>")
-        if unknown:
-            data = f": {entry.training_data}" if entry.training_data else ""
-            out.append(f"{unknown} piece(s) of the text are unknown to this model (read as <unk>): its vocabulary "
-                       f"holds only what its {language(entry.source_lang)} and {language(entry.target_lang)} "
-                       f"training text contains{data}.")
+        out += list(trace.notices) + later
         if trace.cut_by_limit and not trace.settings.stopped:
             out.append("Decoding stopped at the length limit (max new tokens) before the end of the sentence.")
     return out

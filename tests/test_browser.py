@@ -159,6 +159,22 @@ def test_markup_in_the_source_stays_text(page):
     assert not page.errors, page.errors
 
 
+def test_a_long_paste_is_cut_by_the_server_which_says_so(page):
+    """600 characters pasted: the text box keeps them all (a maxlength would cut them unseen), and the run info says
+    that only the first 500 were translated."""
+    from anatomy.inputs import MAX_CHARS
+
+    text = ("Zwei Hunde spielen im Schnee. " * 25)[:600]
+    box = page.locator("#source-text textarea")
+    box.fill("")
+    box.focus()
+    page.keyboard.insert_text(text)  # as a paste arrives: one input of the whole text
+    assert len(box.input_value()) == 600
+    page.get_by_role("button", name="Translate", exact=True).click()
+    page.wait_for_function(f"document.querySelector('#run-info').innerText.includes('longer than {MAX_CHARS} characters')")
+    assert not page.errors, page.errors
+
+
 def test_a_visitor_over_the_queue_bound_is_told_the_app_is_busy(browser, served):
     """With ANATOMY_QUEUE_SIZE=1 kept full by API clients (one request running, one waiting), Translate answers
     at once with Gradio's busy message, not a spinner that never ends."""

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from .config import ModelConfig
 from .model import Transformer, sinusoidal_positional_encoding, split_order
+from .pieces import UNKNOWN, detokenize
 
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -52,8 +53,10 @@ class MarianTokenizer:
         self.source = spm.SentencePieceProcessor(model_proto=source_proto)
         self.target = spm.SentencePieceProcessor(model_proto=target_proto)
         self.vocab = vocab
-        self.id_to_piece = {i: p for p, i in vocab.items()}
         self.unk_id, self.eos_id, self.pad_id = vocab[unk], vocab[eos], vocab[pad]
+        # The specials by the names the app reads them by (transformer.pieces), whatever tokenizer_config calls them.
+        self.id_to_piece = {**{i: p for p, i in vocab.items()},
+                            self.unk_id: UNKNOWN, self.eos_id: "</s>", self.pad_id: "<pad>"}
 
     @classmethod
     def load(cls, folder: str | Path) -> "MarianTokenizer":
@@ -84,11 +87,12 @@ class MarianTokenizer:
         return [self.encode(t) for t in texts]
 
     def decode(self, ids: Iterable[int]) -> str:
-        pieces = self.pieces(i for i in ids if int(i) not in (self.eos_id, self.pad_id))
-        return self.target.decode_pieces(pieces)
+        """The text of `ids` (transformer.pieces.detokenize; target.spm's decode_pieces would leave the ▁ of a
+        piece only source.spm has)."""
+        return detokenize(self.pieces(i for i in ids if int(i) not in (self.eos_id, self.pad_id)))
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
-        return [self.id_to_piece.get(int(i), "<unk>") for i in ids]
+        return [self.id_to_piece.get(int(i), UNKNOWN) for i in ids]
 
 
 def _read_json(path: Path) -> dict:

@@ -8,6 +8,7 @@ from typing import Iterable
 import sentencepiece as spm
 
 from .config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from .pieces import detokenize
 
 
 class Tokenizer:
@@ -54,8 +55,8 @@ class Tokenizer:
         return self.sp.encode(texts)
 
     def decode(self, ids: Iterable[int]) -> str:
-        specials = (PAD_ID, BOS_ID, EOS_ID)
-        return self.sp.decode([int(i) for i in ids if i not in specials])
+        """The text of `ids` (transformer.pieces.detokenize: what SentencePiece's decode writes)."""
+        return detokenize(self.pieces(ids))
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         """Printable piece for each id, specials included (for plot labels)."""

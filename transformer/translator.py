@@ -17,6 +17,7 @@ from .device import pick_device
 from .head_mask import HeadMask
 from .kinds import KINDS, by_name
 from .model import Encoded, Transformer
+from .pieces import detokenize
 from .search import beam_hypotheses, beam_search, cut_by_limit, greedy, greedy_steps, output_limit
 from .tokenizer import Tokenizer
 
@@ -76,7 +77,6 @@ class Step:
     token: str
     token_id: int
     top_k: list[TopK]  # most likely first
-    text: str  # the translation so far, detokenized
     decoder_self_attn: np.ndarray  # (layers, heads, t+1)
     cross_attn: np.ndarray  # (layers, heads, S)
 
@@ -214,15 +214,21 @@ class Translator:
         return self.model.config
 
     def encode_source(self, text: str) -> tuple[list[int], list[str]]:
-        """Source ids as the encoder sees them (EOS appended), truncated to max_len."""
-        notices = []
-        eos = self.config.eos_id
-        ids = self.tokenizer.encode(text) + [eos]
-        if len(ids) > self.config.max_len:
-            notices.append(f"The input was {len(ids)} tokens long; only the first {self.config.max_len} "
-                           "were translated (the model's max_len).")
-            ids = ids[:self.config.max_len - 1] + [eos]
-        return ids, notices
+        """Source ids as the encoder sees them (EOS appended), cut to max_len, with a notice when cut."""
+        return self._cut(self.tokenizer.encode(text), "The input", "translated")
+
+    def encode_target(self, text: str) -> tuple[list[int], list[str]]:
+        """A typed translation's ids as the decoder would have produced them (EOS appended), cut to max_len (it
+        reads them behind <s>, one position late), with a notice when cut."""
+        return self._cut(self.tokenizer.encode_target(text), "The typed translation", "read")
+
+    def _cut(self, ids: list[int], what: str, done: str) -> tuple[list[int], list[str]]:
+        """`ids` and EOS, cut to the model's max_len (EOS kept at the end), and the notice of the cut, if any."""
+        ids, most = ids + [self.config.eos_id], self.config.max_len
+        if len(ids) <= most:
+            return ids, []
+        return ids[:most - 1] + [self.config.eos_id], [f"{what} was {len(ids)} tokens long; only the first {most} "
+                                                        f"were {done} (the model's max_len)."]
 
     def settings(self, mode: str, top_k: int, beam_size: int | None = None, max_new_tokens: int | None = None,
                  length_penalty: float | None = None, head_mask: HeadMask | None = None) -> DecodingSettings:
@@ -280,13 +286,11 @@ class Translator:
         return trace
 
     def _greedy_steps(self, encoded: Encoded, limit: int, top_k: int, head_mask: HeadMask | None) -> Iterator[Step]:
-        ids = []
         for s in greedy_steps(self.model, encoded, limit, need_weights=True, head_mask=head_mask):
             token_id = int(s.ids[0])
-            ids.append(token_id)
             probs = s.logits[0].softmax(-1)  # (V,)
             yield Step(index=s.index, token=self.tokenizer.pieces([token_id])[0], token_id=token_id,
-                       top_k=_top_k(probs[None], top_k, self.tokenizer)[0], text=self.tokenizer.decode(ids),
+                       top_k=_top_k(probs[None], top_k, self.tokenizer)[0],
                        decoder_self_attn=s.self_attn[:, 0].float().cpu().numpy(),  # (L, h, t+1)
                        cross_attn=s.cross_attn[:, 0].float().cpu().numpy())  # (L, h, S)
 
@@ -314,9 +318,10 @@ class Translator:
     def _trace(self, src: list[int], output_ids: list[int], encoded: Encoded, decoder_self_attn: np.ndarray,
                cross_attn: np.ndarray, top_k: list[list[TopK]], settings: DecodingSettings,
                notices: list[str]) -> Trace:
-        return Trace(text=self.tokenizer.decode(output_ids), source_tokens=self.tokenizer.pieces(src),
+        output_tokens = self.tokenizer.pieces(output_ids)
+        return Trace(text=detokenize(output_tokens), source_tokens=self.tokenizer.pieces(src),
                      target_tokens=self.tokenizer.pieces(decoder_input(output_ids, self.config.decoder_start_id)),
-                     output_tokens=self.tokenizer.pieces(output_ids), encoder_self_attn=_stack(encoded.self_attn),
+                     output_tokens=output_tokens, encoder_self_attn=_stack(encoded.self_attn),
                      decoder_self_attn=decoder_self_attn, cross_attn=cross_attn, top_k=top_k, settings=settings,
                      checkpoint=self.checkpoint.id, source_ids=src, output_ids=output_ids, notices=notices,
                      eos_id=self.config.eos_id)
@@ -325,10 +330,10 @@ class Translator:
     def force(self, text: str, target_text: str, top_k: int = 5, head_mask: HeadMask | None = None) -> Trace:
         """Teacher-forced pass over a given translation: its attention and what the model expected."""
         src, notices = self.encode_source(text)
-        output = self.tokenizer.encode_target(target_text)[:self.config.max_len - 1] + [self.config.eos_id]
+        output, cut = self.encode_target(target_text)
         head_mask = self._mask(head_mask)
         return self._forced(src, output, self._encode(src, head_mask), top_k,
-                            self.settings("forced", top_k, head_mask=head_mask), notices, head_mask)
+                            self.settings("forced", top_k, head_mask=head_mask), notices + cut, head_mask)
 
     @torch.inference_mode()
     def force_output(self, source_ids: Sequence[int], output_ids: Sequence[int], top_k: int = 5,

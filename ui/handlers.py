@@ -20,6 +20,7 @@ from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, 
 from anatomy.registry import ModelRegistry
 from anatomy.run import Ablation, Run, StopSignal, Twin
 from transformer import Trace, Translator
+from transformer.pieces import piece_text
 
 from . import traces
 from .figures import plot
@@ -107,7 +108,7 @@ class Handlers:
             return
         yield {p.src_chips: views.source_chips(engine.source_pieces(translator, request.text)), p.out_chips: [],
                p.translation: "", p.run_info: "Translating…"}
-        produced, top_k_rows, last = [], [], 0.0
+        produced, top_k_rows, written, last = [], [], "", 0.0
         for item in engine.stream(translator, request, lambda: i.signal.asked != mark):
             if isinstance(item, Trace):
                 stopped = item.settings.stopped
@@ -118,10 +119,11 @@ class Handlers:
                 return
             produced.append(item.token)
             top_k_rows.append(item.top_k)
+            written += piece_text(item.token, bool(written))  # the final text's detokenisation, a piece at a time
             now = time.perf_counter()
             if now - last >= TEXT_INTERVAL:
                 last = now
-                yield {p.translation: views.join(produced), p.out_chips: views.output_chips(produced, top_k_rows)}
+                yield {p.translation: written, p.out_chips: views.output_chips(produced, top_k_rows)}
 
     def translate_link(self, values: Inputs | dict):
         """The translation a link asks for (the Link load_link parsed; signal, tab), whatever the controls say by

@@ -8,7 +8,7 @@ import gradio as gr
 import viz
 from anatomy import ablation_views, attention_views, head_views, views
 from anatomy.export import HOLD, MIN_SECONDS
-from anatomy.inputs import DISPLAYS, MAX_BEAM, MAX_CHARS, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, MEAN_HEAD, View
+from anatomy.inputs import DISPLAYS, MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, MEAN_HEAD, View
 from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
 
@@ -243,7 +243,9 @@ def build_page(registry: ModelRegistry) -> Page:
                                     elem_id="direction")
             model_notices = gr.Markdown(registry.status(), visible=bool(registry.status()),
                                         elem_id="model-notices", elem_classes=["anatomy-notice"])
-            text = gr.Textbox(label="Source text", lines=2, max_length=MAX_CHARS, elem_id="source-text",
+            # No max_length: the browser would cut a long paste unseen; anatomy.inputs.clean_text cuts it to MAX_CHARS
+            # and says so in the run info.
+            text = gr.Textbox(label="Source text", lines=2, elem_id="source-text",
                               placeholder=f"e.g. {(entry0.examples or [''])[0]}")
             with gr.Row(elem_classes=["anatomy-controls"]):
                 beam = gr.Slider(1, MAX_BEAM, value=entry0.decoding.beam_size, step=1, label="Beam size (1 = greedy)")

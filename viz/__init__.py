@@ -10,13 +10,13 @@ from .model import parameter_sunburst, training_curves
 from .positional import default_dims, positional_encoding, positional_rows, positional_similarity
 from .predictions import topk_bars, topk_table
 from .text import escape, label, labels, positioned, query_label, query_labels
-from .words import merge_attention, plain_label, plain_labels, word_groups, word_text
+from .words import merge_attention, plain_label, plain_labels, word_groups
 
 __all__ = ["attention_heatmap", "attention_grid", "attention_row", "causal_mask",
            "topk_table", "topk_bars", "positional_encoding", "positional_similarity", "positional_rows",
            "default_dims", "parameter_sunburst", "training_curves", "empty_figure", "escape", "label", "labels",
            "positioned", "query_label", "query_labels", "merge_attention", "plain_label", "plain_labels",
-           "word_groups", "word_text"]
+           "word_groups"]
 
 from .heads import STAT_LABELS, head_multiples, head_table  # noqa: E402
 

@@ -1,7 +1,8 @@
 """Merging SentencePiece pieces into words, for readable attention axes.
 
 Attention *to* a word is the sum of the attention to its pieces (keys), attention *from* a
-word is the mean over its pieces' rows (queries), so every merged row still sums to 1.
+word is the mean over its pieces' rows (queries), so every merged row still sums to 1. A word's text is
+transformer.pieces.word_label (the one detokenisation; viz imports no model code).
 """
 from __future__ import annotations
 
@@ -26,15 +27,6 @@ def word_groups(pieces: Sequence[str]) -> list[list[int]]:
             groups[-1].append(i)
         prev_special = special
     return groups
-
-
-def word_text(pieces: Sequence[str], group: Sequence[int]) -> str:
-    """The word a group spells, without the ▁ marker (special pieces stay as they are)."""
-    parts = [pieces[i] for i in group]
-    if any(p in SPECIALS for p in parts):  # e.g. a word's last piece followed by </s>: keep them apart
-        return " ".join(p if p in SPECIALS else p.replace(SPACE_MARK, "") for p in parts)
-    text = "".join(parts)
-    return text.replace(SPACE_MARK, " ").strip() or text
 
 
 def plain_label(piece: str) -> str:

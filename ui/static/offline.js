@@ -47,13 +47,14 @@
     return groups;
   }
 
+  // transformer.pieces.word_label: the pieces' text as the app's detokenisation writes it (DATA.piece_text), a
+  // special piece as its name
   function wordText(pieces, group) {
     const parts = group.map((i) => pieces[i]);
     if (parts.some((p) => WORD_SPECIAL.has(p))) {
-      return parts.map((p) => WORD_SPECIAL.has(p) ? p : p.split(MARK).join("")).join(" ");
+      return parts.map((p) => WORD_SPECIAL.has(p) ? p : D.piece_text[p].trim()).join(" ");
     }
-    const text = parts.join("");
-    return text.split(MARK).join(" ").trim() || text;
+    return parts.map((p) => D.piece_text[p]).join("").trim() || parts.join("");
   }
 
   function mergeLabels(tokens, groups) {

@@ -461,37 +461,50 @@ def test_shipped_checkpoints_translate_correctly_through_the_client(shipped):
 
 
 def test_a_background_load_that_fails_ends_in_a_notice_and_no_wait_hangs(folders, tmp_path, monkeypatch):
-    """Hub models whose folders break the app in ways _load does not catch (a language that is not a string, met
-    when naming the model) or does catch (metrics.jsonl that is not UTF-8): each leaves `pending` with a notice on
-    the page, and the model after them still loads."""
+    """Hub models that fail in a way _load does not expect (an error raised after the checkpoint loaded), that the
+    checkpoint loader refuses (a language that is not a code) or that _load reads around (metrics.jsonl that is not
+    UTF-8): each leaves `pending` with a notice on the page, and the model after them still loads."""
     import shutil
     import threading
 
     import huggingface_hub
 
+    from anatomy import registry
+
     odd = shutil.copytree(folders / "tiny-en-de", tmp_path / "odd")
     meta = json.loads((odd / "config.json").read_text())
     (odd / "config.json").write_text(json.dumps({**meta, "source_lang": 7}))
+    boom = shutil.copytree(folders / "tiny-en-de", tmp_path / "boom")
     garbled = shutil.copytree(folders / "tiny-en-de", tmp_path / "garbled")
     (garbled / "metrics.jsonl").write_bytes(b'{"epoch": 1, "val_bleu": 3.5}\n\xff\xfe not utf-8\n')
     release = threading.Event()
+    folder_of = {"someone/odd": odd, "someone/boom": boom, "someone/garbled": garbled}
 
     def download(repo_id, **kwargs):
         release.wait(30)
-        return str({"someone/odd": odd, "someone/garbled": garbled}.get(repo_id, folders / "tiny-en-de"))
+        return str(folder_of.get(repo_id, folders / "tiny-en-de"))
+
+    read_card = registry._read_card
+
+    def card_that_breaks(folder):
+        if folder == boom:
+            raise RuntimeError("the card's disk went away")
+        return read_card(folder)
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
-    h = ui.create_app([str(folders / "tiny-de-en"), "hf://someone/odd", "hf://someone/garbled",
+    monkeypatch.setattr(registry, "_read_card", card_that_breaks)
+    h = ui.create_app([str(folders / "tiny-de-en"), "hf://someone/odd", "hf://someone/boom", "hf://someone/garbled",
                        "hf://someone/tiny"]).anatomy
     reg = h.registry
-    assert len(reg.pending) == 3
+    assert len(reg.pending) == 4
     release.set()
     start = time.monotonic()
     assert reg.wait(20), f"still loading: {reg.pending}"
     assert time.monotonic() - start < 20 and reg.pending == []
     status = reg.status()
-    assert "Loading" not in status and "Skipped `hf://someone/odd`: TypeError" in status
-    assert [s.name for s in reg.skipped] == ["odd"]
+    assert "Loading" not in status and "Skipped `hf://someone/boom`: RuntimeError: the card's disk" in status
+    assert "Skipped `hf://someone/odd`" in status and "must be language codes" in status
+    assert [s.name for s in reg.skipped] == ["odd", "boom"]
     assert [e.source for e in reg.entries.values()] == [str(folders / "tiny-de-en"), "hf://someone/garbled",
                                                         "hf://someone/tiny"]
     assert reg.entries["en-de"].metrics == [{"epoch": 1, "val_bleu": 3.5}]  # the unreadable line left out

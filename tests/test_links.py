@@ -1,0 +1,91 @@
+"""A model whose encoder is deeper than its decoder (each attention kind its own layers on the page, in links, the
+API and the offline page); what a link's values become, and every value it drops or changes named with the
+model's real range; an empty text answered with a calm hint."""
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pytest
+
+import app
+from anatomy import offline
+from anatomy.inputs import View, parse_link
+from anatomy.run import StopSignal
+from tests.app_fixtures import SENTENCE, configs, make_checkpoint, run_of, show, title
+from ui.values import Inputs, PageSettings, Tab
+
+ENCODER_LAYERS, DECODER_LAYERS, HEADS = 3, 2, 2
+
+
+class Req:
+    def __init__(self, query: str):
+        self.query_params = dict(urllib.parse.parse_qsl(query.lstrip("?"), keep_blank_values=True))
+
+
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory):
+    """The app's Handlers on one tiny de-en model with a 3-layer encoder and a 2-layer decoder."""
+    folder = make_checkpoint(tmp_path_factory.mktemp("uneven") / "tiny-de-en", n_encoder_layers=ENCODER_LAYERS,
+                             n_decoder_layers=DECODER_LAYERS, n_heads=HEADS)
+    return app.create_app([str(folder)]).anatomy
+
+
+# ---- unequal encoder and decoder depths ------------------------------------------------------------------------
+
+def test_each_kind_keeps_its_own_layers_after_a_translation(uneven):
+    p = uneven.page
+    run = run_of(uneven, max_new=4)
+    assert run.trace.encoder_self_attn.shape[0] == ENCODER_LAYERS and run.trace.cross_attn.shape[0] == DECODER_LAYERS
+    drawn = show(uneven, run, "encoder", ENCODER_LAYERS)[-1]
+    assert drawn[p.layer]["maximum"] == ENCODER_LAYERS and drawn[p.layer]["value"] == ENCODER_LAYERS
+    assert f"layer {ENCODER_LAYERS}," in title(drawn[p.heat])
+    # a later view change, the open tab and a link to the view keep the encoder's top layer too
+    top = View.of("encoder", ENCODER_LAYERS, "1", False)
+    assert f"layer {ENCODER_LAYERS}," in title(uneven.view(Inputs(run=run, view=top))[p.heat])
+    grid = uneven.tab_view(Inputs(run=run, tab=Tab.HEADS, settings=PageSettings(key="de-en"), view=top))
+    assert len(grid[p.pick_head]["choices"]) == ENCODER_LAYERS * HEADS
+    assert f"layer={ENCODER_LAYERS}" in uneven.share(Inputs(run=run, view=top))
+    # the decoder's kinds stop at its own depth
+    cross = show(uneven, run, "cross", ENCODER_LAYERS)[-1]
+    assert cross[p.layer]["maximum"] == DECODER_LAYERS and cross[p.layer]["value"] == DECODER_LAYERS
+
+
+def test_the_layer_slider_follows_the_kind(uneven):
+    p = uneven.page
+    for kind, layers in (("encoder", ENCODER_LAYERS), ("cross", DECODER_LAYERS), ("decoder", DECODER_LAYERS)):
+        before = uneven.kind_changed(Inputs(settings=PageSettings(key="de-en"), view=View.of(kind, 64, "mean", 0)))
+        assert (before[p.layer]["maximum"], before[p.layer]["value"]) == (layers, layers), kind
+        assert before[p.kind_help].lower().startswith("**")
+    run = run_of(uneven, max_new=3)
+    out = uneven.kind_changed(Inputs(run=run, view=View.of("cross", ENCODER_LAYERS, "mean", 0)))
+    assert (out[p.layer]["maximum"], out[p.layer]["value"]) == (DECODER_LAYERS, DECODER_LAYERS)
+    # a new direction with no translation shown: the slider fits its model
+    changed = uneven.direction_changed(Inputs(settings=PageSettings(key="de-en"), view=View.of("encoder", 1, 1, 0)))
+    assert changed[p.layer]["maximum"] == ENCODER_LAYERS
+
+
+def test_a_link_opens_each_kinds_own_layers(uneven):
+    p = uneven.page
+    loaded = uneven.load_link(Req(f"?text={SENTENCE}&view=encoder&layer={ENCODER_LAYERS}&max=3"))
+    assert loaded[p.layer]["value"] == ENCODER_LAYERS and loaded[p.layer]["maximum"] == ENCODER_LAYERS
+    assert loaded[p.link].notices == ()
+    run = uneven.translate_link(Inputs(signal=StopSignal(), link=loaded[p.link]))[p.run]
+    drawn = show(uneven, run, "encoder", ENCODER_LAYERS)[-1]
+    assert f"layer {ENCODER_LAYERS}," in title(drawn[p.heat])
+    cross = parse_link({"text": SENTENCE, "layer": str(ENCODER_LAYERS)}, configs(uneven))
+    assert cross.view.layer == DECODER_LAYERS
+    assert f"layer={ENCODER_LAYERS} (allowed: 1 to {DECODER_LAYERS}" in cross.notices[0]
+
+
+def test_the_api_and_the_offline_page_keep_each_kinds_layers(uneven, tmp_path):
+    path, notice = uneven.api_animate(SENTENCE, "de-en", kind="encoder", layer=ENCODER_LAYERS, layout="heatmap")
+    assert path and "layer" not in notice, notice
+    path, notice = uneven.api_animate(SENTENCE, "de-en", kind="cross", layer=ENCODER_LAYERS)
+    assert path is None and f"layer must be from 1 to {DECODER_LAYERS}" in notice, notice
+    run = run_of(uneven, max_new=3)
+    data = offline.payload(run.trace, uneven.registry.get("de-en"), SENTENCE, [],
+                           View.of("encoder", ENCODER_LAYERS, "mean", False))
+    assert data["view"]["layer"] == ENCODER_LAYERS
+    assert {k["name"]: k["shape"][0] for k in data["kinds"]} == {
+        "cross": DECODER_LAYERS, "encoder": ENCODER_LAYERS, "decoder": DECODER_LAYERS}

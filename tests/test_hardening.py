@@ -138,17 +138,21 @@ def test_page_translates_odd_input_and_says_what_it_changed(tiny, text, key, bea
     assert "<img" not in info  # the text travels in the share link URL-encoded, never as markup
 
 
-@pytest.mark.parametrize("text, key, message", [
-    pytest.param("", "de-en", "Type a sentence in Source text first.", id="empty"),
-    pytest.param(None, "de-en", "Type a sentence in Source text first.", id="none"),
-    pytest.param(" \n\t\u3000 ", "de-en", "Type a sentence in Source text first.", id="whitespace"),
-    pytest.param("\x1b[2J\x00", "de-en", CONTROL + " from the text. Type a sentence", id="only-control"),
-    pytest.param("Hund", "xx-yy", "Unknown direction 'xx-yy'; choose one of: de-en, en-de.", id="unknown-direction"),
+@pytest.mark.parametrize("text, message", [
+    pytest.param("", "Type a German sentence, e.g.", id="empty"),
+    pytest.param(None, "Type a German sentence, e.g.", id="none"),
+    pytest.param(" \n\t\u3000 ", "Type a German sentence, e.g.", id="whitespace"),
+    pytest.param("\x1b[2J\x00", CONTROL + " from the text. Type a German sentence", id="only-control"),
 ])
-def test_page_refuses_what_it_cannot_translate_with_a_clear_message(tiny, text, key, message):
+def test_page_answers_a_text_with_nothing_to_translate_with_a_hint(tiny, text, message):
+    [out] = translate(tiny, text)
+    assert message in out[tiny.page.run_info]
+
+
+def test_page_refuses_an_unknown_direction_with_a_clear_message(tiny):
     with pytest.raises(gr.Error) as refused:
-        list(translate(tiny, text, key))
-    assert message in refused.value.message
+        list(translate(tiny, "Hund", "xx-yy"))
+    assert "Unknown direction 'xx-yy'; choose one of: de-en, en-de." in refused.value.message
 
 
 def test_several_lines_are_translated_as_one_text(tiny):

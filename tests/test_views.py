@@ -48,9 +48,10 @@ def test_head_statistics_table_opens_the_picked_head(tiny):
     assert len(cross) == c.n_decoder_layers * c.n_heads and all(-1 <= r[-1] <= 1 for r in cross)
     # a click on a row (the table may be sorted: the row's own values say which head it is)
     row = next(r for r in rows if r[0] == "decoder masked self-attention" and r[1] == 2 and r[2] == 1)
-    assert tiny.stat_pick(gr.SelectData(None, {"index": [0, 3], "value": row[3], "row_value": row})) == (
-        "decoder", 2, "1")
-    assert tiny.stat_pick(gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
+    kind, layer, head = tiny.stat_pick(Inputs(run=run), gr.SelectData(None, {"index": [0, 3], "value": row[3],
+                                                                              "row_value": row}))
+    assert (kind, layer["value"], head) == ("decoder", 2, "1")
+    assert tiny.stat_pick(Inputs(run=run), gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
     summary = tiny.view(Inputs(run=run, tab=Tab.STATS, view=View.of("decoder", 2, "1", False)))[p.summary]
     assert title(summary).startswith("Decoder masked self-attention")
 

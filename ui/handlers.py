@@ -41,16 +41,18 @@ class Handlers:
 
     # ---- the model's events: each makes a Run ----
 
-    def _request(self, settings: PageSettings) -> Request:
-        """What the page's settings ask for; an empty text or an unknown direction is refused with a message."""
+    def _request(self, settings: PageSettings) -> tuple[Request | None, str]:
+        """What the page's settings ask for, or for an empty text None and a calm hint (not an error: nothing went
+        wrong); an unknown direction is refused with a message."""
         asked = dataclasses.asdict(settings)
         off = asked.pop("heads_off")
         request, notices = page_request(**asked)
         if not request.text:
-            raise gr.Error(" ".join(notices + ["Type a sentence in Source text first."]))
+            key = settings.key if settings.key in self.registry.entries else None
+            return None, viz.escape(" ".join([*notices, f"{self._placeholder(key)}, then click Translate."]))
         if settings.key not in self.registry.entries:
             raise gr.Error(f"Unknown direction {settings.key!r}; choose one of: {', '.join(self.registry.entries)}.")
-        return self._with_heads_off(request, off)
+        return self._with_heads_off(request, off), ""
 
     def _with_heads_off(self, request: Request, off) -> Request:
         """The request with the heads `off` names switched off, checked against its model (anatomy.inputs.heads_off);
@@ -90,7 +92,10 @@ class Handlers:
         """Translate (settings, signal, tab): greedy decoding streams its text piece by piece; beam search and slow
         motion compute the whole trace first (slow motion is replayed by `show`)."""
         p, i = self.page, Inputs.of(self.page, values)
-        request = self._request(i.settings)
+        request, hint = self._request(i.settings)
+        if request is None:
+            yield {p.run_info: hint}
+            return
         mark = i.signal.asked
         translator, device_notice = self.registry.translator(request.key, request.device)
         extra = [device_notice] if device_notice else []
@@ -360,10 +365,14 @@ class Handlers:
         out[self.page.drawn] = now
         return out
 
-    def kind_changed(self, values: Inputs | dict) -> dict:
-        """A new attention kind (run, direction, view): its help, and the layer slider fitted to its layers."""
-        i = Inputs.of(self.page, values)
-        return {self.page.kind_help: attention_views.kind_help(i.view.kind), self.page.layer: self._layers(i)}
+    @staticmethod
+    def kind_help(kind) -> str:
+        return attention_views.kind_help(kind)
+
+    def layer_range(self, values: Inputs | dict) -> dict:
+        """A visitor chose another attention kind (run, direction, view): the layer slider fitted to its layers
+        (a handler that sets the kind itself sets the slider with it)."""
+        return self._layers(Inputs.of(self.page, values))
 
     def _layers(self, i: Inputs) -> dict:
         """The layer slider for the chosen kind: the layers of the shown trace's model, or of the chosen direction's
@@ -373,15 +382,16 @@ class Handlers:
         layers = entry.config.n_layers(i.view.kind)
         return gr.update(maximum=max(layers, 2), value=min(i.view.layer, layers))
 
-    @staticmethod
-    def stat_pick(evt: gr.SelectData):
-        """A row of the head-statistics table: open that head (kind, layer, head) in the large view."""
+    def stat_pick(self, values: Inputs | dict, evt: gr.SelectData):
+        """A row of the head-statistics table (run): open that head (kind, layer, head) in the large view, the
+        layer slider fitted to its kind's layers."""
         row = list(evt.row_value or [])
         kind = head_views.table_kind(row[0]) if len(row) >= 3 else None
         if kind is None:
             return gr.skip()
+        i = Inputs.of(self.page, values)
         view = View.of(kind, row[1], row[2], False)
-        return view.kind, view.layer, view.head
+        return view.kind, self._layers(dataclasses.replace(i, view=view)), view.head
 
     @staticmethod
     def pick_head(value):
@@ -556,8 +566,8 @@ class Handlers:
         p = self.page
         entry = self.registry.get(direction if direction in self.registry.entries else None)
         layers = entry.config.n_layers(DEFAULTS["view"])
-        return {p.layer: gr.update(maximum=max(layers, 2), value=layers), p.head: MEAN_HEAD, p.beam: entry.decoding.beam_size,
-                p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"], p.lp: entry.decoding.length_penalty,
+        return {p.layer: gr.update(maximum=max(layers, 2), value=layers), p.head: MEAN_HEAD,
+                p.beam: entry.decoding.beam_size, p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"], p.lp: entry.decoding.length_penalty,
                 p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"], p.hide: False,
                 p.display: DISPLAYS[0], p.kind_help: attention_views.kind_help(DEFAULTS["view"])}
 

@@ -1,7 +1,7 @@
 """What visitors send, made safe: text cleaning, the translation settings, the view, links and API arguments.
 
-Every value from the page, a link or the API goes through here; anything malformed becomes a default (page,
-link) or a notice (API), never an exception.
+Every value from the page, a link or the API goes through here; anything malformed becomes a default (page), a
+default or the nearest allowed value named in a notice (link), or a notice (API), never an exception.
 """
 from __future__ import annotations
 

@@ -3,7 +3,6 @@ API and the offline page); what a link's values become, and every value it drops
 model's real range; an empty text answered with a calm hint."""
 from __future__ import annotations
 
-import json
 import urllib.parse
 
 import gradio as gr

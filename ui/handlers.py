@@ -370,8 +370,8 @@ class Handlers:
         return attention_views.kind_help(kind)
 
     def layer_range(self, values: Inputs | dict) -> dict:
-        """A visitor chose another attention kind (run, direction, view): the layer slider fitted to its layers
-        (a handler that sets the kind itself sets the slider with it)."""
+        """A visitor chose another attention kind or direction (run, direction, view): the layer slider fitted to
+        the kind's layers (a handler that sets the kind or direction itself sets the slider with it)."""
         return self._layers(Inputs.of(self.page, values))
 
     def _layers(self, i: Inputs) -> dict:
@@ -501,8 +501,7 @@ class Handlers:
         out = {p.text: gr.update(placeholder=self._placeholder(entry.key)),
                p.heads_off: gr.update(choices=ablation_views.head_choices(entry.config), value=[]),
                p.pe_dims: gr.update(choices=[str(d) for d in range(entry.config.d_model)],
-                                    value=[str(d) for d in chosen]),
-               p.layer: self._layers(i)}
+                                    value=[str(d) for d in chosen])}
         if i.tab.shows_model:
             out.update(self._tab(dataclasses.replace(i, dims=chosen), entry.key))
         return out

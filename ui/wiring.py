@@ -60,9 +60,9 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # handlers' own updates of these controls would trigger).
     gr.on([c.input for c in p.view_controls.values()], h.view, view_inputs, view_outputs, **VIEW)
     p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
-    # .input: a visitor's choice; a handler that sets the kind sets the layer slider's range in the same update
-    # (on .change, this would read the layer before that update's own value, and undo it)
-    p.kind.input(h.layer_range, {p.kind, p.layer, p.run, p.direction}, [p.layer], **DRAW)
+    # .input: a visitor's choice; a handler that sets the kind or direction sets the layer slider's range in the
+    # same update (on .change, this would read the layer before that update's own value, and undo it)
+    gr.on([p.kind.input, p.direction.input], h.layer_range, {p.kind, p.layer, p.run, p.direction}, [p.layer], **DRAW)
     p.stats.select(h.stat_pick, {p.run}, [p.kind, p.layer, p.head], **DRAW).then(
         h.view, view_inputs, view_outputs, **VIEW)
     p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).then(
@@ -75,8 +75,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     compare.select(h.open_tab, None, [p.tab], **DRAW).then(h.make_twin, {p.run, p.twin}, [p.twin], **MODEL).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
-    p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, p.layer, *tab_outputs],
-                       **DRAW)
+    p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW)
 
     # Heads off: a checkbox, a click on a head (app.js names it and clicks toggle_head), or Reset translates the
     # shown request again with the heads now off, and draws it and the open tab in the same event (no round trips

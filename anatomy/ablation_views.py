@@ -40,7 +40,7 @@ def head_choices(config: ModelConfig) -> list[tuple[str, str]]:
     """Every head of a model, (label, HeadMask link item), in the model's order: the heads-off checkboxes, labelled
     short ("cross L2 H3", the kinds as links name them) so that a base model's 144 fit."""
     return [(f"{kind.name} L{layer} H{head}", f"{kind.name}:{layer}.{head}") for kind in KINDS
-            for layer in range(1, (config.n_encoder_layers if kind.name == "encoder" else config.n_decoder_layers) + 1)
+            for layer in range(1, config.n_layers(kind.name) + 1)
             for head in range(1, config.n_heads + 1)]
 
 

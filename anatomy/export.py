@@ -31,12 +31,13 @@ from PIL import Image
 
 import viz
 from transformer import Trace
+from transformer.config import ModelConfig
 from transformer.kinds import by_name
 from viz import animation as anim
 
 from . import attention_views, engine, offline, views
 from .inputs import DISPLAYS, MEAN_HEAD, PAGE_KINDS, Request, View, api_int, api_request, to_float
-from .registry import ModelEntry, ModelRegistry
+from .registry import ModelRegistry
 
 HOLD = 3  # the opening and the last frame stay this many frame durations
 FORMATS = (".gif", ".mp4", ".zip")
@@ -87,7 +88,7 @@ class Exported:
 def frames(trace: Trace, animation: Animation) -> list[anim.Frame]:
     """The opening frame, then one frame per decoding step (generated piece)."""
     animation.check()
-    view = dataclasses.replace(animation.view.fit(*views.shape(trace)), step=None)
+    view = dataclasses.replace(views.fitted(animation.view, trace), step=None)
     return (_bar_frames if animation.layout == "bar" else _heatmap_frames)(trace, view)
 
 
@@ -234,9 +235,10 @@ def _mp4(images: list[Image.Image], path: Path, seconds: float) -> bool:
 
 
 def api_animation(kind, layer, head, layout, size, frame_seconds, merge_words, hide_special, hide_marker,
-                  layers: int, heads: int) -> tuple[Animation | None, str]:
+                  config: ModelConfig) -> tuple[Animation | None, str]:
     """An animation's arguments from the API or the command (any JSON values; None: the default) as an Animation
-    for a model of `layers` and `heads`, or None and the notice that says why not."""
+    for a model of this shape (the layer within its kind's stack; null: the last), or None and the notice that says
+    why not."""
     kinds = [k.name for k in PAGE_KINDS]
     flags = {"merge_words": merge_words, "hide_special": hide_special, "hide_marker": hide_marker}
     problems = [f"{name} must be true or false, got {value!r}." for name, value in flags.items()
@@ -244,11 +246,13 @@ def api_animation(kind, layer, head, layout, size, frame_seconds, merge_words, h
     kind = View().kind if kind is None else kind
     if kind not in kinds:
         problems.append(f"kind must be one of {', '.join(kinds)}, got {kind!r}.")
-    number, problem = api_int("layer", layer, layers) if layer is not None else (layers, "")
-    problems += [problem] if problem else []
+    if kind in kinds:
+        layers = config.n_layers(kind)
+        number, problem = api_int("layer", layer, layers) if layer is not None else (layers, "")
+        problems += [problem] if problem else []
     head = MEAN_HEAD if head is None else head
     if head != MEAN_HEAD:
-        head, problem = api_int("head", head, heads)
+        head, problem = api_int("head", head, config.n_heads)
         problems += [problem.replace("an integer", f'"{MEAN_HEAD}" or an integer')] if problem else []
     layout = anim.LAYOUTS[0] if layout is None else layout
     if layout not in anim.LAYOUTS:
@@ -332,7 +336,7 @@ def animate(args: argparse.Namespace) -> int:
     entry = registry.get(request.key)
     head = int(args.head) if args.head.isdigit() else args.head
     animation, problem = api_animation(args.kind, args.layer, head, args.layout, args.size, args.frame_seconds,
-                                       args.merge_words, args.hide_special, args.hide_marker, *layers_heads(entry))
+                                       args.merge_words, args.hide_special, args.hide_marker, entry.config)
     if animation is None:
         return _fail(problem)
     trace, _ = _translate(registry, request)
@@ -381,12 +385,6 @@ def _translate(registry: ModelRegistry, request: Request) -> tuple[Trace, list[s
     for line in notices:
         print(f"note: {line}", file=sys.stderr)
     return trace, notices
-
-
-def layers_heads(entry: ModelEntry) -> tuple[int, int]:
-    """The layers (the larger stack's) and heads a view of this model may name."""
-    c = entry.config
-    return max(c.n_encoder_layers, c.n_decoder_layers), c.n_heads
 
 
 def _fail(message: str) -> int:

@@ -1,10 +1,11 @@
 """What visitors send, made safe: text cleaning, the translation settings, the view, links and API arguments.
 
-Every value from the page, a link or the API goes through here; anything malformed becomes a default (page,
-link) or a notice (API), never an exception.
+Every value from the page, a link or the API goes through here; anything malformed becomes a default (page), a
+default or the nearest allowed value named in a notice (link), or a notice (API), never an exception.
 """
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import unicodedata
@@ -15,7 +16,7 @@ from typing import Mapping
 from transformer.checkpoint import Decoding
 from transformer.config import ModelConfig
 from transformer.head_mask import HeadMask
-from transformer.kinds import CROSS, DECODER, ENCODER
+from transformer.kinds import CROSS, DECODER, ENCODER, by_name
 
 MAX_CHARS = 500
 MAX_BEAM = 8
@@ -235,15 +236,27 @@ class Link:
     beam: int | None = None  # None: the model's own (Checkpoint.decoding)
     max_new: int | None = None
     length_penalty: float | None = None  # None: the model's own
-    view: View = field(default_factory=View)
+    view: View = field(default_factory=View)  # fitted to the model's layers (of its kind) and heads
     presenter: bool | None = None  # None: leave the page's setting
-    notices: tuple[str, ...] = ()  # what clean_text changed in the text
-    off: str = ""  # the heads to switch off as the link gives them (unchecked: `heads_off` checks them)
+    notices: tuple[str, ...] = ()  # what parse_link cleaned, changed, dropped or did not know, in words
+    off: str = ""  # the heads to switch off, checked against the model (`heads_off`)
+    # (name, value) of the numbers whose range only the translation tells: its steps, its source pieces
+    later: tuple[tuple[str, str], ...] = ()
 
     def decoded_as(self, own: Decoding) -> Link:
         """The settings the link leaves out taken from its model's own decoding."""
         return replace(self, beam=self.beam or own.beam_size,
                        length_penalty=own.length_penalty if self.length_penalty is None else self.length_penalty)
+
+    def translated_notices(self, steps: int, pieces: int) -> list[str]:
+        """The notice for a step or walk query outside its translation's steps or source pieces (known only once
+        translated); empty when they are in range."""
+        ranges = {"step": (steps, "its output pieces"), "query": (pieces, "its source pieces")}
+        read = _Reader(dict(self.later))
+        for name, (hi, what) in ranges.items():
+            read.number(name, 1, max(hi, 1), f"1 to {max(hi, 1)}, {what}")
+        return [f"Out of range for this translation, so the nearest allowed value was used: "
+                f"{', '.join(read.outside)}."] if read.outside else []
 
 
 def build_link(request: Request, view: View) -> str:
@@ -263,9 +276,6 @@ def build_link(request: Request, view: View) -> str:
     return "?" + urllib.parse.urlencode(params) + off
 
 
-# A link's numbers and their ranges (max 0: automatic); a number outside is clamped, with a notice.
-LINK_RANGES = {"beam": (1, MAX_BEAM), "max": (0, MAX_NEW_TOKENS), "lp": (0, MAX_LP), "layer": (1, MAX_LAYERS),
-               "step": (1, MAX_STEPS), "query": (1, MAX_STEPS)}
 SHORTENED = "shortened"  # the parameter shorten_query adds, so that the shortened link says so
 
 
@@ -286,32 +296,136 @@ def shorten_query(query: str) -> str | None:
     return "&".join(short)
 
 
-def _out_of_range(q: Mapping[str, str]) -> list[str]:
-    """The notice for a link's numbers outside their ranges (an unreadable one is not a number: it just falls back
-    to the default)."""
-    outside = []
-    for name, (lo, hi) in LINK_RANGES.items():
-        number = _finite(q.get(name))
-        if number is not None and not lo <= number <= hi:
-            shown = q[name].strip()
-            outside.append(f"{name}={shown if len(shown) <= 20 else shown[:19] + '…'} (allowed: {lo:g} to {hi:g})")
-    return [f"Out of range in the link, so the nearest allowed value was used: {', '.join(outside)}."] \
-        if outside else []
+# What Gradio's own page reads from the address (its frontend, 6.x): every parameter starting with "__" (__theme;
+# __sign on Spaces), these, and view=api, settings or api-recorder (its API and settings pages). A link leaves them
+# alone.
+GRADIO_PARAMS = ("deep_link", "page", "ui", "lang", "write_token")
+GRADIO_VIEWS = ("api", "settings", "api-recorder")
+LINK_PARAMS = ("direction", "text", "beam", "max", "lp", "view", "layer", "head", "merge", "step", "hide", "display",
+               "query", "off", "presenter", SHORTENED)
+# Names a visitor may guess for a link's parameter that difflib would not find: the API calls the view's kind `kind`
+GUESSES = {"kind": "view", "attention": "view"}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def parse_link(query: Mapping[str, str], keys) -> Link:
-    """A link's query parameters as a Link: every missing, unknown or malformed value is the default; a number out
-    of range is clamped, and the Link's notices say so (and that the link was shortened, if it was)."""
-    q = {k: v for k, v in query.items() if isinstance(v, str)}
-    max_new = to_int(q.get("max"), 0, MAX_NEW_TOKENS, 0)
+def _number(text: str) -> float | None:
+    """A link's number: any float spelling, ±inf too (clamped later); None for anything else and NaN."""
+    try:
+        number = float(text)
+    except (ValueError, OverflowError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 20 else text[:19] + "…"
+
+
+class _Reader:
+    """A link's parameters, each read against the values it allows; `outside` and `unread` say, as "name=value
+    (allowed: ...)", which were changed to the nearest allowed value and which were not understood (the default
+    used). An empty value counts as not given."""
+
+    def __init__(self, q: Mapping[str, str]):
+        self.q = q
+        self.outside: list[str] = []
+        self.unread: list[str] = []
+
+    def given(self, name: str) -> str | None:
+        return self.q.get(name, "").strip() or None
+
+    def number(self, name: str, lo: float, hi: float, allowed: str = "", digits: int = 0) -> float | None:
+        """A number clamped to [lo, hi] and rounded to `digits` (0: a whole number); None when not given or not a
+        number."""
+        raw = self.given(name)
+        if raw is None:
+            return None
+        allowed = allowed or f"{lo:g} to {hi:g}"
+        number = _number(raw)
+        if number is None:
+            self.unread.append(f"{name}={_short(raw)} (allowed: {allowed})")
+            return None
+        kept = round(min(max(number, lo), hi), digits)
+        if kept != number:
+            grid = f", in steps of {10 ** -digits:g}" if digits else ", whole numbers"
+            self.outside.append(f"{name}={_short(raw)} (allowed: {allowed}{grid if lo <= number <= hi else ''})")
+        return int(kept) if not digits else kept
+
+    def choice(self, name: str, options, allowed: str = "", silent=()) -> str | None:
+        """One of `options`; None when not given, not one of them, or one of `silent` (left alone)."""
+        raw = self.given(name)
+        if raw is None or raw in options or raw in silent:
+            return raw if raw in options else None
+        self.unread.append(f"{name}={_short(raw)} (allowed: {allowed or ', '.join(options)})")
+        return None
+
+    def flag(self, name: str) -> bool | None:
+        raw = self.given(name)
+        if raw is None or raw.lower() in (*_TRUE, *_FALSE):
+            return None if raw is None else raw.lower() in _TRUE
+        self.unread.append(f"{name}={_short(raw)} (allowed: 1 or 0)")
+        return None
+
+
+def _unknown(q: Mapping[str, str]) -> list[str]:
+    """The parameters that are neither a link's nor Gradio's, each with the nearest known name if there is one."""
+    out = []
+    for name, value in q.items():
+        if name in LINK_PARAMS or name in GRADIO_PARAMS or name.startswith("__"):
+            continue
+        near = GUESSES.get(name.lower()) or next(iter(difflib.get_close_matches(name.lower(), LINK_PARAMS, 1)), None)
+        out.append(f"{_short(name)}={_short(value)}" + (f" (did you mean {near}?)" if near else ""))
+    return out
+
+
+def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], default: str | None = None) -> Link:
+    """A link's query parameters as a Link for the model it names (`configs`: each model's shape by key; `default`:
+    the key of a link that names none, else the first). A value out of its range (the model's layers of the chosen
+    kind, its heads) is clamped; a malformed one is the default; an unknown parameter is ignored: the Link's
+    notices name each (and say that the link was shortened, if it was). The step and the walk query are checked
+    once translated (Link.translated_notices)."""
+    q = {k: v for k, v in query.items() if isinstance(k, str) and isinstance(v, str)}
     text, notices = clean_text(q.get("text", ""))
     if SHORTENED in q:
         notices.insert(0, f"This link was longer than {MAX_QUERY:,} characters, so it was shortened (its text "
                           f"cleaned and cut to at most {MAX_CHARS} characters).")
-    notices += _out_of_range(q)
-    return Link(key=q["direction"] if q.get("direction") in keys else None, text=text, notices=tuple(notices),
-                beam=to_int(q.get("beam"), 1, MAX_BEAM, None), max_new=max_new or None,
-                length_penalty=to_float(q.get("lp"), 0.0, MAX_LP, None),
-                view=View.of(q.get("view"), q.get("layer"), q.get("head"), q.get("merge", ""), q.get("step"),
-                                hide=q.get("hide", ""), display=q.get("display"), query=q.get("query")),
-                presenter=to_flag(q["presenter"]) if "presenter" in q else None, off=q.get("off", ""))
+    read = _Reader(q)
+    key = read.choice("direction", list(configs), f"the models loaded now: {', '.join(configs)}")
+    config = configs[key or default or next(iter(configs))]
+    beam = read.number("beam", 1, MAX_BEAM)
+    max_new = read.number("max", 0, MAX_NEW_TOKENS, f"0 to {MAX_NEW_TOKENS}, 0: automatic")
+    length_penalty = read.number("lp", 0.0, MAX_LP, digits=1)
+    kind = read.choice("view", [k.name for k in PAGE_KINDS], silent=GRADIO_VIEWS) or CROSS.name
+    layers = config.n_layers(kind)
+    layer = read.number("layer", 1, layers, f"1 to {layers}, this model's {by_name(kind).label} layers")
+    head = MEAN_HEAD if read.given("head") == MEAN_HEAD else \
+        read.number("head", 1, config.n_heads, f"{MEAN_HEAD} or 1 to {config.n_heads}, this model's heads")
+    merge, hide, presenter = read.flag("merge"), read.flag("hide"), read.flag("presenter")
+    display = read.choice("display", DISPLAYS)
+    # the step and the walk query: numbers now, their range once translated (Link.translated_notices)
+    later = {}
+    for name, what in (("step", "output pieces"), ("query", "source pieces")):
+        raw = read.given(name)
+        if raw is not None and _number(raw) is None:
+            read.unread.append(f"{name}={_short(raw)} (allowed: 1 to the translation's {what})")
+        elif raw is not None:
+            later[name] = raw
+    step, walk = (int(round(min(max(_number(later[n]), 1), MAX_STEPS))) if n in later else None
+                  for n in ("step", "query"))
+    off, off_notices = heads_off(q.get("off", ""), config)
+    if read.outside:
+        notices.append(f"Out of range in the link, so the nearest allowed value was used: {', '.join(read.outside)}.")
+    if read.unread:
+        notices.append(f"Not understood in the link, so the default was used: {', '.join(read.unread)}.")
+    if step is not None and not text:
+        notices.append(f"step={_short(read.given('step'))} was not used: a link without text opens no translation "
+                       "to step through.")
+    unknown = _unknown(q)
+    if unknown:
+        notices.append(f"Not parameters of these links, so they were ignored: {', '.join(unknown)}. Links take "
+                       f"{', '.join(LINK_PARAMS[:-1])}.")
+    return Link(key=key, text=text, notices=tuple(notices + off_notices), beam=beam, max_new=max_new or None,
+                length_penalty=length_penalty,
+                view=View(kind, layer or layers, str(head or MEAN_HEAD), bool(merge), step, False, bool(hide),
+                          display or DISPLAYS[0], walk or 1),
+                presenter=presenter, off=off, later=tuple(later.items()))

@@ -117,8 +117,7 @@ def _figure(figure) -> dict:
 def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view: View | None = None) -> dict:
     """Everything the page draws, as JSON values. `text`: the source text as translated; `notices`: the run's, as
     the app shows them; `view`: the view the page opens at (the app's, when it downloads one)."""
-    L, H, T = views.shape(trace)
-    view = (view or View()).fit(L, H, T)
+    view = views.fitted(view or View(), trace)
     c = entry.config
     headers, rows = viz.head_table(trace_head_statistics(trace), {k.name: k.label for k in KINDS})
     return {

@@ -19,7 +19,7 @@ from transformer.head_mask import HeadMask
 from transformer.kinds import by_name
 from transformer.pieces import SILENT, SPACE_MARK, UNKNOWN, detokenize
 
-from .inputs import MEAN_HEAD, PAGE_KINDS
+from .inputs import MEAN_HEAD, PAGE_KINDS, View
 from .registry import LANGUAGE_NAMES, ModelEntry
 
 CONFIDENCE = {"p ≥ 0.8": "#bfdbfe", "0.4 ≤ p < 0.8": "#fde68a", "p < 0.4": "#fecaca"}
@@ -45,10 +45,15 @@ def steps(trace: Trace) -> int:
     return len(trace.output_tokens)
 
 
-def shape(trace: Trace) -> tuple[int, int, int]:
-    """Layers, heads, decoding steps."""
-    L, H = trace.cross_attn.shape[:2]
+def shape(trace: Trace, kind: str) -> tuple[int, int, int]:
+    """The layers of `kind` (an encoder and a decoder may differ in depth), heads, decoding steps."""
+    L, H = getattr(trace, by_name(kind).trace_field).shape[:2]
     return L, H, steps(trace)
+
+
+def fitted(view: View, trace: Trace) -> View:
+    """The view clamped to the trace: its kind's layers, its heads and steps."""
+    return view.fit(*shape(trace, view.kind))
 
 
 def prefix(trace: Trace, n: int) -> Trace:

@@ -32,6 +32,8 @@ SENTENCES = [
 ]
 TINY = dict(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=64)
 SENTENCE = "Zwei Hunde spielen im Schnee."
+# The shape of a TINY de-en model, for reading links (anatomy.inputs.parse_link) without one
+CONFIGS = {"de-en": ModelConfig(vocab_size=120, **TINY)}
 # On the `served` app (conftest.py) this beam-8, 200-token request sends back ~4 MB of trace and holds the model's
 # slot for a second or more: long enough to fill the queue on purpose.
 SLOW_REQUEST = dict(text="Zwei Hunde spielen im Schnee, " * 8, direction="de-en", beam_size=8, max_new_tokens=200,
@@ -61,6 +63,11 @@ def make_checkpoint(folder: Path, source_lang: str = "de", target_lang: str = "e
         meta = json.loads((folder / "config.json").read_text())
         (folder / "config.json").write_text(json.dumps({**meta, "decoding": decoding}, indent=2) + "\n")
     return folder
+
+
+def configs(h: Handlers) -> dict[str, ModelConfig]:
+    """Each model's shape by key, as links are read against (anatomy.inputs.parse_link)."""
+    return {key: e.config for key, e in h.registry.entries.items()}
 
 
 def translate(h: Handlers, text=SENTENCE, key="de-en", beam=1, max_new=0, device="cpu", top_k=5, lp=1.0, slow=0.0,

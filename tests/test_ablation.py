@@ -13,7 +13,7 @@ import pytest
 from anatomy import ablation_views, engine
 from anatomy.inputs import View, build_link, heads_off, parse_link
 from anatomy.run import StopSignal
-from tests.app_fixtures import SENTENCE, run_of, show
+from tests.app_fixtures import SENTENCE, configs, run_of, show
 from transformer import HeadMask
 from transformer.heads import sentence_importance
 from ui.values import Inputs, PageSettings, Tab
@@ -102,9 +102,9 @@ def test_a_link_carries_the_heads_off_and_a_bad_one_gets_a_notice(tiny):
     run = _ablate(tiny, run_of(tiny, SENTENCE), OFF)[tiny.page.run]
     link = build_link(run.request, View())
     assert link.endswith("&off=cross:2.1,cross:2.2")
-    parsed = parse_link(dict(p.split("=", 1) for p in link[1:].split("&")), tiny.registry.entries)
+    parsed = parse_link(dict(p.split("=", 1) for p in link[1:].split("&")), configs(tiny))
     assert parsed.off == "cross:2.1,cross:2.2"
-    bad = parse_link({"text": SENTENCE, "off": "cross:7.7,decoder:1.1"}, tiny.registry.entries)
+    bad = parse_link({"text": SENTENCE, "off": "cross:7.7,decoder:1.1"}, configs(tiny))
     made = tiny.translate_link(Inputs(link=bad))[tiny.page.run]
     assert made.request.heads_off == "decoder:1.1" and made.ablation is not None
     assert any("no cross:7.7" in n for n in made.notices)

@@ -70,7 +70,8 @@ def test_a_hostile_link_falls_back_to_defaults(page, url):
     page.goto(url + hostile, wait_until="domcontentloaded")
     wait_title(page, "heatmap", "Cross-attention")  # the default kind; the text was translated as text
     view = shown_view(page)
-    assert view["kind"] == "cross" and view["head"] == "mean"
+    assert view["kind"] == "cross" and view["head"] == "1"  # head=-1: the nearest head, and the run info says so
+    page.wait_for_function("document.querySelector('#run-info')?.innerText.includes('head=-1 (allowed: mean or 1')")
     assert page.locator("img[src=x]").count() == 0 and not page.dialogs
     assert page.locator("input[aria-label='number input for Beam size (1 = greedy)']").input_value() == "8"
     assert not page.errors, page.errors
@@ -308,3 +309,14 @@ def test_heads_switched_off_by_link_click_and_checkbox(page, url, key, shipped):
     page.wait_for_function(f"{ABLATION}.trim() === ''", timeout=TIMEOUT)
     assert page.locator("#heads-off input:checked").count() == 0
     assert not page.errors
+
+
+def test_translate_with_an_empty_box_shows_a_hint_and_no_error(page, url):
+    """An empty text is not an error: a hint where the run info goes, no toast, no red badge left behind."""
+    load_page(page, url)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    page.wait_for_function("document.querySelector('#run-info')?.innerText.includes('then click Translate')")
+    page.wait_for_timeout(500)  # a toast or an error badge would be up by now
+    assert page.locator("[data-testid=toast-body], .error").count() == 0
+    assert "Error" not in page.inner_text("body")
+    assert not page.errors, page.errors

@@ -28,7 +28,8 @@ from anatomy.inputs import (MAX_BEAM, MAX_CHARS, MAX_LP, MAX_NEW_TOKENS, MAX_QUE
                             shorten_query)
 from anatomy.registry import ModelRegistry
 from anatomy.run import StopSignal
-from tests.app_fixtures import SENTENCE, SLOW_REQUEST, drawn, forgotten, run_of, short_grace, show, translate
+from tests.app_fixtures import (CONFIGS, SENTENCE, SLOW_REQUEST, configs, drawn, forgotten, run_of, short_grace,
+                                 show, translate)
 from ui.values import Inputs
 
 UNKNOWN = "piece(s) of the text are unknown to this model"
@@ -137,17 +138,21 @@ def test_page_translates_odd_input_and_says_what_it_changed(tiny, text, key, bea
     assert "<img" not in info  # the text travels in the share link URL-encoded, never as markup
 
 
-@pytest.mark.parametrize("text, key, message", [
-    pytest.param("", "de-en", "Type a sentence in Source text first.", id="empty"),
-    pytest.param(None, "de-en", "Type a sentence in Source text first.", id="none"),
-    pytest.param(" \n\t\u3000 ", "de-en", "Type a sentence in Source text first.", id="whitespace"),
-    pytest.param("\x1b[2J\x00", "de-en", CONTROL + " from the text. Type a sentence", id="only-control"),
-    pytest.param("Hund", "xx-yy", "Unknown direction 'xx-yy'; choose one of: de-en, en-de.", id="unknown-direction"),
+@pytest.mark.parametrize("text, message", [
+    pytest.param("", "Type a German sentence, e.g.", id="empty"),
+    pytest.param(None, "Type a German sentence, e.g.", id="none"),
+    pytest.param(" \n\t\u3000 ", "Type a German sentence, e.g.", id="whitespace"),
+    pytest.param("\x1b[2J\x00", CONTROL + " from the text. Type a German sentence", id="only-control"),
 ])
-def test_page_refuses_what_it_cannot_translate_with_a_clear_message(tiny, text, key, message):
+def test_page_answers_a_text_with_nothing_to_translate_with_a_hint(tiny, text, message):
+    [out] = translate(tiny, text)
+    assert message in out[tiny.page.run_info]
+
+
+def test_page_refuses_an_unknown_direction_with_a_clear_message(tiny):
     with pytest.raises(gr.Error) as refused:
-        list(translate(tiny, text, key))
-    assert message in refused.value.message
+        list(translate(tiny, "Hund", "xx-yy"))
+    assert "Unknown direction 'xx-yy'; choose one of: de-en, en-de." in refused.value.message
 
 
 def test_several_lines_are_translated_as_one_text(tiny):
@@ -167,7 +172,7 @@ ROUTES = {  # every way a visitor's text reaches the model -> the notices the vi
     "inspect": lambda tiny, text: _page(tiny, tiny.force(Inputs(run=run_of(tiny, text, max_new=3),
                                                                 forced="Two dogs."))[tiny.page.run]),
     "link": lambda tiny, text: _page(tiny, tiny.translate_link(Inputs(
-        signal=StopSignal(), link=parse_link({"text": text, "max": "3"}, ["de-en"])))[tiny.page.run]),
+        signal=StopSignal(), link=parse_link({"text": text, "max": "3"}, CONFIGS)))[tiny.page.run]),
     "api": lambda tiny, text: tiny.api_translate(text, "de-en", 1, 3)[1],
 }
 
@@ -451,18 +456,21 @@ def test_out_of_range_or_mistyped_numbers_are_refused_by_name(tiny, beam, max_ne
 # ---- links, API values, invisible characters, skipped models --------------------------------------------------
 
 def test_a_link_clamps_numbers_out_of_range_and_says_so(tiny):
-    link = parse_link({"text": SENTENCE, "beam": "-5", "step": "1e12", "lp": "7", "max": "1e308"}, ["de-en"])
+    link = parse_link({"text": SENTENCE, "beam": "-5", "step": "1e12", "lp": "7", "max": "1e308"}, CONFIGS)
     assert (link.beam, link.view.step, link.length_penalty, link.max_new) == (1, MAX_STEPS, MAX_LP, MAX_NEW_TOKENS)
     [notice] = link.notices
-    for said in ("beam=-5 (allowed: 1 to 8)", "step=1e12 (allowed: 1 to 10000)", "lp=7", "max=1e308"):
+    for said in ("beam=-5 (allowed: 1 to 8)", "lp=7", "max=1e308"):
         assert said in notice, notice
-    assert parse_link({"beam": "1e308"}, ["de-en"]).beam == MAX_BEAM
-    # in range, or unreadable (which falls back to the default): nothing to say
-    assert parse_link({"beam": "3", "step": "abc", "lp": "0.6", "max": "0", "layer": "inf"}, ["de-en"]).notices == ()
-    # the notice comes with the link's translation; a link without text pops it up
-    run = tiny.translate_link(Inputs(signal=StopSignal(), link=parse_link({"text": SENTENCE, "beam": "1e308",
-                                                                           "max": "3"}, ["de-en"])))[tiny.page.run]
-    assert "beam=1e308 (allowed: 1 to 8)" in _page(tiny, run)
+    assert parse_link({"beam": "1e308"}, CONFIGS).beam == MAX_BEAM
+    # in range: nothing to say
+    assert parse_link({"text": "Hund", "beam": "3", "step": "2", "lp": "0.6", "max": "0", "layer": "1"},
+                      CONFIGS).notices == ()
+    # the notice comes with the link's translation, and the step's range with it; a link without text pops it up
+    run = tiny.translate_link(Inputs(signal=StopSignal(), link=parse_link(
+        {"text": SENTENCE, "beam": "1e308", "max": "3", "step": "1e12"}, configs(tiny))))[tiny.page.run]
+    page = _page(tiny, run)
+    assert "beam=1e308 (allowed: 1 to 8)" in page
+    assert f"step=1e12 (allowed: 1 to {len(run.trace.output_tokens)}, its output pieces)" in page, page
     with pytest.warns(UserWarning, match=r"beam=-5 \(allowed: 1 to 8\)"):
         tiny.load_link(types.SimpleNamespace(query_params={"beam": "-5"}))
 
@@ -474,7 +482,7 @@ def test_an_over_long_link_is_shortened_to_one_that_says_so():
     assert len(query) > 80_000
     short = shorten_query(query)
     assert len(short) <= MAX_QUERY
-    link = parse_link(dict(urllib.parse.parse_qsl(short)), ["de-en"])
+    link = parse_link(dict(urllib.parse.parse_qsl(short)), CONFIGS)
     assert (link.key, link.beam, link.text) == ("de-en", 3, clean_text(text)[0])
     assert link.notices[0].startswith(f"This link was longer than {MAX_QUERY:,} characters, so it was shortened")
     # whatever the query holds, the shortened one is short: many long parameters, a text of invisible characters

@@ -9,7 +9,7 @@ import pytest
 import viz
 from anatomy import attention_views, engine, views
 from anatomy.inputs import Request, View, build_link, parse_link
-from tests.app_fixtures import run_of, title
+from tests.app_fixtures import CONFIGS, run_of, title
 from transformer.analysis import HIDDEN_PIECES, head_statistics
 from ui.values import Inputs
 
@@ -97,7 +97,7 @@ def test_link_restores_hide_display_and_query():
     assert "hide=1" in link and "display=walk" in link and "query=4" in link
     import urllib.parse
 
-    back = parse_link(dict(urllib.parse.parse_qsl(link[1:])), ["de-en"]).view
+    back = parse_link(dict(urllib.parse.parse_qsl(link[1:])), CONFIGS).view
     assert back == view
     assert View.of("cross", 1, "1", 0, display="<script>").display == "heatmap"
 
@@ -164,7 +164,7 @@ def test_the_walk_of_the_mean_of_heads_says_it_shows_head_one(tiny, run):
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_line_view_draws_each_weight_with_its_opacity(tiny, run, kind):
     p = tiny.page
-    L, H, _ = views.shape(run.trace)
+    L, H, _ = views.shape(run.trace, kind)
     out = tiny.view(Inputs(run=run, view=View.of(kind, 1, "2", False, None, False, False, "lines")))
     fig = figure(out[p.heat])
     assert title(out[p.heat]).endswith("layer 1, head 2 · lines")

@@ -219,7 +219,7 @@ def title_of(page, elem_id: str = "heatmap") -> str:
 def test_offline_every_view_draws_and_the_controls_draw_the_trace_s_values(browser, trace, entry, tmp_path):
     path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
     page = open_offline(browser, path)
-    L, H, T = views.shape(trace)
+    L, H, T = views.shape(trace, "cross")
     for elem_id in FIGURES:
         assert page.locator(f"#{elem_id} .main-svg").count(), elem_id
     for elem_id, n in HEATMAPS.items():

@@ -16,7 +16,7 @@ import viz
 from anatomy import attention_views, head_views, views
 from anatomy.inputs import MAX_CHARS, Request, View, build_link, parse_link
 from anatomy.run import StopSignal
-from tests.app_fixtures import drawn, run_of, show, title
+from tests.app_fixtures import CONFIGS, drawn, run_of, show, title
 from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
 from transformer.analysis import trace_head_statistics
 from transformer.kinds import CROSS, DECODER, KINDS
@@ -48,9 +48,10 @@ def test_head_statistics_table_opens_the_picked_head(tiny):
     assert len(cross) == c.n_decoder_layers * c.n_heads and all(-1 <= r[-1] <= 1 for r in cross)
     # a click on a row (the table may be sorted: the row's own values say which head it is)
     row = next(r for r in rows if r[0] == "decoder masked self-attention" and r[1] == 2 and r[2] == 1)
-    assert tiny.stat_pick(gr.SelectData(None, {"index": [0, 3], "value": row[3], "row_value": row})) == (
-        "decoder", 2, "1")
-    assert tiny.stat_pick(gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
+    kind, layer, head = tiny.stat_pick(Inputs(run=run), gr.SelectData(None, {"index": [0, 3], "value": row[3],
+                                                                              "row_value": row}))
+    assert (kind, layer["value"], head) == ("decoder", 2, "1")
+    assert tiny.stat_pick(Inputs(run=run), gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
     summary = tiny.view(Inputs(run=run, tab=Tab.STATS, view=View.of("decoder", 2, "1", False)))[p.summary]
     assert title(summary).startswith("Decoder masked self-attention")
 
@@ -114,7 +115,7 @@ def test_link_restores_the_exact_view(tiny):
     link = loaded[p.link]
     assert (loaded[p.direction]["value"], loaded[p.text]["value"], loaded[p.beam], loaded[p.max_new], loaded[p.lp]) == (
         "en-de", "Two dogs.", 3, 6, 1.3)
-    assert (loaded[p.kind], loaded[p.layer], loaded[p.head], loaded[p.merge]) == ("decoder", 2, "2", True)
+    assert (loaded[p.kind], loaded[p.layer]["value"], loaded[p.head], loaded[p.merge]) == ("decoder", 2, "2", True)
     assert p.presenter not in loaded
     again = tiny.translate_link(Inputs(signal=StopSignal(), link=link))[p.run]
     assert again.request.key == "en-de" and again.request.beam == 3
@@ -156,14 +157,14 @@ def test_every_link_opens_a_working_page(tiny, query):
     loaded = tiny.load_link(Req(query))
     link = loaded[p.link]
     assert loaded[p.direction]["value"] == "de-en"  # the default direction: a bad one is not taken
-    assert loaded[p.kind] == "cross" and loaded[p.head] in ("mean", "1")
+    assert loaded[p.kind] == "cross" and loaded[p.head] in ("mean", "1", "2")
     assert 1 <= loaded[p.beam] <= 8 and 0 <= loaded[p.max_new] <= 200 and 0 <= loaded[p.lp] <= 3
-    assert 1 <= loaded[p.layer] <= 2
+    assert 1 <= loaded[p.layer]["value"] <= 2
     made = tiny.translate_link(Inputs(signal=StopSignal(), link=link))
     if not link.text:
         assert made == gr.skip()  # nothing to translate: the page keeps its defaults
     else:
-        out = show(tiny, made[p.run], loaded[p.kind], loaded[p.layer], loaded[p.head], loaded[p.merge])[-1]
+        out = show(tiny, made[p.run], loaded[p.kind], loaded[p.layer]["value"], loaded[p.head], loaded[p.merge])[-1]
         assert isinstance(out[p.heat].plot, str) and out[p.translation] == made[p.run].trace.text
 
 
@@ -171,7 +172,7 @@ def test_link_text_is_capped_and_cleaned():
     query = build_link(Request("de-en", "Hund " * 100), View())
     text = dict(urllib.parse.parse_qsl(query[1:]))["text"]
     assert len(text) <= MAX_CHARS
-    link = parse_link({"text": "\x1b[31mrot\x1b[0m " + "Hund " * 400}, ["de-en"])
+    link = parse_link({"text": "\x1b[31mrot\x1b[0m " + "Hund " * 400}, CONFIGS)
     assert len(link.text) == MAX_CHARS and "\x1b" not in link.text
 
 

@@ -66,6 +66,11 @@ class ModelConfig:
     def d_k(self) -> int:
         return self.d_model // self.n_heads
 
+    def n_layers(self, kind: str) -> int:
+        """The layers of an attention kind (transformer.kinds): the encoder's stack for its self-attention, the
+        decoder's for the other two; the two stacks may differ (an opus-mt model's may)."""
+        return self.n_encoder_layers if kind == "encoder" else self.n_decoder_layers
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 

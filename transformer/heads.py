@@ -81,7 +81,7 @@ class SentenceImportance:
 
 def _one_off_masks(config, kind: str) -> torch.Tensor:
     """(L·h, L, h) gates: row r switches head r of `kind` off."""
-    L = config.n_encoder_layers if kind == "encoder" else config.n_decoder_layers
+    L = config.n_layers(kind)
     n = L * config.n_heads
     return (1 - torch.eye(n)).view(n, L, config.n_heads)
 

@@ -42,16 +42,18 @@ class Handlers:
 
     # ---- the model's events: each makes a Run ----
 
-    def _request(self, settings: PageSettings) -> Request:
-        """What the page's settings ask for; an empty text or an unknown direction is refused with a message."""
+    def _request(self, settings: PageSettings) -> tuple[Request | None, str]:
+        """What the page's settings ask for, or for an empty text None and a calm hint (not an error: nothing went
+        wrong); an unknown direction is refused with a message."""
         asked = dataclasses.asdict(settings)
         off = asked.pop("heads_off")
         request, notices = page_request(**asked)
         if not request.text:
-            raise gr.Error(" ".join(notices + ["Type a sentence in Source text first."]))
+            key = settings.key if settings.key in self.registry.entries else None
+            return None, viz.escape(" ".join([*notices, f"{self._placeholder(key)}, then click Translate."]))
         if settings.key not in self.registry.entries:
             raise gr.Error(f"Unknown direction {settings.key!r}; choose one of: {', '.join(self.registry.entries)}.")
-        return self._with_heads_off(request, off)
+        return self._with_heads_off(request, off), ""
 
     def _with_heads_off(self, request: Request, off) -> Request:
         """The request with the heads `off` names switched off, checked against its model (anatomy.inputs.heads_off);
@@ -91,7 +93,10 @@ class Handlers:
         """Translate (settings, signal, tab): greedy decoding streams its text piece by piece; beam search and slow
         motion compute the whole trace first (slow motion is replayed by `show`)."""
         p, i = self.page, Inputs.of(self.page, values)
-        request = self._request(i.settings)
+        request, hint = self._request(i.settings)
+        if request is None:
+            yield {p.run_info: hint}
+            return
         mark = i.signal.asked
         translator, device_notice = self.registry.translator(request.key, request.device)
         extra = [device_notice] if device_notice else []
@@ -138,8 +143,10 @@ class Handlers:
                                                link.length_penalty, notices=link.notices), link.off)
         translator, notice = self.registry.translator(key, "auto")
         start = time.perf_counter()
-        return self._made(request, engine.translate(translator, request), "Translation from the link", i.tab,
-                          start=start, notices=[notice] if notice else [], stop_mark=i.signal.asked,
+        trace = engine.translate(translator, request)
+        later = link.translated_notices(views.steps(trace), len(trace.source_tokens))
+        return self._made(request, trace, "Translation from the link", i.tab, start=start,
+                          notices=[*([notice] if notice else []), *later], stop_mark=i.signal.asked,
                           step=link.view.step, ablation=self._ablation(translator, request))
 
     def ablate(self, values: Inputs | dict):
@@ -256,7 +263,7 @@ class Handlers:
         `upto` steps (a slow-motion frame)."""
         p = self.page
         trace = run.trace if upto is None else views.prefix(run.trace, upto)
-        L, H, T = views.shape(trace)
+        L, H, T = views.shape(trace, view.kind)
         view = view.fit(L, H, T if upto is None else max(upto, 1))
         out = {p.translation: trace.text, p.out_chips: views.output_chips(trace.output_tokens, trace.top_k),
                p.src_chips: views.source_chips(trace.source_tokens),
@@ -355,7 +362,7 @@ class Handlers:
         run = i.run
         if run is None or run.replay:
             return gr.skip()
-        view = i.view.fit(*views.shape(run.trace))
+        view = views.fitted(i.view, run.trace)
         now = Drawn(self.tab_key(run, i.tab, view), (run.request, run.showing, run.trace.text, view.step, view.plain))
         out = self._view_figures(run.request.key, run.trace, view, step_only=now.step != i.drawn.step)
         if i.tab.follows_view and (now.tab is None or now.tab != i.drawn.tab):
@@ -367,15 +374,29 @@ class Handlers:
     def kind_help(kind) -> str:
         return attention_views.kind_help(kind)
 
-    @staticmethod
-    def stat_pick(evt: gr.SelectData):
-        """A row of the head-statistics table: open that head (kind, layer, head) in the large view."""
+    def layer_range(self, values: Inputs | dict) -> dict:
+        """A visitor chose another attention kind or direction (run, direction, view): the layer slider fitted to
+        the kind's layers (a handler that sets the kind or direction itself sets the slider with it)."""
+        return self._layers(Inputs.of(self.page, values))
+
+    def _layers(self, i: Inputs) -> dict:
+        """The layer slider for the chosen kind: the layers of the shown trace's model, or of the chosen direction's
+        before any translation (an encoder may be deeper than its decoder)."""
+        key = i.run.request.key if i.run is not None else i.settings.key
+        entry = self.registry.get(key if key in self.registry.entries else None)
+        layers = entry.config.n_layers(i.view.kind)
+        return gr.update(maximum=max(layers, 2), value=min(i.view.layer, layers))
+
+    def stat_pick(self, values: Inputs | dict, evt: gr.SelectData):
+        """A row of the head-statistics table (run): open that head (kind, layer, head) in the large view, the
+        layer slider fitted to its kind's layers."""
         row = list(evt.row_value or [])
         kind = head_views.table_kind(row[0]) if len(row) >= 3 else None
         if kind is None:
             return gr.skip()
+        i = Inputs.of(self.page, values)
         view = View.of(kind, row[1], row[2], False)
-        return view.kind, view.layer, view.head
+        return view.kind, self._layers(dataclasses.replace(i, view=view)), view.head
 
     @staticmethod
     def pick_head(value):
@@ -398,7 +419,7 @@ class Handlers:
         i = Inputs.of(self.page, values)
         key = i.settings.key if i.settings.key in self.registry.entries else self.registry.default_key
         if i.run is not None:
-            i = dataclasses.replace(i, view=i.view.fit(*views.shape(i.run.trace)))
+            i = dataclasses.replace(i, view=views.fitted(i.view, i.run.trace))
         return {**self._tab(i, key), self.page.drawn: Drawn(self.tab_key(i.run, i.tab, i.view))}
 
     def _tab(self, i: Inputs, key: str) -> dict:
@@ -408,7 +429,7 @@ class Handlers:
         trace = run.trace if run is not None and not run.replay else None
         same = trace is not None and run.request.key == key  # the shown trace is of the chosen model
         if tab == Tab.HEADS and trace is not None:
-            L, H, _ = views.shape(trace)
+            L, H, _ = views.shape(trace, view.kind)
             return {p.grid: plot(attention_views.grid(trace, view),
                                  attention_views.export_name(run.request.key, view, "grid")),
                     p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)}
@@ -509,22 +530,23 @@ class Handlers:
         i = Inputs.of(self.page, values)
         if i.run is None:
             raise gr.Error("Translate a sentence first: the link carries its text.")
-        return build_link(i.run.request, i.view.fit(*views.shape(i.run.trace)))
+        return build_link(i.run.request, views.fitted(i.view, i.run.trace))
 
     def load_link(self, request: gr.Request):
         """The page's address: the controls a link sets (anything malformed keeps its default), and the Link
         for translate_link. Its notices come with its translation; a link without text has none, so they pop up."""
         p = self.page
-        link = parse_link(dict(request.query_params) if request is not None else {}, self.registry.entries)
+        link = parse_link(dict(request.query_params) if request is not None else {},
+                          {key: e.config for key, e in self.registry.entries.items()}, self.registry.default_key)
         if not link.text:
             for notice in link.notices:
-                gr.Warning(notice)
+                gr.Warning(viz.escape(notice))  # a toast renders HTML: the link's values are shown as text
         entry = self.registry.get(link.key)
         link = link.decoded_as(entry.decoding)
-        c = entry.config
-        view = link.view.fit(max(c.n_encoder_layers, c.n_decoder_layers), c.n_heads, 10_000)
+        c, view = entry.config, link.view  # the view fitted to this model by parse_link
         out = {p.link: link, p.beam: link.beam, p.max_new: link.max_new or 0, p.lp: link.length_penalty,
-               p.kind: view.kind, p.layer: view.layer, p.head: view.head, p.merge: view.merge,
+               p.kind: view.kind, p.layer: gr.update(maximum=max(c.n_layers(view.kind), 2), value=view.layer),
+               p.head: view.head, p.merge: view.merge,
                p.hide: view.hide, p.display: view.display,
                p.walk_query: gr.update(maximum=max(view.query, 2), value=view.query),
                p.kind_help: attention_views.kind_help(view.kind)}
@@ -534,7 +556,7 @@ class Handlers:
         out[p.model_notices] = gr.update(value=status, visible=bool(status))
         # the placeholder says the page's load events are done (the browser tests wait for it)
         out[p.text] = gr.update(placeholder=self._placeholder(link.key), **({"value": link.text} if link.text else {}))
-        off = ablation_views.off_items(heads_off(link.off, c)[0])
+        off = ablation_views.off_items(link.off)
         out[p.heads_off] = gr.update(choices=ablation_views.head_choices(c), value=off)
         if off:
             out[p.heads_off_panel] = gr.update(open=True)
@@ -549,8 +571,9 @@ class Handlers:
         to them."""
         p = self.page
         entry = self.registry.get(direction if direction in self.registry.entries else None)
-        return {p.layer: entry.config.n_decoder_layers, p.head: MEAN_HEAD, p.beam: entry.decoding.beam_size,
-                p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"], p.lp: entry.decoding.length_penalty,
+        layers = entry.config.n_layers(DEFAULTS["view"])
+        return {p.layer: gr.update(maximum=max(layers, 2), value=layers), p.head: MEAN_HEAD,
+                p.beam: entry.decoding.beam_size, p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"], p.lp: entry.decoding.length_penalty,
                 p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"], p.hide: False,
                 p.display: DISPLAYS[0], p.kind_help: attention_views.kind_help(DEFAULTS["view"])}
 
@@ -600,7 +623,7 @@ class Handlers:
                 return None, f"file_format must be one of {', '.join(formats)}, got {file_format!r}."
             entry = self.registry.get(request.key)
             animation, problem = export.api_animation(kind, layer, head, layout, size, frame_seconds, merge_words,
-                                                      hide_special, hide_marker, *export.layers_heads(entry))
+                                                      hide_special, hide_marker, entry.config)
             if animation is None:
                 return None, problem
             translator, notice = self.registry.translator(request.key, request.device)

@@ -298,7 +298,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 head = gr.Radio(views.head_choices(c0.n_heads), value=MEAN_HEAD, label="Head", min_width=220,
                                 elem_id="head")
             with gr.Row():
-                layer = gr.Slider(1, max(c0.n_encoder_layers, c0.n_decoder_layers, 2), value=c0.n_decoder_layers,
+                layer = gr.Slider(1, max(c0.n_layers(DEFAULTS["view"]), 2), value=c0.n_layers(DEFAULTS["view"]),
                                   step=1, label="Layer", min_width=160, elem_id="layer")
                 merge = gr.Checkbox(value=DEFAULTS["merge"], label="Merge pieces into words", min_width=160,
                                     elem_id="merge")
@@ -350,7 +350,7 @@ def build_page(registry: ModelRegistry) -> Page:
     with gr.Tabs():
         with gr.Tab("All heads", id=Tab.HEADS) as t:
             tabs.append(t)
-            pick_head = gr.Dropdown(views.grid_pick_choices(c0.n_decoder_layers, c0.n_heads), value=None,
+            pick_head = gr.Dropdown(views.grid_pick_choices(c0.n_layers(DEFAULTS["view"]), c0.n_heads), value=None,
                                     label="Open a head in the large view (a click on a head below switches it "
                                           "off or on)", elem_id="pick-head")
             grid = gr.Plot(empty, show_label=False, elem_id="grid")

@@ -63,7 +63,10 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # handlers' own updates of these controls would trigger).
     gr.on([c.input for c in p.view_controls.values()], h.view, view_inputs, view_outputs, **VIEW)
     p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
-    p.stats.select(h.stat_pick, None, [p.kind, p.layer, p.head], **DRAW).then(
+    # .input: a visitor's choice; a handler that sets the kind or direction sets the layer slider's range in the
+    # same update (on .change, this would read the layer before that update's own value, and undo it)
+    gr.on([p.kind.input, p.direction.input], h.layer_range, {p.kind, p.layer, p.run, p.direction}, [p.layer], **DRAW)
+    p.stats.select(h.stat_pick, {p.run}, [p.kind, p.layer, p.head], **DRAW).then(
         h.view, view_inputs, view_outputs, **VIEW)
     p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).then(
         h.view, view_inputs, view_outputs, **VIEW)

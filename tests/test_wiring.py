@@ -7,7 +7,6 @@ import asyncio
 import inspect
 
 import gradio as gr
-import pytest
 import torch
 from gradio.helpers import special_args
 
@@ -65,8 +64,6 @@ def _inputs(fn, page: dict) -> list:
     return [values] if fn.inputs_as_dict else [values[c] for c in fn.inputs]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="issue 33 §3 not fixed yet: show and view draw the softmax walk "
-                   "(engine.head_vectors) and tab_view the Head importance tab (engine.importance) outside the slot")
 def test_every_event_that_runs_a_model_pass_runs_in_the_model_s_slot_and_no_other(tiny):
     """Each Python handler the page and the API wire, called as Gradio calls it on page states that reach each of
     its branches; a torch forward hook tells which run a model. Those must be in the model's slot (concurrency_id
@@ -93,3 +90,11 @@ def test_every_event_that_runs_a_model_pass_runs_in_the_model_s_slot_and_no_othe
             idle.append(name)
     assert sorted(set(outside)) == [], "a model pass outside the model's slot"
     assert sorted(set(idle)) == [], "in the model's slot without a model pass"
+
+
+def test_a_slow_motion_replay_waits_without_a_thread_in_a_group_of_its_own(tiny):
+    """A replay waits between its frames in an async generator (no worker thread), in a group whose limit leaves
+    most of the queue's slots (max_threads) to translations and drawing: replays beyond it wait their turn."""
+    [replay] = [fn for fn in tiny.demo.fns.values() if fn.fn == tiny.replay]
+    assert inspect.isasyncgenfunction(replay.fn)
+    assert replay.concurrency_id == "replay" and 1 <= replay.concurrency_limit <= tiny.demo.max_threads // 4

@@ -207,13 +207,17 @@ def walk_row(trace: Trace, view: View) -> int:
 
 
 def walk(trace: Trace, view: View, vectors: HeadVectors) -> Walk:
-    """The walk of the view's query row through the head's q, k and v (the mean of heads has no single q: head 1)."""
+    """The walk of the view's query row through the head's q, k and v (the mean of heads has no single q: head 1).
+    `vectors` may be of a longer trace that this one begins (a slow-motion frame): decoder attention is causal, so
+    its first rows and keys are this trace's own."""
     H = vectors.q.shape[0]
     head = 1 if view.head == MEAN_HEAD else min(int(view.head), H)
     row = walk_row(trace, view)
     maps = trace.attention(view.kind)
-    q, k, v = (a.astype(np.float64) for a in (vectors.q[head - 1, row], vectors.k[head - 1], vectors.v[head - 1]))
-    visible = vectors.visible[row]
+    n = len(maps.keys)
+    q, k, v = (a.astype(np.float64) for a in (vectors.q[head - 1, row], vectors.k[head - 1, :n],
+                                              vectors.v[head - 1, :n]))
+    visible = vectors.visible[row, :n]
     scores = k @ q  # (Tk,)
     scaled = scores / np.sqrt(q.shape[-1])
     shifted = np.exp(np.where(visible, scaled - scaled[visible].max(), -np.inf))

@@ -1,11 +1,13 @@
 """What the page shows, as one object: the Run (a finished or stopped translation and how it was asked for)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 import numpy as np
 
-from transformer import Trace
+from transformer import HeadVectors, Trace
+from transformer.heads import SentenceImportance
 
 from .inputs import Request
 
@@ -51,3 +53,20 @@ class Twin:
     of: Trace  # the trained trace it was computed for
     trace: Trace
     own: str  # what the twin writes on its own
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Head importance (engine.importance) of one trace with every head on, for the Head importance tab."""
+
+    of: Trace  # the all-heads trace it judged: the shown one, or its ablation's original
+    importance: SentenceImportance
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """The softmax walk's q, k, v of one trace (engine.head_vectors), by (kind, layer from 1); each made in the
+    model's slot. A prefix of the trace (a slow-motion frame, a stopped replay) reads them cut to its length."""
+
+    of: Trace
+    by: Mapping[tuple[str, int], HeadVectors] = field(default_factory=dict)

@@ -378,7 +378,7 @@ def app_translation(h: Handlers, key: str, own: Decoding) -> Callable[[str], int
         asked = Inputs(settings, view=view, signal=StopSignal())  # All heads: a fresh page's tab
         *_, made = h.translate_page(asked)
         page = Inputs(settings, view=view, run=made[h.page.run], signal=asked.signal)
-        outputs = [v for shown in h.show(page) for v in shown.values()]
+        outputs = list(h.show(page).values())
         outputs += h.tab_view(page).values()
         return sum(len(v.model_dump_json()) for v in outputs if isinstance(v, PlotData))
 

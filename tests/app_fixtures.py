@@ -7,6 +7,7 @@ runs and may be missing), so they build their own in a temporary folder (the `fo
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -84,8 +85,22 @@ def run_of(h: Handlers, text=SENTENCE, key="de-en", **settings) -> Run:
 
 def show(h: Handlers, run: Run, kind="cross", layer=64, head="mean", merge=False,
          signal: StopSignal | None = None) -> list[dict]:
-    """Handlers.show's yields: the page drawn for a run."""
-    return list(h.show(Inputs(run=run, view=View.of(kind, layer, head, merge), signal=signal or StopSignal())))
+    """The page drawn for a run: what Handlers.show returns, or for a slow-motion run each frame of its replay."""
+    page = Inputs(run=run, view=View.of(kind, layer, head, merge), signal=signal or StopSignal())
+    return replayed(h, page) if run.replay else [h.show(page)]
+
+
+def replayed(h: Handlers, page: Inputs, stop_after: int | None = None) -> list[dict]:
+    """Each frame of Handlers.replay (an async generator) on `page`; with `stop_after`, Stop is clicked after that
+    many frames."""
+    async def frames() -> list[dict]:
+        got = []
+        async for frame in h.replay(page):
+            got.append(frame)
+            if len(got) == stop_after:
+                h.stop(page.signal)
+        return got
+    return asyncio.run(frames())
 
 
 def drawn(h: Handlers, **settings) -> tuple[Run, dict]:

@@ -13,7 +13,7 @@ import pytest
 from anatomy import ablation_views, engine
 from anatomy.inputs import View, build_link, heads_off, parse_link
 from anatomy.run import StopSignal
-from tests.app_fixtures import SENTENCE, configs, run_of, show
+from tests.app_fixtures import SENTENCE, configs, replayed, run_of, show
 from transformer import HeadMask
 from transformer.heads import sentence_importance
 from ui.values import Inputs, PageSettings, Tab
@@ -21,8 +21,8 @@ from ui.values import Inputs, PageSettings, Tab
 OFF = ("cross:2.1", "cross:2.2")  # every cross-attention head of the tiny models' last layer
 
 
-def _ablate(h, run, off):
-    return h.ablate(Inputs(settings=PageSettings(key=run.request.key, heads_off=tuple(off)), run=run))
+def _ablate(h, run, off, **page):
+    return h.ablate(Inputs(settings=PageSettings(key=run.request.key, heads_off=tuple(off)), run=run, **page))
 
 
 def test_heads_off_are_checked_against_the_model_and_bad_ones_are_named(tiny):
@@ -75,11 +75,11 @@ def test_a_head_switched_off_is_drawn_in_its_own_event_as_the_chained_events_dre
     made = tiny.ablate(asked)
     monkeypatch.setattr(tiny, "ablate", lambda values: made)  # the same Run for both (its elapsed time differs)
     new = made[p.run]
-    [shown] = tiny.show(Inputs(run=new, view=dataclasses.replace(view, step=None), signal=StopSignal()))
+    shown = tiny.show(Inputs(run=new, view=dataclasses.replace(view, step=None), signal=StopSignal()))
     controls = View.of(view.kind, shown[p.layer]["value"], shown[p.head]["value"], view.merge,
                        shown[p.step]["value"], view.plain, view.hide, view.display, shown[p.walk_query]["value"])
-    tab_drawn = tiny.tab_view(Inputs(run=new, twin=made.get(p.twin), tab=tab, settings=PageSettings(key="de-en"),
-                                     view=controls))
+    tab_drawn = tiny.tab_view(Inputs(run=new, twin=made.get(p.twin), judged=made.get(p.judged), tab=tab,
+                                     settings=PageSettings(key="de-en"), view=controls))
     first, then = tiny.ablate_page(asked)
     assert {**first, **then} == {**made, **shown, **tab_drawn}
     # the translations and the large view come first, the step panels (and the tab) after them
@@ -120,7 +120,11 @@ def test_the_api_takes_heads_off_and_names_the_ones_it_ignored(tiny):
 
 def test_the_head_importance_tab_shows_the_measures_of_every_head(tiny):
     run = _ablate(tiny, run_of(tiny, SENTENCE), ["cross:1.2"])[tiny.page.run]
-    out = tiny._tab(Inputs(run=run, tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
+    # judged in the model's slot (the tab's opening, or a translation made with it open), once per all-heads trace
+    judged = tiny.judge(Inputs(run=run))
+    assert judged.of is run.ablation.original and tiny.judge(Inputs(run=run, judged=judged)) == gr.skip()
+    assert _ablate(tiny, run, ["cross:2.1"], tab=Tab.IMPORTANCE, judged=judged)[tiny.page.judged] is judged
+    out = tiny._tab(Inputs(run=run, judged=judged, tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
     figure = json.loads(out[tiny.page.importance].plot)
     translator = tiny.registry.get("de-en").cpu
     expected = sentence_importance(translator, run.ablation.original)  # judged with every head on
@@ -161,7 +165,8 @@ def test_the_tab_shows_the_corpus_importance_of_a_model_whose_folder_has_it(fold
                                                        "BLEU|test"))
     h = app.create_app([str(folder)]).anatomy
     run = run_of(h, SENTENCE)
-    out = h._tab(Inputs(run=run, tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
+    out = h._tab(Inputs(run=run, judged=h.judge(Inputs(run=run)), tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)),
+                 "de-en")
     assert out[h.page.corpus_row]["visible"] is True
     maps = json.loads(out[h.page.corpus_map].plot)
     assert "over 7 tatoeba val sentences" in json.dumps(maps["layout"]["annotations"])
@@ -229,10 +234,8 @@ def _stopped_stream(h):
 def _stopped_replay(h):
     signal = StopSignal()
     run = run_of(h, SENTENCE, max_new=8, slow=0.1, signal=signal)
-    frames = h.show(Inputs(run=run, view=View.of("cross", 1, "mean", False), signal=signal))
-    next(frames), next(frames)
-    h.stop(signal)
-    return list(frames)[-1][h.page.run]
+    return replayed(h, Inputs(run=run, view=View.of("cross", 1, "mean", False), signal=signal),
+                    stop_after=2)[-1][h.page.run]
 
 
 @pytest.mark.parametrize("stop", [_stopped_stream, _stopped_replay], ids=["stream", "slow-motion replay"])

@@ -26,7 +26,8 @@ from anatomy import architecture_views, training_views, views  # noqa: E402
 from anatomy.inputs import View  # noqa: E402
 from anatomy.registry import ModelRegistry, cuda_available, default_sources, device_choices  # noqa: E402
 from anatomy.run import StopSignal  # noqa: E402
-from tests.app_fixtures import SENTENCE, make_checkpoint, make_tokenizer, run_of, show, title, translate  # noqa: E402
+from tests.app_fixtures import (SENTENCE, make_checkpoint, make_tokenizer, replayed, run_of, show, title,  # noqa: E402
+                                 translate)
 from transformer import Trace  # noqa: E402
 from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY  # noqa: E402
 from ui.values import Inputs, PageSettings, Tab  # noqa: E402
@@ -228,10 +229,7 @@ def test_stop_during_slow_motion_keeps_the_steps_so_far(tiny):
     p = tiny.page
     signal = StopSignal()
     run = run_of(tiny, slow=0.1, max_new=5, signal=signal)
-    frames = tiny.show(Inputs(run=run, view=View.of("cross", 1, "mean", False), signal=signal))
-    next(frames), next(frames)
-    tiny.stop(signal)
-    last = list(frames)[-1]
+    last = replayed(tiny, Inputs(run=run, view=View.of("cross", 1, "mean", False), signal=signal), stop_after=2)[-1]
     kept = last[p.run]
     assert len(kept.trace.output_tokens) == 2 and not kept.replay
     assert "stopped at step 2 of 5" in last[p.run_info] and "Error" not in last[p.run_info]

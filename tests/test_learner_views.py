@@ -1,17 +1,19 @@
 """Issue 15: the line view, one query's softmax walk, and special tokens hidden with rows renormalised."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import gradio as gr
 import numpy as np
 import pytest
 
 import viz
 from anatomy import attention_views, engine, views
 from anatomy.inputs import Request, View, build_link, parse_link
-from tests.app_fixtures import CONFIGS, run_of, title
+from tests.app_fixtures import CONFIGS, SENTENCE, replayed, run_of, title
 from transformer.analysis import HIDDEN_PIECES, head_statistics
-from ui.values import Inputs
+from ui.values import Inputs, PageSettings
 
 KINDS = ("encoder", "decoder", "cross")
 
@@ -152,9 +154,37 @@ def test_head_vectors_are_the_model_s_attention(tiny, run):
         translator.model.attention_inputs(*[__import__("torch").tensor([[5, 3]])] * 2, "encoder", 9)
 
 
+def walked(h, run, view: View) -> dict:
+    """A view change to a walk, as the page runs it: `view` finds the q, k, v missing and asks for them
+    (walk_ask), walk_vectors makes them in the model's slot, `view` draws the walk with them."""
+    p = h.page
+    asked = h.view(Inputs(run=run, view=view))
+    assert p.walk_ask in asked and "Computing q, k and v" in asked[p.heat].plot
+    vectors = h.walk_vectors(Inputs(run=run, view=view))
+    out = h.view(Inputs(run=run, view=view, vectors=vectors))
+    assert p.walk_ask not in out
+    return out
+
+
+def test_a_view_change_to_the_walk_asks_the_model_s_slot_for_q_k_v_once(tiny, run):
+    """The view change draws no model pass: it asks for the walk's q, k, v (walk_ask) and shows a note; they are
+    made once per trace, kind and layer, and kept for the next view of the same ones."""
+    p = tiny.page
+    view = View.of("decoder", 2, "1", False, 2, False, False, "walk")
+    vectors = tiny.walk_vectors(Inputs(run=run, view=view))
+    assert vectors.of is run.trace and set(vectors.by) == {("decoder", 2)}
+    other_step = dataclasses.replace(view, step=3)
+    assert tiny.walk_vectors(Inputs(run=run, view=other_step, vectors=vectors)) == gr.skip()
+    assert p.walk_ask not in tiny.view(Inputs(run=run, view=other_step, vectors=vectors))
+    cross = tiny.walk_vectors(Inputs(run=run, view=View.of("cross", 1, "1", False, 2, display="walk"),
+                                     vectors=vectors))
+    assert set(cross.by) == {("decoder", 2), ("cross", 1)}
+    assert walked(tiny, run, view)[p.heat] == tiny.view(Inputs(run=run, view=view, vectors=cross))[p.heat]
+
+
 def test_the_walk_of_the_mean_of_heads_says_it_shows_head_one(tiny, run):
     p = tiny.page
-    out = tiny.view(Inputs(run=run, view=View.of("cross", 1, "mean", False, 2, False, False, "walk")))
+    out = walked(tiny, run, View.of("cross", 1, "mean", False, 2, False, False, "walk"))
     assert "head 1" in title(out[p.heat])
     assert any("no single q" in a["text"] for a in figure(out[p.heat])["layout"]["annotations"])
 
@@ -228,14 +258,18 @@ def test_every_view_draws_beam_search_and_slow_motion_frames(tiny):
         lines = tiny.view(Inputs(run=beam, view=View.of(kind, 2, "1", False, 2, False, True, "lines", 3)))
         keys = next(t for t in figure(lines[p.heat])["data"] if t.get("meta") == "keys")["text"]
         assert keys == views.arrays(beam.trace, kind, hide=True).keys  # the best candidate's, specials hidden
-        walk = tiny.view(Inputs(run=beam, view=View.of(kind, 2, "1", False, 2, False, True, "walk", 3)))
+        walk = walked(tiny, beam, View.of(kind, 2, "1", False, 2, False, True, "walk", 3))
         # the query: walk query 3 of the encoder, else step 2 (what it read ▸ what it produced)
         queries = beam.trace.attention(kind).queries
         query = queries[2] if kind == "encoder" else " ▸ ".join(queries[1])
         assert f"q ({query})" in [a["text"] for a in figure(walk[p.heat])["layout"]["annotations"]]
-    slow = run_of(tiny, max_new=3, slow=0.1)
     walk = View.of("decoder", 1, "1", False, hide=True, display="walk", query=1)
-    frames = list(tiny.show(Inputs(run=slow, view=walk, signal=StopSignal())))
+    # the translation makes the walk's q, k, v for the view it is asked with, in the model's slot
+    *_, made = tiny.translate_page(Inputs(PageSettings("de-en", SENTENCE, 1, 3, "cpu", 5, 1.0, 0.1), view=walk,
+                                          signal=StopSignal()))
+    slow = made[p.run]
+    assert made[p.vectors].of is slow.trace and set(made[p.vectors].by) == {("decoder", 1)}
+    frames = replayed(tiny, Inputs(run=slow, view=walk, vectors=made[p.vectors], signal=StopSignal()))
     steps = [f[p.step]["value"] for f in frames[:-1]]
     assert steps == list(range(1, views.steps(slow.trace) + 1))
     queries = slow.trace.attention("decoder").queries  # (read, produced) of each step

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import gradio as gr
 import pytest
@@ -13,7 +16,7 @@ from gradio.helpers import special_args
 
 from anatomy.inputs import DISPLAYS, parse_link
 from anatomy.run import StopSignal
-from tests.app_fixtures import SENTENCE, run_of
+from tests.app_fixtures import SENTENCE, configs, run_of
 from ui.values import Tab
 
 
@@ -46,7 +49,7 @@ def _pages(tiny):
     each with every tab open and with every display of the large view, one head switched off in the checkboxes;
     the source text, a link, a typed translation and the API's text filled in."""
     p = tiny.page
-    link = parse_link({"text": SENTENCE}, tiny.registry.entries)
+    link = parse_link({"text": SENTENCE}, configs(tiny))
     base = {c: getattr(c, "value", None) for c in tiny.demo.blocks.values()}
     base.update({p.text: SENTENCE, p.forced: SENTENCE, p.api_text: SENTENCE, p.api_direction: "de-en",
                  p.direction: "de-en", p.link: link, p.signal: StopSignal(), p.heads_off: ["encoder:1.1"],
@@ -65,8 +68,6 @@ def _inputs(fn, page: dict) -> list:
     return [values] if fn.inputs_as_dict else [values[c] for c in fn.inputs]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="issue 33 §3 not fixed yet: show and view draw the softmax walk "
-                   "(engine.head_vectors) and tab_view the Head importance tab (engine.importance) outside the slot")
 def test_every_event_that_runs_a_model_pass_runs_in_the_model_s_slot_and_no_other(tiny):
     """Each Python handler the page and the API wire, called as Gradio calls it on page states that reach each of
     its branches; a torch forward hook tells which run a model. Those must be in the model's slot (concurrency_id
@@ -93,3 +94,73 @@ def test_every_event_that_runs_a_model_pass_runs_in_the_model_s_slot_and_no_othe
             idle.append(name)
     assert sorted(set(outside)) == [], "a model pass outside the model's slot"
     assert sorted(set(idle)) == [], "in the model's slot without a model pass"
+
+
+def test_a_slow_motion_replay_waits_without_a_thread_in_a_group_of_its_own(tiny):
+    """A replay waits between its frames in an async generator (no worker thread), in a group whose limit leaves
+    most of the queue's slots (max_threads) to translations and drawing: replays beyond it wait their turn."""
+    [replay] = [fn for fn in tiny.demo.fns.values() if fn.fn == tiny.replay]
+    assert inspect.isasyncgenfunction(replay.fn)
+    assert replay.concurrency_id == "replay" and 1 <= replay.concurrency_limit <= tiny.demo.max_threads // 4
+
+
+def _values(client, api_name: str, **settings) -> list:
+    """What a fresh page sends to the event `api_name` (gr.State left out: the server keeps it per session), but
+    the controls whose label begins as `settings` names them (slow: "Slow motion", ...)."""
+    labels = {"slow": "Slow motion", "max_new": "Max new tokens", "text": "Source text", "beam": "Beam size"}
+    config = client.config
+    event = next(d for d in config["dependencies"] if d.get("api_name") == api_name.strip("/"))
+    components = {c["id"]: c for c in config["components"]}
+    values = []
+    for cid in event["inputs"]:
+        if components[cid]["type"] == "state":
+            continue
+        props = components[cid]["props"]
+        chosen = [v for name, v in settings.items() if (props.get("label") or "").startswith(labels[name])]
+        values.append(chosen[0] if chosen else props.get("value"))
+    return values
+
+
+@pytest.mark.slow
+def test_twenty_visitors_replaying_in_slow_motion_do_not_delay_a_21st_visitor_s_translation(tiny):
+    """Issue 33: while 20 visitors replay a 12-piece translation at 0.5 s per piece, a 21st visitor's translation
+    takes at most twice what it takes on the idle server (the mean of five: one that waits for a slot counts). The
+    server has as many slots as there are replays (max_threads=20; the deployed app has 40): replays that held a
+    slot each for their whole run would leave none."""
+    from gradio_client import Client
+
+    import ui
+
+    threads = tiny.demo.max_threads
+    _, url, _ = tiny.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, max_threads=20,
+                                 **ui.launch_options())
+    replays = []
+    try:
+        other = Client(url, verbose=False, download_files=False)
+
+        def translation_s() -> float:
+            start = time.perf_counter()
+            other.predict(text=SENTENCE, direction="de-en", max_new_tokens=12, api_name="/translate")
+            return time.perf_counter() - start
+
+        def translated(_) -> Client:
+            """A visitor who has translated with slow motion on: its replay is next."""
+            client = Client(url, verbose=False, download_files=False)
+            client.predict(*_values(client, "/translate_page", text=SENTENCE, beam=1, slow=0.5, max_new=12),
+                           api_name="/translate_page")
+            return client
+
+        translation_s()  # warm
+        idle = statistics.fmean(translation_s() for _ in range(5))
+        with ThreadPoolExecutor(4) as pool:
+            visitors = list(pool.map(translated, range(20)))
+        replays = [client.submit(*_values(client, "/replay"), api_name="/replay") for client in visitors]
+        time.sleep(1.0)  # the first replays under way
+        busy = statistics.fmean(translation_s() for _ in range(5))
+        assert busy <= 2 * idle, f"{busy * 1000:.0f} ms beside 20 replays, {idle * 1000:.0f} ms on the idle server"
+        assert not any(job.done() for job in replays), "the replays ended before the translations were timed"
+    finally:
+        for job in replays:
+            job.cancel()
+        tiny.demo.close()
+        tiny.demo.max_threads = threads

@@ -1,14 +1,20 @@
 """What each event does. Handlers return dicts keyed by component (a component left out is left as it is).
 
-Three kinds of event (see wiring.py): the model's (one at a time across visitors: translate, inspect, a beam
-candidate, a link, the untrained twin, the API), drawing a Run (show, outside the model's slot; switching heads off
-draws its Run in the same event), and view changes (per visitor, latest wins). Direction, text and settings of what
-is on screen come from the Run, never from the controls, which may have changed since.
+Four kinds of event (see wiring.py for the rule): the model's (one at a time across visitors: translate, inspect, a
+beam candidate, a link, the untrained twin, head importance, the softmax walk's q, k, v, the API), drawing a Run
+(show, outside the model's slot; switching heads off draws its Run in the same event), slow-motion replays (replay,
+a bounded group of their own), and view changes (per visitor, latest wins). Direction, text and settings of what is
+on screen come from the Run, never from the controls, which may have changed since.
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import itertools
 import time
+from typing import Mapping
+
+import anyio
 
 import gradio as gr
 
@@ -18,8 +24,8 @@ from anatomy import (ablation_views, architecture_views, attention_views, engine
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
 from anatomy.registry import ModelRegistry
-from anatomy.run import Ablation, Run, StopSignal, Twin
-from transformer import Trace, Translator
+from anatomy.run import Ablation, Judged, Run, StopSignal, Twin, Vectors
+from transformer import HeadVectors, Trace, Translator
 from transformer.pieces import piece_text
 
 from . import traces
@@ -30,6 +36,8 @@ from .values import Drawn, Inputs, PageSettings, Tab
 # While streaming, the text and chips are sent at most every TEXT_INTERVAL seconds (several pieces at once only
 # when decoding outpaces that); figures are drawn once the trace is complete, outside the model's slot.
 TEXT_INTERVAL = 0.05
+# The values of the page's triggers (walk_ask, replay), each new: a gr.State's .change fires only on a changed value.
+ASKS = itertools.count(1)
 
 
 class Handlers:
@@ -73,17 +81,48 @@ class Handlers:
             original = engine.translate(translator, dataclasses.replace(request, heads_off="", slow=0.0))
         return engine.ablation(translator, request, original, before)
 
-    def _made(self, request: Request, trace: Trace, showing: str, tab: Tab, *, start: float,
+    def _made(self, request: Request, trace: Trace, showing: str, i: Inputs, *, start: float,
               notices: list[str] | tuple[str, ...] = (), **run) -> dict:
-        """The outputs of a model event: the new Run (its notices after the request's own), and the untrained
-        twin's when its tab is open."""
-        entry = self.registry.get(request.key)
+        """The outputs of a model event: the new Run (its notices after the request's own), and what the page `i`
+        shows needs of a model for it, made here in the model's slot: the untrained twin's trace when its tab is
+        open, head importance when its tab is, the softmax walk's q, k, v when the large view shows the walk."""
+        p, entry = self.page, self.registry.get(request.key)
         new = Run(request, trace, showing, tuple(views.run_notices(entry, trace, [*request.notices, *notices])),
                   time.perf_counter() - start, **run)
-        out = {self.page.run: new}
-        if tab == Tab.COMPARE:
-            out[self.page.twin] = self._twin(new)
+        out = {p.run: new}
+        if i.tab == Tab.COMPARE:
+            out[p.twin] = self._twin(new)
+        if i.tab == Tab.IMPORTANCE:
+            out[p.judged] = self._judged(new, i.judged)
+        walk = self._walk_key(trace, dataclasses.replace(i.view, step=new.step))
+        if walk is not None:
+            out[p.vectors] = self._vectors(new, walk, None)
         return out
+
+    def _judged(self, run: Run, judged: Judged | None) -> Judged:
+        """Head importance for the run: judged on its translation with every head on, by the model that made it
+        (`judged` again when it is of that translation)."""
+        own = run.ablation.original if run.ablation is not None else run.trace
+        if judged is not None and judged.of is own:
+            return judged
+        return Judged(own, engine.importance(self.registry.get(run.request.key).cpu, own))
+
+    @staticmethod
+    def _walk_key(trace: Trace, view: View) -> tuple[str, int] | None:
+        """The (kind, layer) whose q, k, v the large view needs to draw `trace` as `view` asks; None when it shows
+        no walk (or a walk with no query)."""
+        if view.display != "walk":
+            return None
+        view = view.fit(*views.shape(trace))
+        if attention_views.walk_row(trace, view) < 0:
+            return None
+        return view.kind, min(view.layer, trace.attention(view.kind).weights.shape[0])
+
+    def _vectors(self, run: Run, walk: tuple[str, int], vectors: Vectors | None) -> Vectors:
+        """`vectors` (those of the run's trace) with the q, k, v of `walk` (kind, layer) added: a model pass."""
+        by = dict(vectors.by) if vectors is not None and vectors.of is run.trace else {}
+        by[walk] = engine.head_vectors(self.registry.get(run.request.key).cpu, run.trace, *walk)
+        return Vectors(run.trace, by)
 
     def _twin(self, run: Run) -> Twin:
         twin_trace, own = engine.untrained(self.registry.get(run.request.key).twin(), run.trace, MAX_NEW_TOKENS)
@@ -108,7 +147,7 @@ class Handlers:
             showing = f"Beam search ({request.beam} beams), best candidate" if request.beam > 1 else "Greedy decoding"
             if request.slow > 0:
                 showing = "Slow-motion replay" + (f" of beam search ({request.beam} beams)" if request.beam > 1 else "")
-            yield self._made(request, trace, showing, i.tab, start=start, notices=extra, replay=request.slow > 0,
+            yield self._made(request, trace, showing, i, start=start, notices=extra, replay=request.slow > 0,
                              stop_mark=mark, ablation=self._ablation(translator, request))
             return
         yield {p.src_chips: views.source_chips(engine.source_pieces(translator, request.text)), p.out_chips: [],
@@ -119,7 +158,7 @@ class Handlers:
                 stopped = item.settings.stopped
                 showing = f"Greedy decoding, stopped after {len(item.output_tokens)} pieces" if stopped \
                     else "Greedy decoding"
-                yield self._made(request, item, showing, i.tab, start=start, notices=extra, stop_mark=mark,
+                yield self._made(request, item, showing, i, start=start, notices=extra, stop_mark=mark,
                                  ablation=self._ablation(translator, request))
                 return
             produced.append(item.token)
@@ -145,7 +184,7 @@ class Handlers:
         start = time.perf_counter()
         trace = engine.translate(translator, request)
         later = link.translated_notices(views.steps(trace), len(trace.source_tokens))
-        return self._made(request, trace, "Translation from the link", i.tab, start=start,
+        return self._made(request, trace, "Translation from the link", i, start=start,
                           notices=[*([notice] if notice else []), *later], stop_mark=i.signal.asked,
                           step=link.view.step, ablation=self._ablation(translator, request))
 
@@ -173,21 +212,21 @@ class Handlers:
         else:
             trace = original or engine.translate(translator, request)
             showing = "Every head on again"
-        return self._made(request, trace, showing, i.tab, start=start, notices=[notice] if notice else [],
+        return self._made(request, trace, showing, i, start=start, notices=[notice] if notice else [],
                           ablation=self._ablation(translator, request, original, run.ablation))
 
     def ablate_page(self, values: Inputs | dict):
         """`ablate` and the new Run drawn as `show` draws it, then the open tab as `tab_view` draws it (run, heads
         off, tab, twin, direction, dims, view). One event, not three chained ones: the page asked for each next one
         only after drawing the last one's figures. The drawing holds the model's slot (tens of ms; the Head
-        importance tab's passes too)."""
+        importance tab's passes and the softmax walk's too, made by `ablate`)."""
         p, i = self.page, Inputs.of(self.page, values)
         made = self.ablate(i)
         if p.run not in made:  # skipped: nothing to redraw
             yield made
             return
         run = made[p.run]
-        shown = self.present(run, dataclasses.replace(i.view, step=run.step))
+        shown = self.present(run, dataclasses.replace(i.view, step=run.step), made.get(p.vectors, i.vectors))
         # the translations and the large view first; the step panels, the download and the tab after them, so that
         # the browser draws the large view before the rest
         later = {p.step_cross, p.step_self, p.step_topk, p.partial, p.download, p.candidates}
@@ -195,7 +234,8 @@ class Handlers:
         # what tab_view would read from the controls that present has just set (tab_view fits the rest to the run)
         opened = dataclasses.replace(i.view, step=run.step, query=min(i.view.query, len(run.trace.source_tokens)))
         yield {**{c: v for c, v in shown.items() if c in later},
-               **self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin), view=opened))}
+               **self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin),
+                                                   judged=made.get(p.judged, i.judged), view=opened))}
 
     @staticmethod
     def every_head_on() -> list[str]:
@@ -224,7 +264,7 @@ class Handlers:
         start = time.perf_counter()
         trace = engine.force(translator, request, target)
         return self._made(request, trace, "Your translation, teacher-forced (red rows in Predictions: pieces "
-                          "outside the model's top k)", i.tab, start=start,
+                          "outside the model's top k)", i, start=start,
                           notices=notices + ([notice] if notice else []))
 
     def candidate(self, values: Inputs | dict, evt: gr.SelectData):
@@ -241,7 +281,7 @@ class Handlers:
         trace = engine.candidate(translator, run.trace, row)
         request = dataclasses.replace(run.request, slow=0.0)
         return self._made(request, trace, f"Beam candidate #{row + 1} (score {run.trace.candidates[row].score:.3f})",
-                          i.tab, start=start, notices=[notice] if notice else [])
+                          i, start=start, notices=[notice] if notice else [])
 
     def make_twin(self, values: Inputs | dict):
         """The untrained twin of the shown trace (run, twin), when the Trained vs untrained tab opens (once per
@@ -251,6 +291,27 @@ class Handlers:
             return gr.skip()
         return self._twin(i.run)
 
+    def judge(self, values: Inputs | dict):
+        """Head importance of the shown trace (run, judged), when the Head importance tab opens (once per
+        translation judged)."""
+        i = Inputs.of(self.page, values)
+        if i.run is None or i.run.replay:
+            return gr.skip()
+        judged = self._judged(i.run, i.judged)
+        return gr.skip() if judged is i.judged else judged
+
+    def walk_vectors(self, values: Inputs | dict):
+        """The softmax walk's q, k, v that the view asks for (run, vectors, view), when show, view or a replay found
+        them missing (walk_ask)."""
+        i = Inputs.of(self.page, values)
+        run = i.run
+        if run is None or run.replay:
+            return gr.skip()
+        walk = self._walk_key(run.trace, i.view)
+        if walk is None or walk in self._walks(run, i.vectors):
+            return gr.skip()
+        return self._vectors(run, walk, i.vectors)
+
     @staticmethod
     def stop(signal: StopSignal) -> None:
         """Stop: the running stream or replay ends at its next piece and shows what it has, labelled stopped."""
@@ -258,9 +319,9 @@ class Handlers:
 
     # ---- drawing a Run (no model) ----
 
-    def present(self, run: Run, view: View, upto: int | None = None) -> dict:
-        """Everything the page shows of a run: text, chips, step panels, large view; with `upto`, only its first
-        `upto` steps (a slow-motion frame)."""
+    def present(self, run: Run, view: View, vectors: Vectors | None = None, upto: int | None = None) -> dict:
+        """Everything the page shows of a run: text, chips, step panels, large view (a walk with `vectors`, when
+        they are the run's); with `upto`, only its first `upto` steps (a slow-motion frame)."""
         p = self.page
         trace = run.trace if upto is None else views.prefix(run.trace, upto)
         L, H, T = views.shape(trace, view.kind)
@@ -275,7 +336,7 @@ class Handlers:
                p.head: gr.update(choices=views.head_choices(H), value=view.head),
                p.walk_query: gr.update(maximum=max(len(trace.source_tokens), 2),
                                        value=min(view.query, len(trace.source_tokens))),
-               **self._view_figures(run.request.key, trace, view)}
+               **self._view_figures(run.request.key, trace, view, self._walks(run, vectors))}
         if upto is not None:
             out[p.run_info] = f"Replaying in slow motion: step {upto} of {views.steps(run.trace)}…"
             return out
@@ -291,41 +352,52 @@ class Handlers:
                     p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)})
         return out
 
-    def show(self, values: Inputs | dict):
-        """Draw a new Run (run, signal, view) at its step (the last, or a link's); a slow-motion one step by step
-        first. Stop ends the replay where it is: the page then shows those steps (and the Run becomes them, so
-        later views and links agree)."""
-        i = Inputs.of(self.page, values)
-        run, signal = i.run, i.signal
+    def show(self, values: Inputs | dict) -> dict:
+        """Draw a new Run (run, vectors, view) at its step (the last, or a link's); a slow-motion one is replayed
+        by `replay`, which this starts (replay)."""
+        p, i = self.page, Inputs.of(self.page, values)
+        run = i.run
         if run is None:
+            return gr.skip()
+        if run.replay:
+            return {p.replay: next(ASKS), p.run_info: "Replaying in slow motion…"}
+        view = dataclasses.replace(i.view, step=run.step)
+        return {**self.present(run, view, i.vectors), **self._ask_walk(run, view, i.vectors)}
+
+    async def replay(self, values: Inputs | dict):
+        """A slow-motion Run (run, signal, vectors, view) drawn step by step, then whole at its step. Between two
+        steps it waits without a thread (each frame is drawn on one). Stop ends the replay where it is: the page
+        then shows those steps (and the Run becomes them, so later views and links agree)."""
+        p, i = self.page, Inputs.of(self.page, values)
+        run, signal, vectors = i.run, i.signal, i.vectors
+        if run is None or not run.replay:
             yield gr.skip()
             return
         view = dataclasses.replace(i.view, step=run.step)
-        if not run.replay:
-            yield self.present(run, view)
-            return
         T = views.steps(run.trace)
         for t in range(1, T + 1):
             if signal.asked != run.stop_mark:
                 kept = views.stopped(run.trace, t - 1)
-                stopped = dataclasses.replace(run, trace=kept, replay=False,
-                                              showing=f"{run.showing}, stopped at step {t - 1} of {T}")
-                yield {**self.present(stopped, view), self.page.run: stopped}
-                return
-            yield self.present(run, dataclasses.replace(view, step=t), upto=t)
-            time.sleep(run.request.slow)
+                run = dataclasses.replace(run, trace=kept, showing=f"{run.showing}, stopped at step {t - 1} of {T}")
+                # the prefix reads the whole trace's vectors cut to its length (attention_views.walk)
+                vectors = Vectors(kept, vectors.by) if vectors is not None and vectors.of is i.run.trace else None
+                break
+            yield await anyio.to_thread.run_sync(self.present, run, dataclasses.replace(view, step=t), vectors, t)
+            await asyncio.sleep(run.request.slow)
         done = dataclasses.replace(run, replay=False)
-        yield {**self.present(done, view), self.page.run: done}
+        shown = await anyio.to_thread.run_sync(self.present, done, view, vectors)
+        yield {**shown, p.run: done, p.vectors: vectors, **self._ask_walk(done, view, vectors)}
 
     # ---- view changes (no model; per visitor, latest wins) ----
 
-    def _view_figures(self, key: str, trace: Trace, view: View, step_only: bool = True) -> dict:
-        """The large view, the step panels and the output up to the step, each figure with its export name;
-        without `step_only`, not the two that depend on the step alone (the next-piece probabilities, the
-        output so far)."""
+    def _view_figures(self, key: str, trace: Trace, view: View, walks: Mapping[tuple[str, int], HeadVectors],
+                      step_only: bool = True) -> dict:
+        """The large view (a walk reads `walks`), the step panels and the output up to the step, each figure with
+        its export name; without `step_only`, not the two that depend on the step alone (the next-piece
+        probabilities, the output so far)."""
         p = self.page
         step_cross, step_self, step_topk = attention_views.step_figures(trace, view)
-        out = {p.heat: plot(self._large(key, trace, view), attention_views.export_name(key, view)),
+        out = {p.heat: plot(self._large(trace, view, walks), attention_views.export_name(key, view)),
                p.step_cross: plot(step_cross, attention_views.export_name(key, view, "step-cross")),
                p.step_self: plot(step_self, attention_views.export_name(key, view, "step-self"))}
         if step_only:
@@ -342,21 +414,35 @@ class Handlers:
             return None
         return tab, run.request, run.showing, run.trace.text, view.kind, view.merge, view.plain, view.hide
 
-    def _large(self, key: str, trace: Trace, view: View):
-        """The large view as the view asks: heatmap, lines, or the softmax walk (the model's q, k, v, on request)."""
+    @staticmethod
+    def _large(trace: Trace, view: View, walks: Mapping[tuple[str, int], HeadVectors]):
+        """The large view as the view asks: heatmap, lines, or the softmax walk (the model's q, k, v: `walks`, made
+        in the model's slot; while they are made, a note)."""
         if view.display == "lines":
             return attention_views.lines(trace, view)
         if view.display == "walk":
             if attention_views.walk_row(trace, view) < 0:
                 return viz.empty_figure("No query to follow: nothing was decoded", 300)
-            L = trace.attention(view.kind).weights.shape[0]
-            vectors = engine.head_vectors(self.registry.get(key).cpu, trace, view.kind, min(view.layer, L))
+            vectors = walks.get(Handlers._walk_key(trace, view))
+            if vectors is None:
+                return viz.empty_figure("Computing q, k and v for the softmax walk…", 300)
             return attention_views.walk_figure(attention_views.walk(trace, view, vectors), view)
         return attention_views.heatmap(trace, view)
 
+    @staticmethod
+    def _walks(run: Run, vectors: Vectors | None) -> Mapping[tuple[str, int], HeadVectors]:
+        """The walk's q, k, v at hand for the run's trace."""
+        return vectors.by if vectors is not None and vectors.of is run.trace else {}
+
+    def _ask_walk(self, run: Run, view: View, vectors: Vectors | None) -> dict:
+        """walk_ask, when the large view shows a walk whose q, k, v are not at hand: walk_vectors makes them in the
+        model's slot, then `view` draws it."""
+        walk = self._walk_key(run.trace, view)
+        return {self.page.walk_ask: next(ASKS)} if walk is not None and walk not in self._walks(run, vectors) else {}
+
     def view(self, values: Inputs | dict):
         """Kind, layer, head, merge, step, plain labels, special tokens, display or walk query changed (run, twin,
-        tab, drawn, view): the large view, the step panels, and the open tab's figures that follow the view,
+        tab, drawn, vectors, view): the large view, the step panels, and the open tab's figures that follow the view,
         unless they already show what it asks."""
         i = Inputs.of(self.page, values)
         run = i.run
@@ -364,11 +450,12 @@ class Handlers:
             return gr.skip()
         view = views.fitted(i.view, run.trace)
         now = Drawn(self.tab_key(run, i.tab, view), (run.request, run.showing, run.trace.text, view.step, view.plain))
-        out = self._view_figures(run.request.key, run.trace, view, step_only=now.step != i.drawn.step)
+        out = self._view_figures(run.request.key, run.trace, view, self._walks(run, i.vectors),
+                                 step_only=now.step != i.drawn.step)
         if i.tab.follows_view and (now.tab is None or now.tab != i.drawn.tab):
             out.update(self._tab(dataclasses.replace(i, view=view), run.request.key))
         out[self.page.drawn] = now
-        return out
+        return {**out, **self._ask_walk(run, view, i.vectors)}
 
     @staticmethod
     def kind_help(kind) -> str:
@@ -414,9 +501,11 @@ class Handlers:
         return Tab.of(getattr(evt.target, "id", None))
 
     def tab_view(self, values: Inputs | dict):
-        """The open tab's contents (run, twin, tab, direction, dims, view): figures of the shown trace, or of the
-        chosen model."""
+        """The open tab's contents (run, twin, judged, tab, direction, dims, view): figures of the shown trace, or
+        of the chosen model; after a slow-motion replay, not while it plays."""
         i = Inputs.of(self.page, values)
+        if i.run is not None and i.run.replay:
+            return gr.skip()
         key = i.settings.key if i.settings.key in self.registry.entries else self.registry.default_key
         if i.run is not None:
             i = dataclasses.replace(i, view=views.fitted(i.view, i.run.trace))
@@ -442,14 +531,17 @@ class Handlers:
         if tab == Tab.IMPORTANCE and trace is not None:
             # judged on the translation with every head on, by the model that made it
             own = run.ablation.original if run.ablation is not None else trace
-            importance = engine.importance(self.registry.get(run.request.key).cpu, own)
             changed = run.ablation is not None
-            out = {p.importance: plot(ablation_views.importance_figure(importance, run.request.heads_off),
-                                      f"{run.request.key}_head-importance"),
-                   p.importance_list: ablation_views.importance_list(importance),
-                   p.log_probs: gr.update(value=plot(ablation_views.log_prob_figure(run.ablation),
+            out = {p.log_probs: gr.update(value=plot(ablation_views.log_prob_figure(run.ablation),
                                                      f"{run.request.key}_heads-off-log-p") if changed else None,
                                           visible=changed)}
+            if i.judged is not None and i.judged.of is own:  # judged in the model's slot (judge, _made)
+                out.update({p.importance: plot(ablation_views.importance_figure(i.judged.importance,
+                                                                                run.request.heads_off),
+                                               f"{run.request.key}_head-importance"),
+                            p.importance_list: ablation_views.importance_list(i.judged.importance)})
+            else:
+                out[p.importance_list] = "Open this tab again to judge the heads of this translation."
             corpus = self.registry.get(run.request.key).corpus_heads()
             out[p.corpus_row] = gr.update(visible=corpus is not None)
             if corpus is not None:

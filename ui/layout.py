@@ -65,6 +65,10 @@ class Page:
     tab: gr.State  # the open tab: ui.values.Tab
     link: gr.State  # anatomy.inputs.Link read from the page's address
     drawn: gr.State  # ui.values.Drawn: what the figures a view change may leave alone show
+    judged: gr.State  # anatomy.run.Judged | None: head importance of the shown translation
+    vectors: gr.State  # anatomy.run.Vectors | None: the softmax walk's q, k, v of the shown translation
+    walk_ask: gr.State  # a trigger (handlers.ASKS): the softmax walk needs q, k, v not at hand
+    replay: gr.State  # a trigger (handlers.ASKS): a slow-motion Run is to be replayed
     # header
     presenter: gr.Checkbox
     export_figure: gr.Dropdown  # the elem_id of the figure to export
@@ -175,7 +179,8 @@ class Page:
     def state(self) -> dict[str, gr.components.Component]:
         """The page's state (and the Inspect text), by ui.values.Inputs field."""
         return dict(run=self.run, twin=self.twin, tab=self.tab, drawn=self.drawn, signal=self.signal,
-                    link=self.link, forced=self.forced, clicked_head=self.clicked_head)
+                    link=self.link, forced=self.forced, clicked_head=self.clicked_head, judged=self.judged,
+                    vectors=self.vectors)
 
 
 # The figures the export control offers: (label, elem_id).
@@ -420,7 +425,8 @@ def build_page(registry: ModelRegistry) -> Page:
                              gr.Button("export_html"))
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
-                link=gr.State(None), drawn=gr.State(None), presenter=presenter, export_figure=export_figure,
+                link=gr.State(None), drawn=gr.State(None), judged=gr.State(None), vectors=gr.State(None),
+                walk_ask=gr.State(0), replay=gr.State(0), presenter=presenter, export_figure=export_figure,
                 export_frame=export_frame,
                 export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, animation=animation, offline=offline,
                 direction=direction,

@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Mapping
 
 from anatomy.inputs import Link, View
-from anatomy.run import Run, StopSignal, Twin
+from anatomy.run import Judged, Run, StopSignal, Twin, Vectors
 
 if TYPE_CHECKING:
     from .layout import Page
@@ -87,6 +87,8 @@ class Inputs:
     view: View = View()  # the view controls, read by View.of (not yet fitted to a trace)
     run: Run | None = None
     twin: Twin | None = None
+    judged: Judged | None = None
+    vectors: Vectors | None = None
     tab: Tab = Tab.HEADS
     drawn: Drawn = Drawn()
     signal: StopSignal = field(default_factory=StopSignal)

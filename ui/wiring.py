@@ -11,9 +11,18 @@ from .values import Tab
 # a link, the untrained twin, head importance, the softmax walk's q, k, v, heads off, the API) runs in MODEL, one at
 # a time across every visitor (a small CPU runs one model pass well, two badly); no other event does, so drawing and
 # view changes never wait for a translation (tokenizing alone is not a model pass). tests/test_wiring.py checks it.
+# A model event makes what the page will show of a model with its Run (the twin, importance, the walk's q, k, v, for
+# the open tab and view); what a tab or view change finds missing, it asks of a model event (judge, walk_ask), and
+# draws once that is done.
 MODEL = dict(concurrency_id="model", concurrency_limit=1, api_visibility="undocumented")
 # Drawing figures: no model, no shared limit.
 DRAW = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")
+# Slow-motion replays: a replay waits between frames without a thread, but each running event holds one of the
+# queue's max_threads (40) slots: at most REPLAYS replay at once (the rest wait their turn), so that they never
+# hold every slot and a translation or a drawing still finds one. tests/test_wiring.py checks it.
+REPLAYS = 8
+REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility="undocumented",
+              show_progress="hidden")
 # View changes: per visitor, the latest wins (a change that comes while one is drawn waits, and only the last
 # waiting one runs), so figures never disagree with the controls and a visitor never waits on anyone else's.
 VIEW = dict(DRAW, trigger_mode="always_last")
@@ -30,29 +39,36 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # no handler depends on the order of its inputs.
     controls = set(p.view_controls.values())
     asked = {*p.settings.values(), p.signal, p.tab}  # what a translation is asked with
-    view_inputs = {p.run, p.twin, p.tab, p.drawn, *controls}
-    tab_inputs = {p.run, p.twin, p.tab, p.direction, p.pe_dims, *controls}
+    asked |= controls  # the walk's q, k, v for the view (and the step the run opens at)
+    view_inputs = {p.run, p.twin, p.tab, p.drawn, p.vectors, *controls}
+    tab_inputs = {p.run, p.twin, p.judged, p.tab, p.direction, p.pe_dims, *controls}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
              p.offline.file,
              p.step, p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run,
-             p.walk_query]
+             p.walk_query, p.walk_ask]
     tab_outputs = [p.drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.importance, p.importance_list,
                    p.log_probs, p.corpus_row, p.corpus_map, p.pruning, p.cmp_trained, p.cmp_untrained,
                    p.compare_text, p.pe, p.pe_sim, p.pe_rows, p.arch, p.card, p.params, p.curves, p.training_md]
-    view_outputs = [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, *tab_outputs]
-    made = [p.run, p.twin, p.run_info]
+    view_outputs = [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, p.walk_ask, *tab_outputs]
+    made = [p.run, p.twin, p.judged, p.vectors, p.run_info]
+    # a new Run opens at its own step (the last, or a link's), whatever the step slider says
+    opening = controls - {p.step}
 
     def draw(event):
-        """After a model event made a Run: draw it, then the open tab."""
-        # a new Run opens at its own step (the last, or a link's), whatever the step slider says
-        return event.then(h.show, {p.run, p.signal, *controls - {p.step}}, shown, **DRAW).then(
+        """After a model event made a Run: draw it (a slow-motion one: start its replay), then the open tab."""
+        return event.then(h.show, {p.run, p.vectors, *opening}, [*shown, p.replay], **DRAW).then(
             h.tab_view, tab_inputs, tab_outputs, **DRAW)
+
+    p.replay.change(h.replay, {p.run, p.signal, p.vectors, *opening}, [*shown, p.vectors], **REPLAY).then(
+        h.tab_view, tab_inputs, tab_outputs, **DRAW)
+    p.walk_ask.change(h.walk_vectors, {p.run, p.vectors, *controls}, [p.vectors], **MODEL).success(
+        h.view, view_inputs, view_outputs, **VIEW)
 
     streamed = [*made, p.translation, p.out_chips, p.src_chips]
     draw(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL))
     p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
-    draw(p.force_btn.click(h.force, {p.run, p.forced, p.tab}, made, **MODEL))
-    draw(p.candidates.select(h.candidate, {p.run, p.tab}, made, **MODEL))
+    draw(p.force_btn.click(h.force, {p.run, p.forced, p.tab, p.judged, *controls}, made, **MODEL))
+    draw(p.candidates.select(h.candidate, {p.run, p.tab, p.judged, *controls}, made, **MODEL))
     if p.examples is not None:
         draw(p.examples.load_input_event.then(h.example_settings, [p.direction],
                                               [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
@@ -71,11 +87,13 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).then(
         h.view, view_inputs, view_outputs, **VIEW)
 
-    # Tabs: computed when opened; the untrained twin only for its own tab (a model pass).
-    compare = next(t for t in p.tabs if t.id == Tab.COMPARE)
-    others = [t.select for t in p.tabs if t is not compare]
+    # Tabs: computed when opened; the untrained twin and head importance only for their own tabs (model passes).
+    compare, importance = (next(t for t in p.tabs if t.id == tab) for tab in (Tab.COMPARE, Tab.IMPORTANCE))
+    others = [t.select for t in p.tabs if t not in (compare, importance)]
     gr.on(others, h.open_tab, None, [p.tab], **DRAW).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
     compare.select(h.open_tab, None, [p.tab], **DRAW).then(h.make_twin, {p.run, p.twin}, [p.twin], **MODEL).then(
+        h.tab_view, tab_inputs, tab_outputs, **DRAW)
+    importance.select(h.open_tab, None, [p.tab], **DRAW).then(h.judge, {p.run, p.judged}, [p.judged], **MODEL).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
     p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW)
@@ -83,7 +101,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # Heads off: a checkbox, a click on a head (app.js names it and clicks toggle_head), or Reset translates the
     # shown request again with the heads now off, and draws it and the open tab in the same event (no round trips
     # to show and tab_view).
-    ablate = {p.heads_off, *tab_inputs}
+    ablate = {p.heads_off, p.vectors, *tab_inputs}
     # the progress shows where the model events show it (their one visible output), not on every figure
     ablated = dict(MODEL, outputs=list(dict.fromkeys([*made, *shown, *tab_outputs])), show_progress_on=[p.run_info])
     p.heads_off.input(h.ablate_page, ablate, **ablated)
@@ -95,7 +113,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,
                                        p.beam, p.max_new, p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display,
                                        p.walk_query, p.step, p.presenter, p.kind_help], **DRAW).then(
-        h.translate_link, {p.link, p.signal, p.tab}, made, **MODEL))
+        h.translate_link, {p.link, p.signal, p.tab, p.judged, *controls}, made, **MODEL))
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
     export = [p.export_figure, p.export_frame, p.export_wide]
     p.png_btn.click(None, export, None, js=js("exportFigure(args[0], 'png', args[1], args[2])"))

@@ -113,10 +113,10 @@ class Handlers:
         no walk (or a walk with no query)."""
         if view.display != "walk":
             return None
-        view = view.fit(*views.shape(trace))
+        view = views.fitted(view, trace)
         if attention_views.walk_row(trace, view) < 0:
             return None
-        return view.kind, min(view.layer, trace.attention(view.kind).weights.shape[0])
+        return view.kind, view.layer
 
     def _vectors(self, run: Run, walk: tuple[str, int], vectors: Vectors | None) -> Vectors:
         """`vectors` (those of the run's trace) with the q, k, v of `walk` (kind, layer) added: a model pass."""

@@ -312,11 +312,26 @@ def test_heads_switched_off_by_link_click_and_checkbox(page, url, key, shipped):
 
 
 def test_translate_with_an_empty_box_shows_a_hint_and_no_error(page, url):
-    """An empty text is not an error: a hint where the run info goes, no toast, no red badge left behind."""
+    """An empty text is not an error: a hint beside the box, no toast, no red badge left behind; with a translation
+    shown, the hint stays up (drawing the shown translation again does not hide it) and the translation stays."""
     load_page(page, url)
-    page.get_by_role("button", name="Translate", exact=True).click()
-    page.wait_for_function("document.querySelector('#run-info')?.innerText.includes('then click Translate')")
+    translate = page.get_by_role("button", name="Translate", exact=True)
+    hint = "document.querySelector('#text-hint')?.innerText.includes('then click Translate')"
+    translate.click()
+    page.wait_for_function(hint)
     page.wait_for_timeout(500)  # a toast or an error badge would be up by now
     assert page.locator("[data-testid=toast-body], .error").count() == 0
     assert "Error" not in page.inner_text("body")
+    page.get_by_label("Source text").fill(SENTENCE)
+    translate.click()
+    wait_title(page, "heatmap", "Cross-attention")
+    assert not page.locator("#text-hint").is_visible()
+    shown = page.input_value("#translation textarea")
+    page.get_by_label("Source text").fill("")
+    translate.click()
+    page.wait_for_function(hint)
+    page.wait_for_timeout(1_000)  # what the event chain draws after the model event is drawn by now
+    assert page.evaluate(hint) and page.locator("#text-hint").is_visible()
+    assert page.input_value("#translation textarea") == shown and shown
+    assert page.locator("[data-testid=toast-body], .error").count() == 0
     assert not page.errors, page.errors

@@ -137,8 +137,10 @@ def test_a_links_step_is_checked_against_its_translation(uneven):
 def test_an_empty_text_gets_a_calm_hint_not_an_error(uneven, text):
     p = uneven.page
     [out] = translate(uneven, text=text)  # no gr.Error: the page shows no error state
-    assert set(out) == {p.run_info}
-    assert "Type a German sentence, e.g." in out[p.run_info] and "then click Translate" in out[p.run_info]
+    assert set(out) == {p.text_hint} and out[p.text_hint]["visible"]  # nothing else changes: a shown run stays
+    hint = out[p.text_hint]["value"]
+    assert "Type a German sentence, e.g." in hint and "then click Translate" in hint
+    assert not translate(uneven, text="Hallo")[0][p.text_hint]["visible"]  # a translation puts the hint away
     # the API answers with a notice, not an exception
     translation, notice, trace = uneven.api_translate(text, "de-en")
     assert (translation, trace) == ("", None) and notice.endswith("Nothing to translate: text is empty."), notice

@@ -130,19 +130,20 @@ class Handlers:
 
     def translate_page(self, values: Inputs | dict):
         """Translate (settings, signal, tab): greedy decoding streams its text piece by piece; beam search and slow
-        motion compute the whole trace first (slow motion is replayed by `show`)."""
+        motion compute the whole trace first (slow motion is replayed by `replay`)."""
         p, i = self.page, Inputs.of(self.page, values)
         request, hint = self._request(i.settings)
-        if request is None:
-            yield {p.run_info: hint}
+        if request is None:  # the shown translation stays as it is
+            yield {p.text_hint: gr.update(value=hint, visible=True)}
             return
+        no_hint = {p.text_hint: gr.update(visible=False)}
         mark = i.signal.asked
         translator, device_notice = self.registry.translator(request.key, request.device)
         extra = [device_notice] if device_notice else []
         start = time.perf_counter()
         if request.beam > 1 or request.slow > 0:
-            yield {p.run_info: f"Beam search with {request.beam} beams…" if request.beam > 1 else "Translating…",
-                   p.translation: "", p.out_chips: []}
+            yield {**no_hint, p.translation: "", p.out_chips: [],
+                   p.run_info: f"Beam search with {request.beam} beams…" if request.beam > 1 else "Translating…"}
             trace = engine.translate(translator, request)
             showing = f"Beam search ({request.beam} beams), best candidate" if request.beam > 1 else "Greedy decoding"
             if request.slow > 0:
@@ -150,8 +151,8 @@ class Handlers:
             yield self._made(request, trace, showing, i, start=start, notices=extra, replay=request.slow > 0,
                              stop_mark=mark, ablation=self._ablation(translator, request))
             return
-        yield {p.src_chips: views.source_chips(engine.source_pieces(translator, request.text)), p.out_chips: [],
-               p.translation: "", p.run_info: "Translating…"}
+        yield {**no_hint, p.src_chips: views.source_chips(engine.source_pieces(translator, request.text)),
+               p.out_chips: [], p.translation: "", p.run_info: "Translating…"}
         produced, top_k_rows, written, last = [], [], "", 0.0
         for item in engine.stream(translator, request, lambda: i.signal.asked != mark):
             if isinstance(item, Trace):

@@ -82,6 +82,7 @@ class Page:
     direction: gr.Dropdown
     model_notices: gr.Markdown  # skipped models, Hub models still loading
     text: gr.Textbox
+    text_hint: gr.Markdown  # what to type, after Translate with nothing to translate
     beam: gr.Slider
     max_new: gr.Slider
     device: gr.Radio
@@ -252,6 +253,8 @@ def build_page(registry: ModelRegistry) -> Page:
             # and says so in the run info.
             text = gr.Textbox(label="Source text", lines=2, elem_id="source-text",
                               placeholder=f"e.g. {(entry0.examples or [''])[0]}")
+            # beside the box, not in the run info: drawing the shown translation again must not hide it
+            text_hint = gr.Markdown(visible=False, elem_id="text-hint", elem_classes=["anatomy-notice"])
             with gr.Row(elem_classes=["anatomy-controls"]):
                 beam = gr.Slider(1, MAX_BEAM, value=entry0.decoding.beam_size, step=1, label="Beam size (1 = greedy)")
                 max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,
@@ -430,7 +433,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 export_frame=export_frame,
                 export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, animation=animation, offline=offline,
                 direction=direction,
-                model_notices=model_notices, text=text,
+                model_notices=model_notices, text=text, text_hint=text_hint,
                 beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
                 translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, ablation=ablation,
                 run_info=run_info,

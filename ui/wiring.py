@@ -64,7 +64,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.walk_ask.change(h.walk_vectors, {p.run, p.vectors, *controls}, [p.vectors], **MODEL).success(
         h.view, view_inputs, view_outputs, **VIEW)
 
-    streamed = [*made, p.translation, p.out_chips, p.src_chips]
+    streamed = [*made, p.translation, p.out_chips, p.src_chips, p.text_hint]
     draw(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL))
     p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
     draw(p.force_btn.click(h.force, {p.run, p.forced, p.tab, p.judged, *controls}, made, **MODEL))

@@ -68,8 +68,10 @@ def corpus(tmp_path_factory) -> Path:
 
 
 def args_for(corpus: Path, root: Path, *extra: str) -> list[str]:
+    """On the CPU wherever the tests run: the runs compared must share a device, and two nodes on one machine
+    would otherwise put two NCCL ranks on its one GPU."""
     return ["--src", "de", "--tgt", "en", "--data-dir", str(corpus), "--out", str(root / "ckpt"),
-            "--run-dir", str(root / "run"), *MODEL, *extra]
+            "--run-dir", str(root / "run"), "--device", "cpu", *MODEL, *extra]
 
 
 FEW_STEPS = ("--epochs", "1", "--max-train-pairs", "240", "--tokens-per-batch", "400")
@@ -154,6 +156,20 @@ def test_two_nodes_train_together_and_only_rank_0_writes(corpus, two_processes, 
         finish(node)
     assert not (tmp_path / "node1").exists()  # rank 1 was told other folders: it wrote none of them
     assert_same(weights(two_processes / "run"), weights(tmp_path / "node0" / "run"), atol=1e-6)
+
+
+def test_more_processes_than_gpus_train_on_the_cpu_with_a_warning(monkeypatch):
+    """NCCL needs a GPU per process: on a machine with fewer, torch.cuda.set_device failed with "invalid device
+    ordinal" in every process past the GPUs (seen with 2 processes on one lent H200)."""
+    from transformer.train_ranks import rank_device
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    cuda = torch.device("cuda")
+    assert rank_device(cuda, 0, 1) == torch.device("cuda", 0)
+    with pytest.warns(UserWarning, match="2 processes on this machine but 1 GPU"):
+        assert rank_device(cuda, 0, 2) == torch.device("cpu")
+    assert rank_device(cuda, 1, 2) == torch.device("cpu")  # the same choice, said once
+    assert rank_device(torch.device("cpu"), 1, 2) == torch.device("cpu")
 
 
 def test_the_batch_options_are_checked(corpus, tmp_path):

@@ -146,7 +146,7 @@ def test_page_translates_odd_input_and_says_what_it_changed(tiny, text, key, bea
 ])
 def test_page_answers_a_text_with_nothing_to_translate_with_a_hint(tiny, text, message):
     [out] = translate(tiny, text)
-    assert message in out[tiny.page.run_info]
+    assert message in out[tiny.page.text_hint]["value"]
 
 
 def test_page_refuses_an_unknown_direction_with_a_clear_message(tiny):
@@ -406,9 +406,12 @@ def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
 
     client = Client(served.url, verbose=False, download_files=False)
     assert client.predict(text=SECRET, direction="de-en", max_new_tokens=3, api_name="/translate")[2] is not None
-    client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, [], api_name="/translate_page")
-    # the same session: its Run (the view controls, given as a set of inputs, in the order the page makes them)
-    page = client.predict("cross", "mean", 1, False, False, False, "heatmap", 1, api_name="/show")
+    # inputs given as a set go in the order the page makes them: the settings, then the view controls (a model
+    # event makes the walk's vectors when the walk is shown), the heads off and the step
+    view = ("cross", "mean", 1, False, False, False, "heatmap", 1)
+    client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, *view, [], 1, api_name="/translate_page")
+    # the same session: its Run
+    page = client.predict(*view, api_name="/show")
     assert any(isinstance(v, dict) and str(v.get("path", "")).endswith(".json") for v in page)  # the trace download
     link = httpx.get(served.url, params={"direction": "de-en", "text": SECRET}, timeout=30)
     assert link.status_code == 200

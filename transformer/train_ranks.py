@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -50,11 +51,26 @@ def join_ranks(requested: str) -> tuple[Ranks, torch.device]:
     if world == 1:
         return Ranks(), device
     ranks = Ranks(int(os.environ["RANK"]), world, int(os.environ.get("LOCAL_RANK", "0")))
+    device = rank_device(device, ranks.local_rank, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     if device.type == "cuda":
-        device = torch.device("cuda", ranks.local_rank)
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     return ranks, device
+
+
+def rank_device(device: torch.device, local_rank: int, local_world: int) -> torch.device:
+    """GPU `local_rank` when each of this machine's `local_world` processes has a GPU of its own (NCCL needs
+    one per process), else the CPU for all of them, said once: every process decides alike."""
+    if device.type != "cuda":
+        return device
+    gpus = torch.cuda.device_count()
+    if local_world <= gpus:
+        return torch.device("cuda", local_rank)
+    if local_rank == 0:
+        warnings.warn(f"{local_world} processes on this machine but {gpus} GPU(s): each process needs a GPU of its "
+                      f"own, so all of them train on the CPU; start at most {gpus} per machine (--nproc-per-node) "
+                      "to train on the GPUs", stacklevel=2)
+    return torch.device("cpu")
 
 
 def say(message: str) -> None:

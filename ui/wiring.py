@@ -18,9 +18,10 @@ MODEL = dict(concurrency_id="model", concurrency_limit=1, api_visibility="undocu
 # Drawing figures: no model, no shared limit.
 DRAW = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")
 # Slow-motion replays: a replay waits between frames without a thread, but each running event holds one of the
-# queue's max_threads (40) slots: at most REPLAYS replay at once (the rest wait their turn), so that they never
-# hold every slot and a translation or a drawing still finds one. tests/test_wiring.py checks it.
-REPLAYS = 8
+# queue's max_threads (40) slots, and each frame is drawn in Python beside the model's run: at most REPLAYS replay at
+# once (the rest wait their turn), so that they never hold every slot and a translation still runs at near its idle
+# pace (8 at once slowed one by 2-2.4x on 2 cores; 4, by 1.2-1.6x). tests/test_wiring.py checks it.
+REPLAYS = 4
 REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility="undocumented",
               show_progress="hidden")
 # View changes: per visitor, the latest wins (a change that comes while one is drawn waits, and only the last

@@ -403,7 +403,7 @@ def server_ms(h: Handlers, key: str, text: str, own: Decoding, repeats: int = 5)
 
 def importance_ms(h: Handlers, key: str, text: str, own: Decoding, repeats: int = 5) -> float:
     """Median ms of the Head importance tab for the translation, in-process on 1 thread: every head's ablation,
-    gradient and confidence, drawn and serialized (the tab computes it when opened)."""
+    gradient and confidence, judged when the tab opens, drawn and serialized."""
     import torch
     from gradio.components.plot import PlotData
 
@@ -415,9 +415,18 @@ def importance_ms(h: Handlers, key: str, text: str, own: Decoding, repeats: int 
     try:
         settings = PageSettings(key=key, text=text, beam=own.beam_size, length_penalty=own.length_penalty)
         *_, made = h.translate_page(Inputs(settings))
-        opened = Inputs(settings, run=made[h.page.run], tab=Tab.IMPORTANCE, view=View())
-        return median_ms(lambda: sum(len(v.model_dump_json()) for v in h.tab_view(opened).values()
-                                     if isinstance(v, PlotData)), repeats)
+        run = made[h.page.run]
+
+        def opened() -> int:
+            """The tab's two events: judge (in the model's slot), then tab_view drawing what it judged."""
+            judged = h.judge(Inputs(settings, run=run))
+            shown = h.tab_view(Inputs(settings, run=run, judged=judged, tab=Tab.IMPORTANCE, view=View()))
+            drawn = sum(len(v.model_dump_json()) for v in shown.values() if isinstance(v, PlotData))
+            if not drawn:
+                raise MeasurementFailed("importance_ms: the Head importance tab drew no figure")
+            return drawn
+
+        return median_ms(opened, repeats)
     except Exception as err:
         raise MeasurementFailed(f"importance_ms: the handlers failed ({type(err).__name__}: {err}); "
                                 "adapt importance_ms") from err

@@ -72,6 +72,15 @@ def test_decode_quick_on_a_tiny_model(tiny_folder, copy_data, tmp_path):
 
 
 @pytest.mark.slow
+def test_profile_decode_on_a_tiny_model(tiny_folder, tmp_path):
+    figures = run("profile_decode", ["--checkpoint", str(tiny_folder / "tiny-de-en"), "--runs", "1", "--rows", "3"],
+                  "module", "elsewhere", tmp_path, 120)
+    assert figures.pop("beam_top_op").startswith("aten::")
+    figures = sane(figures, ["beam_ms", "greedy_ms", "beam_linear_share", "greedy_linear_share"])
+    assert figures["beam_linear_share"] < 1 and figures["greedy_linear_share"] < 1
+
+
+@pytest.mark.slow
 def test_animate_on_a_tiny_model(tiny_folder, tmp_path):
     figures = run("animate", ["--checkpoint", str(tiny_folder / "tiny-de-en"), "--repeats", "1"], "module",
                   "elsewhere", tmp_path, 120)

@@ -24,8 +24,9 @@ LIST_LENGTH = 10
 IMPORTANCE_HELP = (
     "Which heads does **this** translation need? Each head of each attention is judged three ways, on the "
     "translation of the sentence above with every head on, even while some are switched off (teacher-forced, so "
-    "every head is judged on the same output): **ablation**, how much the log-probability of that translation drops when that head alone is "
-    "switched off (Michel, Levy and Neubig, 2019: most heads can go, a few cannot); **gradient**, their cheap "
+    "every head is judged on the same output): **ablation**, how much the log-probability of that translation "
+    "drops when that head alone is switched off (Michel, Levy and Neubig, 2019: most heads can go, a few cannot); "
+    "**gradient**, their cheap "
     "estimate of the same, |∂ log p / ∂ξ| for a gate ξ on the head's output, from one backward pass; and "
     "**confidence**, the head's mean largest attention weight (Voita et al., 2019: the heads that matter tend to "
     "be confident), with the role its head statistics suggest. Click a head to switch it off or on.")

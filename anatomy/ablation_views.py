@@ -13,7 +13,7 @@ from transformer.config import ModelConfig
 from transformer.head_mask import HeadMask, HeadRef
 from transformer.heads import CorpusImportance, SentenceImportance
 from transformer.kinds import KINDS, by_name
-from transformer.pieces import piece_text
+from transformer.pieces import piece_texts
 
 from .run import Ablation, Run
 from .views import name
@@ -53,10 +53,7 @@ def off_items(heads_off: str) -> list[str]:
 def _marked(pieces: list[str], other: list[str], tag: str) -> str:
     """`pieces` as HTML text (transformer.pieces, the one detokenisation), the runs that differ from `other` wrapped
     in `tag`, the space before a run left outside it."""
-    texts, written = [], ""
-    for piece in pieces:
-        texts.append(piece_text(piece, bool(written)))
-        written += texts[-1]
+    texts = piece_texts(pieces)
     out = []
     for op, i1, i2, _, _ in difflib.SequenceMatcher(a=pieces, b=other, autojunk=False).get_opcodes():
         text = "".join(texts[i1:i2])

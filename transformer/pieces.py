@@ -28,12 +28,18 @@ def piece_text(piece: str, started: bool) -> str:
     return piece.replace(SPACE_MARK, " ")
 
 
+def piece_texts(pieces: Iterable[str]) -> list[str]:
+    """What each piece writes, in order: their join is the text."""
+    texts, started = [], False
+    for piece in pieces:
+        texts.append(piece_text(piece, started))
+        started = started or bool(texts[-1])
+    return texts
+
+
 def detokenize(pieces: Iterable[str]) -> str:
     """Pieces as text."""
-    text = ""
-    for piece in pieces:
-        text += piece_text(piece, bool(text))
-    return text
+    return "".join(piece_texts(pieces))
 
 
 def word_label(pieces: Sequence[str]) -> str:

@@ -6,12 +6,15 @@ carries its direction key in `trace.settings.direction`.
 from __future__ import annotations
 
 import dataclasses
+import os
+import warnings
 from typing import Callable, Iterator
 
 import torch
 
 from transformer import HeadMask, HeadVectors, Step, Trace, Translator
 from transformer.checkpoint import Checkpoint, load as load_checkpoint
+from transformer.half import PRECISIONS
 from transformer.heads import SentenceImportance, sentence_importance
 
 from .inputs import Request
@@ -25,7 +28,13 @@ def load(source: str, local_files_only: bool = False) -> Translator:
 
 
 def on_device(checkpoint: Checkpoint, device: str) -> Translator:
-    return Translator(checkpoint, torch.device(device))
+    """The checkpoint on `device`, in the precision $ANATOMY_PRECISION asks (auto, fp32 or fp16; default auto:
+    transformer.device.pick_precision)."""
+    precision = (os.environ.get("ANATOMY_PRECISION") or "auto").lower()
+    if precision not in PRECISIONS:
+        warnings.warn(f"ANATOMY_PRECISION={precision!r} is none of {', '.join(PRECISIONS)}: using auto", stacklevel=2)
+        precision = "auto"
+    return Translator(checkpoint, torch.device(device), precision)
 
 
 def source_pieces(translator: Translator, text: str) -> list[str]:

@@ -84,7 +84,7 @@ def about(trace: Trace, entry: ModelEntry) -> str:
              decoding + (f", length penalty {s.length_penalty:g}" if s.length_penalty is not None and
                          (s.beam_size or 1) > 1 else ""),
              *([f"max new tokens {s.max_new_tokens}"] if s.max_new_tokens is not None else []),
-             f"top-k {s.top_k}", f"on {s.device}", f"heads off: {s.heads_off or 'none'}"]
+             f"top-k {s.top_k}", f"on {views.made_on(trace)}", f"heads off: {s.heads_off or 'none'}"]
     return ("Untrained model (random weights): " if entry.untrained else "") + " · ".join(parts)
 
 

@@ -73,6 +73,12 @@ def stopped(trace: Trace, n: int) -> Trace:
     return dataclasses.replace(kept, settings=dataclasses.replace(kept.settings, stopped=True))
 
 
+def made_on(trace: Trace) -> str:
+    """Where a trace was made: the device, and how its linear layers read their weights when not fp32."""
+    s = trace.settings
+    return s.device + ("" if s.precision == "fp32" else f", {s.precision} weights")
+
+
 def language(code: str) -> str:
     return LANGUAGE_NAMES.get(code, code)
 

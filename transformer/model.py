@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .config import ModelConfig
+from .half import HalfLinear, fp16_available
 from .head_mask import HeadMask
 from .kinds import CROSS, DECODER, ENCODER, by_name
 
@@ -69,11 +70,12 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Mask, *,
     """softmax(Q K^T / sqrt(d_k)) V (paper eq. 1), fused unless the weights are wanted."""
     if not need_weights:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, h, T_q, T_k)
+    # in place on the new scores (~10 µs a call at decoding sizes); autograd needs neither of them
+    scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(q.size(-1)))  # (B, h, T_q, T_k)
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
+        scores = scores.masked_fill_(~mask, float("-inf"))
     weights = scores.float().softmax(dim=-1).to(v.dtype)  # fp32 softmax under autocast too
-    return F.dropout(weights, dropout_p) @ v, weights
+    return (F.dropout(weights, dropout_p) if dropout_p else weights) @ v, weights
 
 
 @dataclass
@@ -108,9 +110,11 @@ class DecoderCache:
         return self.cross_k[layer], self.cross_v[layer]  # (B, h, S, d_k)
 
     def reorder(self, index: Tensor) -> None:
-        """Keep the batch rows in `index` (beam search reorders and prunes hypotheses)."""
-        self.self_k, self.self_v, self.cross_k, self.cross_v = (
-            t.index_select(1, index) for t in (self.self_k, self.self_v, self.cross_k, self.cross_v))
+        """Keep the batch rows in `index` (beam search reorders and prunes hypotheses): the positions stored so far.
+        Cross-attention keys/values stay: beam search moves rows only among one sentence's beams, which share them."""
+        n = self.length
+        for buf in (self.self_k, self.self_v):
+            buf[:, :, :, :n] = buf[:, :, :, :n].index_select(1, index)
 
 
 @dataclass
@@ -143,6 +147,23 @@ class Attention:
     weights: Tensor | None  # (B, h, T_q, T_k), when asked for
 
 
+class Linear(nn.Linear):
+    """nn.Linear that can apply only some of its output rows (W_q alone, or W_k and W_v, of a stacked W_qkv), and
+    whose inference reads its weight in fp16 while `half` is set (`Transformer.set_precision`)."""
+
+    half = False
+
+    def forward(self, x: Tensor, rows: tuple[int, int] | None = None) -> Tensor:
+        if self.half and not torch.is_grad_enabled():
+            halves = self.__dict__.setdefault("_halves", {})  # a plain attribute: no state_dict entry
+            half = halves.get(rows) or halves.setdefault(rows, HalfLinear(rows))
+            return half(x, self.weight, self.bias)
+        weight, bias = self.weight, self.bias
+        if rows is not None:
+            weight, bias = weight[rows[0]:rows[1]], None if bias is None else bias[rows[0]:rows[1]]
+        return F.linear(x, weight, bias)
+
+
 class MultiHeadAttention(nn.Module):
     """MultiHead(Q, K, V) = Concat(head_1..head_h) W_o (paper §3.2.2)."""
 
@@ -151,8 +172,8 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_heads, self.d_k = config.d_model, config.n_heads, config.d_k
         # Rows [0, d), [d, 2d), [2d, 3d) are W_q, W_k, W_v for all heads at once: one matmul
         # for self-attention instead of three (the layout of torch's in_proj_weight).
-        self.W_qkv = nn.Linear(config.d_model, 3 * config.d_model)
-        self.W_o = nn.Linear(config.d_model, config.d_model)
+        self.W_qkv = Linear(config.d_model, 3 * config.d_model)
+        self.W_o = Linear(config.d_model, config.d_model)
         self.dropout = config.dropout
 
     def _split_heads(self, x: Tensor, parts: int) -> tuple[Tensor, ...]:
@@ -164,12 +185,10 @@ class MultiHeadAttention(nn.Module):
         return self._split_heads(self.W_qkv(x), 3)
 
     def query(self, x: Tensor) -> Tensor:
-        d = self.d_model
-        return self._split_heads(F.linear(x, self.W_qkv.weight[:d], self.W_qkv.bias[:d]), 1)[0]
+        return self._split_heads(self.W_qkv(x, (0, self.d_model)), 1)[0]
 
     def key_value(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        d = self.d_model
-        return self._split_heads(F.linear(x, self.W_qkv.weight[d:], self.W_qkv.bias[d:]), 2)
+        return self._split_heads(self.W_qkv(x, (self.d_model, 3 * self.d_model)), 2)
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Mask, need_weights: bool) -> Attention:
         """Eq. 1 for every head at once; `output` concatenates the heads and applies W_o."""
@@ -192,13 +211,14 @@ class PositionwiseFeedForward(nn.Module):
 
     def __init__(self, config: ModelConfig):
         super().__init__()
-        self.W_1 = nn.Linear(config.d_model, config.d_ff)
-        self.W_2 = nn.Linear(config.d_ff, config.d_model)
+        self.W_1 = Linear(config.d_model, config.d_ff)
+        self.W_2 = Linear(config.d_ff, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
         self.activation = F.silu if config.activation == "swish" else F.relu
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.W_2(self.dropout(self.activation(self.W_1(x))))
+        h = self.activation(self.W_1(x))
+        return self.W_2(self.dropout(h) if self.training else h)
 
 
 class _Layer(nn.Module):
@@ -218,7 +238,7 @@ class _Layer(nn.Module):
         return self.norms[i](x) if self.norm_first else x
 
     def _out(self, x: Tensor, sublayer_out: Tensor, i: int) -> Tensor:
-        x = x + self.dropout(sublayer_out)
+        x = x + (self.dropout(sublayer_out) if self.training else sublayer_out)
         return x if self.norm_first else self.norms[i](x)
 
     def attention(self, x: Tensor, mask: Mask, need_weights: bool, cross: bool = False, memory: Tensor | None = None,
@@ -286,6 +306,8 @@ class Transformer(nn.Module):
         else:
             self.final_logits_bias = None
         self.dropout = nn.Dropout(config.dropout)
+        self._logits_half = HalfLinear()  # the output projection's fp16 pack, while `half` is set
+        self.half = False
         self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
         # Pre-LN leaves the residual stream unnormalised, so each stack ends with a LayerNorm.
@@ -310,12 +332,31 @@ class Transformer(nn.Module):
         T = ids.size(1)
         if offset + T > self.config.max_len:
             raise ValueError(f"sequence of {offset + T} tokens exceeds max_len={self.config.max_len}")
-        return self.dropout(table(ids) * math.sqrt(self.config.d_model) + self.pe[offset:offset + T])
+        x = table(ids) * math.sqrt(self.config.d_model) + self.pe[offset:offset + T]
+        return self.dropout(x) if self.training else x
 
     def logits(self, y: Tensor) -> Tensor:
-        if self.output_projection is None:
-            return F.linear(y, self.embedding.weight, self.final_logits_bias)
-        return F.linear(y, self.output_projection.weight, self.final_logits_bias)
+        weight = self.embedding.weight if self.output_projection is None else self.output_projection.weight
+        if self.half and not torch.is_grad_enabled():
+            return self._logits_half(y, weight, self.final_logits_bias)
+        return F.linear(y, weight, self.final_logits_bias)
+
+    @property
+    def precision(self) -> str:
+        return "fp16" if self.half else "fp32"
+
+    def set_precision(self, precision: str) -> None:
+        """"fp16": inference (no grad) reads every linear layer's weight and the output projection's in fp16
+        (transformer/half.py), where fbgemm runs; "fp32": as trained. Training is fp32 (or autocast) either way."""
+        if precision not in ("fp32", "fp16"):
+            raise ValueError(f"unknown precision {precision!r}; choose fp32 or fp16")
+        self.half = precision == "fp16"
+        if self.half and not fp16_available(self.embedding.weight.device):
+            raise ValueError(f"fp16 weights need fbgemm on an x86 CPU; this model is on "
+                             f"{self.embedding.weight.device} with {torch.backends.quantized.supported_engines}")
+        for module in self.modules():
+            if isinstance(module, Linear):
+                module.half = self.half
 
     def encode(self, src_ids: Tensor, need_weights: bool = False, src_lengths: Tensor | None = None,
                head_mask: HeadMask | None = None) -> Encoded:

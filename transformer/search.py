@@ -161,9 +161,11 @@ def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit:
         if all(done):
             break
         index = torch.tensor(rows, device=device)
-        cache.reorder(index)
+        if rows != list(range(B * K)):  # most steps keep every beam in its row
+            cache.reorder(index)
+            history = history.index_select(0, index)
         tokens = torch.tensor(next_tokens, device=device)[:, None]  # (B*K, 1)
-        history = torch.cat([history.index_select(0, index), tokens], dim=1)  # (B*K, t+1)
+        history = torch.cat([history, tokens], dim=1)  # (B*K, t+1)
         beam_scores = torch.tensor(next_scores, device=device).view(B, K)
     else:
         # Out of length: the live beams are the hypotheses of unfinished sentences.

@@ -13,7 +13,7 @@ from torch import Tensor
 from . import checkpoint as ckpt
 from .config import EOS_ID
 from .data import pad
-from .device import pick_device
+from .device import pick_device, pick_precision
 from .head_mask import HeadMask
 from .kinds import KINDS, by_name
 from .model import Encoded, Transformer
@@ -64,6 +64,7 @@ class DecodingSettings:
     candidate: int | None = None  # "beam candidate": which one (from 1)
     direction: str | None = None  # the app's direction key (anatomy.engine tags its traces)
     heads_off: str = ""  # the heads a HeadMask switched off, in its link form (cross:1.2,encoder:1.3)
+    precision: str = "fp32"  # how the linear layers read their weights (transformer.device.pick_precision)
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
@@ -198,16 +199,17 @@ def decoder_input(output_ids: list[int], start_id: int) -> list[int]:
 class Translator:
     """A loaded checkpoint that translates text and explains how."""
 
-    def __init__(self, checkpoint: ckpt.Checkpoint, device: torch.device | None = None):
+    def __init__(self, checkpoint: ckpt.Checkpoint, device: torch.device | None = None, precision: str = "auto"):
         self.checkpoint = checkpoint
         self.device = device or next(checkpoint.model.parameters()).device
         self.model: Transformer = checkpoint.model.to(self.device).eval()
+        self.precision = pick_precision(self.model, precision)
         self.tokenizer: Tokenizer = checkpoint.tokenizer
 
     @classmethod
-    def from_checkpoint(cls, path_or_id: str | Path, device: str = "auto") -> "Translator":
+    def from_checkpoint(cls, path_or_id: str | Path, device: str = "auto", precision: str = "auto") -> "Translator":
         dev = pick_device(device)
-        return cls(ckpt.load(path_or_id, dev), dev)
+        return cls(ckpt.load(path_or_id, dev), dev, precision)
 
     @property
     def config(self):
@@ -234,7 +236,7 @@ class Translator:
                  length_penalty: float | None = None, head_mask: HeadMask | None = None) -> DecodingSettings:
         """A trace's `settings`: how it was made, on this translator's device."""
         return DecodingSettings(mode, top_k, str(self.device), beam_size, max_new_tokens, length_penalty,
-                                heads_off="" if head_mask is None else str(head_mask))
+                                heads_off="" if head_mask is None else str(head_mask), precision=self.precision)
 
     def _mask(self, head_mask: HeadMask | None) -> HeadMask | None:
         return None if head_mask is None else head_mask.to(self.device)

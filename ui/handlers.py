@@ -344,7 +344,7 @@ class Handlers:
         timing = f" in {run.elapsed:.2f} s" if run.elapsed is not None else ""
         info = [f"⚠️ {viz.escape(n)}" for n in run.notices]
         info.append(f"{viz.escape(run.showing)}: {len(trace.source_tokens)} source pieces → {T} output pieces"
-                    f"{timing} on `{trace.settings.device}` · "
+                    f"{timing} on `{views.made_on(trace)}` · "
                     f"[link to this view]({build_link(run.request, view)})")
         # a page saved of the last translation is not one of this one
         out.update({p.run_info: "\n\n".join(info), p.forced: trace.text, p.download: traces.trace_file(trace),

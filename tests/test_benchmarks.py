@@ -67,7 +67,8 @@ def test_decode_quick_on_a_tiny_model(tiny_folder, copy_data, tmp_path):
     figures = run("decode", ["--checkpoint", str(tiny_folder / "tiny-de-en"), "--quick", "--repeats", "1"],
                   "file", "root", tmp_path, 120, {"ANATOMY_DATA_DIR": str(copy_data)})
     figures = sane(figures, ["naive_ms", "cached_ms", "capture_ms", "beam5_ms", "tok_per_s", "speedup",
-                             "capture_overhead", "natural_capture_ms", "natural_beam_ms"])
+                             "capture_overhead", "natural_capture_ms", "natural_beam_ms", "fp32_capture_ms",
+                             "fp32_beam_ms", "capture_speedup", "beam_speedup"])
     assert figures["speedup"] == pytest.approx(figures["naive_ms"] / figures["cached_ms"], rel=0.1)  # rounded
 
 

@@ -31,6 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import torch
 from sacrebleu.metrics import BLEU
@@ -180,30 +181,29 @@ def val_corpora(checkpoint: Checkpoint, data_root: Path | None = None) -> list[d
 
 
 def check_precision(folder: Path, limit: int | None = None, data_root: Path | None = None,
-                    batch_size: int = 64) -> list[PrecisionCheck]:
-    """fp32 against fp16 on the whole val split of each of the checkpoint's corpora (the first `limit` pairs)."""
+                    batch_size: int = 64) -> Iterator[PrecisionCheck]:
+    """fp32 against fp16 on the whole val split of each of the checkpoint's corpora (the first `limit` pairs), one
+    corpus after another."""
     fp32, fp16 = (Translator(load_checkpoint(folder, "cpu"), torch.device("cpu"), p) for p in ("fp32", "fp16"))
     own = fp32.checkpoint.decoding
-    checks = []
     for corpus in val_corpora(fp32.checkpoint, data_root):
         sources, references = data.read_pairs(corpus.path, "val", fp32.checkpoint.source_lang,
                                               fp32.checkpoint.target_lang)
         sources, references = sources[:limit], references[:limit]
         a, b = (t.translate_batch(sources, own.beam_size, length_penalty=own.length_penalty, batch_size=batch_size)
                 for t in (fp32, fp16))
-        checks.append(PrecisionCheck(folder.name, corpus.name, len(sources),
-                                     sum(x == y for x, y in zip(a, b)) / max(1, len(sources)),
-                                     BLEU().corpus_score(a, [references]).score,
-                                     BLEU().corpus_score(b, [references]).score))
-    return checks
+        yield PrecisionCheck(folder.name, corpus.name, len(sources), sum(x == y for x, y in zip(a, b)) / len(sources),
+                             BLEU().corpus_score(a, [references]).score, BLEU().corpus_score(b, [references]).score)
 
 
 def precision_main(folders: list[Path], limit: int | None) -> None:
     """Print each check and the summary line; exit 1 when one fails."""
     torch.set_num_threads(2)
-    checks = [c for folder in folders for c in check_precision(folder, limit)]
-    for check in checks:
-        print(check.line(), flush=True)
+    checks = []
+    for folder in folders:
+        for check in check_precision(folder, limit):
+            print(check.line(), flush=True)
+            checks.append(check)
     n = sum(c.sentences for c in checks)
     identical = sum(c.identical * c.sentences for c in checks) / max(1, n)
     worst = max(abs(c.bleu_fp16 - c.bleu_fp32) for c in checks)

@@ -164,7 +164,7 @@ def test_a_shipped_model_translates_a_val_sample_the_same_in_fp16(name):
     folder = ROOT / "checkpoints" / name
     if not (folder / "model.safetensors").is_file():
         pytest.skip(f"{name} is not shipped here")
-    checks = check_precision(folder, limit=25)
+    checks = list(check_precision(folder, limit=25))
     assert len(checks) == 3 and all(c.sentences == 25 for c in checks)  # tatoeba, multi30k, newstest
     for check in checks:
         assert check.passed, check.line()

@@ -12,6 +12,7 @@ import torch
 
 from .checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, CheckpointError
 from .device import DEVICES
+from .half import PRECISIONS
 from .translator import Translator
 
 
@@ -24,6 +25,9 @@ def add_decoding_args(p: argparse.ArgumentParser) -> None:
                         f"model card chose on val, else {DEFAULT_LENGTH_PENALTY})")
     p.add_argument("--max-new-tokens", type=int, help="default: 2 × source length + 10")
     p.add_argument("--device", default="auto", choices=DEVICES)
+    p.add_argument("--precision", default="auto", choices=PRECISIONS,
+                   help="how the linear layers read their weights (default: fp16 on an x86 CPU for weights that are "
+                        "fp16 numbers already, as saved checkpoints are; else fp32)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=64)
 
@@ -33,7 +37,7 @@ def load_translator(args: argparse.Namespace) -> Translator:
         raise SystemExit("--beam must be at least 1")
     torch.set_num_threads(args.threads)
     try:
-        translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
+        translator = Translator.from_checkpoint(args.checkpoint, device=args.device, precision=args.precision)
     except CheckpointError as err:
         raise SystemExit(f"error: {err}") from None
     decoding = translator.checkpoint.decoding

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Iterator
 
 import torch
-from sacrebleu.metrics import BLEU
 
 if not __package__:  # run as a file (python benchmarks/decode.py): put the repo root on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -184,6 +183,8 @@ def check_precision(folder: Path, limit: int | None = None, data_root: Path | No
                     batch_size: int = 64) -> Iterator[PrecisionCheck]:
     """fp32 against fp16 on the whole val split of each of the checkpoint's corpora (the first `limit` pairs), one
     corpus after another."""
+    from sacrebleu.metrics import BLEU  # here: the timing needs no more than torch
+
     fp32, fp16 = (Translator(load_checkpoint(folder, "cpu"), torch.device("cpu"), p) for p in ("fp32", "fp16"))
     own = fp32.checkpoint.decoding
     for corpus in val_corpora(fp32.checkpoint, data_root):

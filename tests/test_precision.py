@@ -168,3 +168,19 @@ def test_a_shipped_model_translates_a_val_sample_the_same_in_fp16(name):
     assert len(checks) == 3 and all(c.sentences == 25 for c in checks)  # tatoeba, multi30k, newstest
     for check in checks:
         assert check.passed, check.line()
+
+
+@fp16_here
+def test_a_trained_model_in_marian_format_translates_the_same_in_fp16(tmp_path):
+    """The reduced path on a real trained model as an opus-mt folder: the shipped Multi30k model, exported."""
+    from benchmarks.decode import check_precision
+    from transformer import checkpoint, marian
+
+    folder = ROOT / "checkpoints" / "multi30k-de-en"
+    if not (folder / "model.safetensors").is_file():
+        pytest.skip("multi30k-de-en is not shipped here")
+    exported = marian.export(checkpoint.load(folder), tmp_path / "opus-mt-like")
+    assert marian.is_marian_folder(exported)
+    assert Translator.from_checkpoint(exported, device="cpu").precision == "fp16"  # its weights are fp16 numbers
+    (check,) = check_precision(exported, limit=40)
+    assert check.sentences == 40 and check.passed, check.line()

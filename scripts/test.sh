@@ -8,4 +8,4 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
-python3 -m pytest -q "$@"
+python3 -m pytest -q --durations=15 "$@"

@@ -188,7 +188,8 @@ def test_trace_has_the_documented_shapes(translator):
     assert all(len(k) == 3 for k in trace.top_k)
     assert trace.top_k[0][0].token == trace.output_tokens[0]
     assert trace.settings == DecodingSettings("greedy", 3, "cpu", beam_size=1,
-                                              max_new_tokens=output_limit(translator.model, S, None), length_penalty=1.0)
+                                              max_new_tokens=output_limit(translator.model, S, None), length_penalty=1.0,
+                                              precision=translator.precision)
     assert trace.checkpoint == str(translator.checkpoint.id)
 
 

@@ -286,6 +286,7 @@ def test_the_animate_endpoint_sends_the_file_to_a_client(served, tmp_path):
 
     client = Client(served.url, verbose=False, download_files=str(tmp_path))
     path, notice = client.predict(text=SENTENCE, direction="de-en", file_format="mp4", api_name="/animate")
+    assert path is not None, notice
     assert Path(path).name == "de-en_cross-attention_layer2_mean-of-heads_decoding-bar." + (
         "mp4" if importlib.util.find_spec("av") else "zip")
     assert Path(path).read_bytes()[4:8] == b"ftyp" or "PyAV" in notice

@@ -21,7 +21,7 @@ from transformer.kinds import KINDS, AttentionKind
 from transformer.pieces import piece_texts
 
 from . import views
-from .attention_views import word_labels
+from .attention_views import merge_labels
 from .registry import ModelEntry, shown_path
 
 SCHEMA = "anatomy.trace/1"
@@ -60,21 +60,19 @@ def finite(value):
     return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
 
 
-def _labels(tokens: list, groups: list[list[int]]) -> list:
-    """The words of `groups` as labels: strings, or [read, produced] pairs for decoder positions."""
-    if tokens and isinstance(tokens[0], tuple):
-        reads, produced = [t[0] for t in tokens], [t[1] for t in tokens]
-        return [list(pair) for pair in zip(word_labels(reads, groups), word_labels(produced, groups))]
-    return word_labels(tokens, groups)
+def _tokens(tokens: list) -> list:
+    """Pieces or words as JSON takes them: (read, produced) pairs as lists."""
+    return [list(t) if isinstance(t, tuple) else t for t in tokens]
 
 
 def _axes(trace: Trace, kind: AttentionKind, hide: bool) -> dict:
     """One kind's rows and columns as views.arrays shows them (with `hide`, without the special tokens), with the
     word groups that merging reads and the words' labels."""
     a = views.arrays(trace, kind.name, hide)
-    return {"rows": a.rows, "cols": a.cols, "queries": [list(q) if isinstance(q, tuple) else q for q in a.queries],
-            "keys": a.keys, "query_groups": a.query_groups, "key_groups": a.key_groups,
-            "query_words": _labels(a.queries, a.query_groups), "key_words": _labels(a.keys, a.key_groups)}
+    return {"rows": a.rows, "cols": a.cols, "queries": _tokens(a.queries), "keys": a.keys,
+            "query_groups": a.query_groups, "key_groups": a.key_groups,
+            "query_words": _tokens(merge_labels(a.queries, a.query_groups)),
+            "key_words": merge_labels(a.keys, a.key_groups)}
 
 
 def heads_off(trace: Trace, kind: AttentionKind) -> list[list[int]]:

@@ -76,7 +76,8 @@ def word_labels(pieces: list[str], groups: list[list[int]]) -> list[str]:
     return [word_label([pieces[i] for i in g]) for g in groups]
 
 
-def _merge_labels(tokens: list, groups: list[list[int]]) -> list:
+def merge_labels(tokens: list, groups: list[list[int]]) -> list:
+    """Word labels of `groups`: strings, or (read, produced) pairs for decoder positions."""
     if tokens and isinstance(tokens[0], tuple):
         reads, prods = [t[0] for t in tokens], [t[1] for t in tokens]
         return list(zip(word_labels(reads, groups), word_labels(prods, groups)))
@@ -90,7 +91,7 @@ def _shown(a: Arrays, weights: np.ndarray, merge: bool, plain: bool = False):
             return weights, viz.plain_labels(a.queries), viz.plain_labels(a.keys), a.hidden
         return weights, a.queries, a.keys, a.hidden
     w, hidden = viz.merge_attention(weights, a.query_groups, a.key_groups, a.hidden)
-    return w, _merge_labels(a.queries, a.query_groups), _merge_labels(a.keys, a.key_groups), hidden
+    return w, merge_labels(a.queries, a.query_groups), merge_labels(a.keys, a.key_groups), hidden
 
 
 def _empty_note(hidden, queries, special_hidden: bool) -> str | None:

@@ -4,23 +4,20 @@ predictions, positional encoding, architecture and model card), drawn in the bro
 
 The file is ui/static/offline.html with ui/static/offline.css, Plotly.js, the translation's data and
 ui/static/offline.js inlined. offline.js draws every figure from the data as viz/ draws it on the page (same
-scales, labels, titles). To stay small, attention travels as uint8, round(weight × SCALE), base64, one array per
-kind (each weight within 1 / (2 SCALE) of the trace's); the positional encoding is computed in the page from the
-paper's formula; the architecture figures come as Plotly JSON, tables and the model card as HTML made here.
+scales, labels, titles). To stay small, attention travels as the trace payload packs it (anatomy/payload.py:
+uint8, round(weight × 255), base64, one array per kind, each weight within 1/510 of the trace's); the positional
+encoding is computed in the page from the paper's formula; the architecture figures come as Plotly JSON, tables
+and the model card as HTML made here.
 """
 from __future__ import annotations
 
-import base64
-import dataclasses
 import html
 import json
-import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
 import plotly
 import plotly.colors as pc
 from markdown_it import MarkdownIt
@@ -35,11 +32,11 @@ from viz.heads import PANELS, SIGNED
 
 from . import architecture_views, attention_views, training_views, views
 from .inputs import DISPLAYS, PAGE_KINDS, View
+from .payload import checkpoint_id, finite, heads_off, packed, settings, top_k
 from .registry import ModelEntry, shown_path
 
 STATIC = Path(__file__).resolve().parents[1] / "ui" / "static"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-SCALE = 255  # a weight w travels as round(w × SCALE): a uint8
 SUFFIX = ".html"
 ARCHITECTURE_CAPTION = ("Shapes for this translation (the whole output read at once, as in training and in the final "
                         "pass)")
@@ -53,11 +50,6 @@ class Written:
 
     path: Path
     size: int  # bytes
-
-
-def quantised(weights: np.ndarray) -> np.ndarray:
-    """Attention weights as uint8: round(w × SCALE), w clipped to [0, 1]."""
-    return np.rint(np.clip(np.asarray(weights, dtype=np.float32), 0.0, 1.0) * SCALE).astype(np.uint8)
 
 
 def markdown_html(text: str) -> str:
@@ -88,26 +80,14 @@ def about(trace: Trace, entry: ModelEntry) -> str:
     return ("Untrained model (random weights): " if entry.untrained else "") + " · ".join(parts)
 
 
-def checkpoint_id(trace: Trace, entry: ModelEntry) -> str:
-    """The checkpoint as the app names it: its folder relative to the repository, or its hf:// id."""
-    source = trace.checkpoint or entry.source
-    return shown_path(source) if source else "none (untrained: random init)"
-
-
 def _kind(trace: Trace, kind) -> dict:
-    weights = trace.attention(kind.name).weights
     return {"name": kind.name, "label": kind.label, "title": views.name(kind.name), "queries": kind.queries,
             "keys": kind.keys, "causal": kind.causal, "stepped": attention_views.stepped(kind),
             "query_title": attention_views.QUERY_TITLES[kind.queries],
             "key_title": attention_views.KEY_TITLES[kind.keys],
             "help": markdown_html(f"**{views.name(kind.name)}.** {attention_views.HELP[kind]}"),
-            "step_color": attention_views.STEP_COLORS.get(kind), "shape": list(weights.shape), "scale": SCALE,
-            "weights": base64.b64encode(np.ascontiguousarray(quantised(weights)).tobytes()).decode("ascii"),
-            "off": [list(pair) for pair in sorted(views.off_in(trace.settings.heads_off, kind.name))]}
-
-
-def _finite(value):
-    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
+            "step_color": attention_views.STEP_COLORS.get(kind), **packed(trace.attention(kind.name).weights),
+            "off": heads_off(trace, kind)}
 
 
 def _figure(figure) -> dict:
@@ -124,7 +104,7 @@ def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view
         "about": about(trace, entry),
         "model": {"key": entry.key, "label": entry.label, "checkpoint": checkpoint_id(trace, entry),
                   "source_lang": entry.source_lang, "target_lang": entry.target_lang, "untrained": entry.untrained},
-        "settings": {f.name: getattr(trace.settings, f.name) for f in dataclasses.fields(trace.settings)},
+        "settings": settings(trace),
         "text": text, "translation": trace.text, "notices": list(notices),
         "source": list(trace.source_tokens), "target": list(trace.target_tokens), "output": list(trace.output_tokens),
         # what each piece writes inside a word (transformer.pieces): the page's word labels join these
@@ -133,13 +113,13 @@ def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view
         "chips": [list(chip) for chip in views.output_chips(trace.output_tokens, trace.top_k)],
         "confidence": views.CONFIDENCE,
         "candidates": views.candidate_rows(trace),
-        "top_k": [[[c.token, round(float(c.prob), 4)] for c in row] for row in trace.top_k],
+        "top_k": top_k(trace),
         "kinds": [_kind(trace, kind) for kind in PAGE_KINDS],
         "view": {"kind": view.kind, "layer": view.layer, "head": view.head, "step": view.step, "merge": view.merge,
                  "plain": view.plain, "hide": view.hide,
                  "display": view.display if view.display in DISPLAYS[:2] else DISPLAYS[0]},
         "hide_title": attention_views.HIDE_TITLE,
-        "stats": {"headers": headers, "rows": [[_finite(v) for v in row] for row in rows],
+        "stats": {"headers": headers, "rows": [[finite(v) for v in row] for row in rows],
                   "keys": list(viz.STAT_LABELS), "panels": list(PANELS), "signed": sorted(SIGNED),
                   "definitions": [[viz.STAT_LABELS[k], t] for k, t in DEFINITIONS.items()]},
         "positional": {"d_model": c.d_model, "max_len": c.max_len, "layout": c.pe_layout,

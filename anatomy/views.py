@@ -95,6 +95,7 @@ class Arrays:
     key_groups: list[list[int]]
     hidden: np.ndarray | None  # (queries, keys): cells a mask hides; None when none is
     rows: list[int]  # the trace's row of each query shown (hiding special tokens drops some)
+    cols: list[int]  # the trace's column of each key shown
 
 
 def arrays(trace: Trace, kind: str, hide: bool = False) -> Arrays:
@@ -117,7 +118,7 @@ def arrays(trace: Trace, kind: str, hide: bool = False) -> Arrays:
     pieces = [maps.query_pieces[i] for i in rows]
     keys = [maps.keys[j] for j in cols]
     return Arrays(w, [maps.queries[i] for i in rows], keys, maps.causal, viz.word_groups(pieces),
-                  viz.word_groups(keys), hidden, rows)
+                  viz.word_groups(keys), hidden, rows, cols)
 
 
 def without_special(row: np.ndarray, keys: list[str]) -> tuple[np.ndarray, list[str]]:

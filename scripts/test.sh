@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Installs everything the test suite needs (Python packages, headless Chromium) and runs it.
+# Installs everything the test suite needs (Python packages, headless Chromium, Node) and runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -r requirements-dev.txt
-if ! command -v chromium >/dev/null 2>&1; then
+MISSING=""
+command -v chromium >/dev/null 2>&1 || MISSING="chromium"
+command -v node >/dev/null 2>&1 || MISSING="$MISSING nodejs"
+if [ -n "$MISSING" ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  # shellcheck disable=SC2086  # one word per package
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $MISSING >/dev/null
 fi
+# The browser viewer's ES modules (ui/static/viewer/), by Node's own test runner; a failure stops the script.
+node --test tests/js/
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 python3 -m pytest -q --durations=15 "$@"

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import viz
-from anatomy import attention_views, export, offline, views
+from anatomy import attention_views, export, offline, payload, views
 from anatomy.inputs import MAX_CHARS, View, clean_text
 from anatomy.registry import ModelRegistry
 from tests.app_fixtures import SENTENCE, make_checkpoint, run_of
@@ -67,7 +67,7 @@ def test_attention_travels_as_uint8_within_1_510_of_the_trace(trace, entry):
         exact = trace.attention(kind["name"]).weights
         assert kind["shape"] == list(exact.shape) and kind["scale"] == 255
         stored = weights(kind)
-        assert np.array_equal(stored, offline.quantised(exact))
+        assert np.array_equal(stored, payload.quantised(exact))
         assert np.abs(stored / kind["scale"] - exact).max() <= 1 / 510 + 1e-7
     assert len(data["top_k"]) == STEPS and all(len(row) == 5 for row in data["top_k"])
     assert len(data["stats"]["rows"]) == sum(np.prod(trace.attention(k.name).weights.shape[:2]) for k in KINDS)
@@ -230,7 +230,7 @@ def test_offline_every_view_draws_and_the_controls_draw_the_trace_s_values(brows
                                                           for k in KINDS)
     assert page.locator("#source-pieces .chip").all_inner_texts() == trace.source_tokens
     # the default view: cross-attention, the last layer, the mean of its heads, the last step framed
-    q = offline.quantised(trace.cross_attn) / 255
+    q = payload.quantised(trace.cross_attn) / 255
     assert np.abs(z_of(page) - q[-1].mean(0)).max() < 1e-9
     assert title_of(page) == f"Cross-attention · layer {L}, mean of {H} heads"
     steps = 1
@@ -239,7 +239,7 @@ def test_offline_every_view_draws_and_the_controls_draw_the_trace_s_values(brows
             page.select_option(control, value)
             steps += 1
         drawn(page, steps)
-        exact = offline.quantised(trace.attention(kind).weights) / 255
+        exact = payload.quantised(trace.attention(kind).weights) / 255
         want = exact[layer - 1].mean(0) if head == "mean" else exact[layer - 1, int(head) - 1]
         z = z_of(page)
         if kind == "decoder":  # the mask's cells are drawn grey: no value
@@ -269,7 +269,7 @@ def test_offline_every_view_draws_and_the_controls_draw_the_trace_s_values(brows
                           ".map(t => [t.opacity, t.x.slice(0, 2)])")
     assert lines and all(0 < o <= 1 and x == [0, 1] for o, x in lines)
     # words and special tokens hidden: the app's own matrix and labels (attention_views.matrix) of the stored values
-    stored = dataclasses.replace(trace, **{k.trace_field: offline.quantised(trace.attention(k.name).weights) / 255
+    stored = dataclasses.replace(trace, **{k.trace_field: payload.quantised(trace.attention(k.name).weights) / 255
                                            for k in KINDS})
     for control, value in (("#display", "heatmap"), ("#kind", "cross"), ("#merge", True), ("#hide", True)):
         page.check(control) if value is True else page.select_option(control, value)

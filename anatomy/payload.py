@@ -1,0 +1,120 @@
+"""A translation as one versioned JSON value, the trace payload (schema `anatomy.trace/1`, docs/payload.md): what a
+viewer in the browser (ui/static/viewer/) needs to draw every attention view of a Trace with no server.
+
+Everything that turns pieces into words happens here, through transformer.pieces and anatomy.views, so the browser
+never splits or joins pieces: each kind carries its axes twice, as shown and with the special tokens hidden, with
+their word groups and word labels. Attention travels as uint8, round(w × SCALE), base64: each weight within
+0.5 / SCALE (≈ 0.002) of the trace's.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+
+import numpy as np
+
+from transformer import Trace
+from transformer.analysis import trace_head_statistics
+from transformer.kinds import KINDS, AttentionKind
+from transformer.pieces import piece_texts
+
+from . import views
+from .attention_views import merge_labels
+from .registry import ModelEntry, shown_path
+
+SCHEMA = "anatomy.trace/1"
+SCALE = 255  # a weight w travels as round(w × SCALE): a uint8
+
+
+def quantised(weights: np.ndarray) -> np.ndarray:
+    """Attention weights as uint8: round(w × SCALE), w clipped to [0, 1]."""
+    return np.rint(np.clip(np.asarray(weights, dtype=np.float32), 0.0, 1.0) * SCALE).astype(np.uint8)
+
+
+def packed(weights: np.ndarray) -> dict:
+    """(L, h, Tq, Tk) weights as the payload carries them: shape, scale and the uint8 bytes (C order) in base64."""
+    data = np.ascontiguousarray(quantised(weights)).tobytes()
+    return {"shape": list(weights.shape), "scale": SCALE, "weights": base64.b64encode(data).decode("ascii")}
+
+
+def checkpoint_id(trace: Trace, entry: ModelEntry) -> str:
+    """The checkpoint as the app names it: its folder relative to the repository, or its hf:// id."""
+    source = trace.checkpoint or entry.source
+    return shown_path(source) if source else "none (untrained: random init)"
+
+
+def settings(trace: Trace) -> dict:
+    """Every field of the trace's DecodingSettings, defaults included."""
+    return {f.name: getattr(trace.settings, f.name) for f in dataclasses.fields(trace.settings)}
+
+
+def top_k(trace: Trace) -> list[list[list]]:
+    """Per decoding step, the k most likely next pieces as [piece, probability rounded to 4 places]."""
+    return [[[c.token, round(float(c.prob), 4)] for c in row] for row in trace.top_k]
+
+
+def finite(value):
+    """A statistic as JSON takes it: None for a missing or non-finite number."""
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else value
+
+
+def _tokens(tokens: list) -> list:
+    """Pieces or words as JSON takes them: (read, produced) pairs as lists."""
+    return [list(t) if isinstance(t, tuple) else t for t in tokens]
+
+
+def _axes(trace: Trace, kind: AttentionKind, hide: bool) -> dict:
+    """One kind's rows and columns as views.arrays shows them (with `hide`, without the special tokens), with the
+    word groups that merging reads and the words' labels."""
+    a = views.arrays(trace, kind.name, hide)
+    return {"rows": a.rows, "cols": a.cols, "queries": _tokens(a.queries), "keys": a.keys,
+            "query_groups": a.query_groups, "key_groups": a.key_groups,
+            "query_words": _tokens(merge_labels(a.queries, a.query_groups)),
+            "key_words": merge_labels(a.keys, a.key_groups)}
+
+
+def heads_off(trace: Trace, kind: AttentionKind) -> list[list[int]]:
+    """The [layer, head] pairs (from 1) of `kind` that the trace's head mask switched off, in order."""
+    return [list(pair) for pair in sorted(views.off_in(trace.settings.heads_off, kind.name))]
+
+
+def _kind(trace: Trace, kind: AttentionKind) -> dict:
+    return {"name": kind.name, "label": kind.label, "queries": kind.queries, "keys": kind.keys,
+            "causal": kind.causal, "off": heads_off(trace, kind),
+            "attention": packed(trace.attention(kind.name).weights),
+            "axes": {"all": _axes(trace, kind, False), "hidden": _axes(trace, kind, True)}}
+
+
+def _model(trace: Trace, entry: ModelEntry) -> dict:
+    c = entry.config
+    return {"key": entry.key, "label": entry.label, "checkpoint": checkpoint_id(trace, entry),
+            "source_lang": entry.source_lang, "target_lang": entry.target_lang, "untrained": entry.untrained,
+            "layers": {"encoder": c.n_encoder_layers, "decoder": c.n_decoder_layers, "cross": c.n_decoder_layers},
+            "heads": c.n_heads, "d_model": c.d_model}
+
+
+def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list[str] | None = None) -> dict:
+    """The trace payload of `trace`, made by `entry`'s model (docs/payload.md): JSON values only. `text`: the
+    source text as translated; `notices`: the run's, as the app shows them."""
+    return {
+        "schema": SCHEMA,
+        "model": _model(trace, entry),
+        "settings": settings(trace),
+        "text": text, "translation": trace.text, "cut_by_limit": trace.cut_by_limit, "notices": list(notices or []),
+        "pieces": {"source": list(trace.source_tokens), "target": list(trace.target_tokens),
+                   "output": list(trace.output_tokens)},
+        "piece_texts": {"source": piece_texts(trace.source_tokens), "target": piece_texts(trace.target_tokens),
+                        "output": piece_texts(trace.output_tokens)},
+        "top_k": top_k(trace),
+        "candidates": [{"text": c.text, "pieces": list(c.tokens), "score": round(c.score, 4),
+                        "log_prob": round(c.log_prob, 4), "cut_by_limit": c.cut_by_limit} for c in trace.candidates],
+        "kinds": [_kind(trace, kind) for kind in KINDS],
+        "stats": [{k: finite(v) for k, v in dataclasses.asdict(s).items()} for s in trace_head_statistics(trace)],
+    }
+
+
+def to_json(payload: dict) -> str:
+    """The payload as compact JSON (no NaN: `finite` made every statistic a number or null)."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

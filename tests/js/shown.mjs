@@ -1,0 +1,27 @@
+// For tests/test_payload.py: every view of every kind of a payload file (node tests/js/shown.mjs PAYLOAD.json), as
+// the viewer's pure modules compute it: weights, hidden cells and labels, one JSON record per line.
+import {readFileSync} from "node:fs";
+
+import {axisTokens, label, queryLabel} from "../../ui/static/viewer/labels.js";
+import {attention, readPayload} from "../../ui/static/viewer/payload.js";
+import {axesOf, mergedWords, picked} from "../../ui/static/viewer/words.js";
+
+const payload = readPayload(readFileSync(process.argv[2], "utf-8"));
+for (const kind of payload.kinds) {
+  const att = attention(payload, kind.name), [L, H] = att.shape;
+  for (const hide of [false, true]) {
+    const axes = axesOf(kind, hide);
+    for (let layer = 0; layer < L; layer++) {
+      for (const head of ["mean", ...Array.from({length: H}, (_, h) => h)]) {
+        for (const [merge, plain] of [[false, false], [false, true], [true, false]]) {
+          const shown = picked(att, layer, head, hide), view = merge ? mergedWords(shown, axes) : shown;
+          const tokens = axisTokens(axes, merge, plain);
+          console.log(JSON.stringify({kind: kind.name, layer: layer + 1, head: head === "mean" ? head : `${head + 1}`,
+                                      merge, plain, hide, weights: view.w, hidden: view.hidden,
+                                      queries: tokens.queries.map((q) => queryLabel(q)),
+                                      keys: tokens.keys.map((k) => label(k))}));
+        }
+      }
+    }
+  }
+}

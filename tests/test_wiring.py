@@ -148,15 +148,17 @@ def test_twenty_visitors_replaying_in_slow_motion_do_not_delay_a_21st_visitor_s_
     """Issue 33: while 20 visitors replay a 12-piece translation at 0.5 s per piece, a 21st visitor's translation
     takes at most twice what it takes on the idle server (the mean of ten: one that waits for a slot counts). The
     server has as many slots as there are replays (max_threads=20; the deployed app has 40): replays that held a
-    slot each for their whole run would leave none. The replaying visitors are another process, as browsers are."""
+    slot each for their whole run would leave none. The replaying visitors are another process, as browsers are.
+    A second attempt, idle and busy measured again, is allowed: on a 2-core machine running the whole suite one
+    pair of means has measured 2.5× where the test alone measures 1.2-1.7× (the defect it guards made it 10×)."""
     from gradio_client import Client
 
     import ui
 
-    threads = tiny.demo.max_threads
+    threads, torch_threads = tiny.demo.max_threads, torch.get_num_threads()
+    ui.set_threads()  # one, as `python app.py` runs (this process may have been left with more)
     _, url, _ = tiny.demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True, max_threads=20,
                                  **ui.launch_options())
-    visitors = None
     try:
         other = Client(url, verbose=False, download_files=False)
 
@@ -165,18 +167,35 @@ def test_twenty_visitors_replaying_in_slow_motion_do_not_delay_a_21st_visitor_s_
             other.predict(text=SENTENCE, direction="de-en", max_new_tokens=12, api_name="/translate")
             return time.perf_counter() - start
 
+        def busy_and_idle() -> tuple[float, float]:
+            idle = statistics.fmean(translation_s() for _ in range(10))
+            visitors = subprocess.Popen([sys.executable, "-c", REPLAYING, url], stdout=subprocess.PIPE, text=True,
+                                        cwd=Path(__file__).resolve().parents[1])
+            try:
+                assert visitors.stdout.readline().strip() == "replaying"
+                time.sleep(1.0)  # the first replays under way
+                start = time.monotonic()
+                busy = statistics.fmean(translation_s() for _ in range(10))
+                assert time.monotonic() - start < 6, "the first replays (12 × 0.5 s) ended before the translations " \
+                                                     "were timed"
+            finally:
+                visitors.kill()
+                visitors.wait()
+            return busy, idle
+
         translation_s()  # warm
-        idle = statistics.fmean(translation_s() for _ in range(10))
-        visitors = subprocess.Popen([sys.executable, "-c", REPLAYING, url], stdout=subprocess.PIPE, text=True,
-                                    cwd=Path(__file__).resolve().parents[1])
-        assert visitors.stdout.readline().strip() == "replaying"
-        time.sleep(1.0)  # the first replays under way
-        start = time.monotonic()
-        busy = statistics.fmean(translation_s() for _ in range(10))
-        assert busy <= 2 * idle, f"{busy * 1000:.0f} ms beside 20 replays, {idle * 1000:.0f} ms on the idle server"
-        assert time.monotonic() - start < 6, "the first replays (12 × 0.5 s) ended before the translations were timed"
+        tries = []
+        for attempt in range(2):
+            if attempt:  # the first attempt's replays (20, 4 at a time, 6 s each) have all ended: idle again
+                time.sleep(max(0.0, began + 35 - time.monotonic()))
+            began = time.monotonic()
+            tries.append(busy_and_idle())
+            if tries[-1][0] <= 2 * tries[-1][1]:
+                break
+        else:
+            raise AssertionError("beside 20 replays, against the idle server: "
+                                 + ", ".join(f"{b * 1000:.0f} ms against {i * 1000:.0f} ms" for b, i in tries))
     finally:
-        if visitors is not None:
-            visitors.kill()
         tiny.demo.close()
         tiny.demo.max_threads = threads
+        torch.set_num_threads(torch_threads)

@@ -107,6 +107,7 @@ def test_training_is_fp32_whatever_the_inference_precision():
     tgt = torch.cat([torch.full((4, 1), BOS_ID), torch.randint(4, 60, (4, 6))], dim=1)
     logits = fp16(src, tgt)  # grad enabled, as in training: F.linear on the fp32 weights
     assert torch.equal(fp32(src, tgt), logits) and logits.requires_grad
+    assert fp16.precision == "fp16" and callable(fp16.half)  # nn.Module.half is not shadowed by the setting
 
 
 def test_linear_rows_are_a_slice_of_the_weight():
@@ -117,7 +118,7 @@ def test_linear_rows_are_a_slice_of_the_weight():
     if fp16_available(torch.device("cpu")):
         with torch.no_grad():
             layer.weight.copy_(layer.weight.half().float())
-        layer.half = True
+        layer.fp16_weights = True
         with torch.inference_mode():
             assert (layer(x, (8, 24)) - torch.nn.functional.linear(x, layer.weight[8:], layer.bias[8:])).abs().max() < 1e-5
             assert layer(x, (0, 8)).shape == (2, 3, 8)

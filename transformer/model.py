@@ -149,12 +149,12 @@ class Attention:
 
 class Linear(nn.Linear):
     """nn.Linear that can apply only some of its output rows (W_q alone, or W_k and W_v, of a stacked W_qkv), and
-    whose inference reads its weight in fp16 while `half` is set (`Transformer.set_precision`)."""
+    whose inference reads its weight in fp16 while `fp16_weights` is set (`Transformer.set_precision`)."""
 
-    half = False
+    fp16_weights = False  # not `half`: that is nn.Module's method
 
     def forward(self, x: Tensor, rows: tuple[int, int] | None = None) -> Tensor:
-        if self.half and not torch.is_grad_enabled():
+        if self.fp16_weights and not torch.is_grad_enabled():
             halves = self.__dict__.setdefault("_halves", {})  # a plain attribute: no state_dict entry
             half = halves.get(rows) or halves.setdefault(rows, HalfLinear(rows))
             return half(x, self.weight, self.bias)
@@ -306,8 +306,8 @@ class Transformer(nn.Module):
         else:
             self.final_logits_bias = None
         self.dropout = nn.Dropout(config.dropout)
-        self._logits_half = HalfLinear()  # the output projection's fp16 pack, while `half` is set
-        self.half = False
+        self._logits_half = HalfLinear()  # the output projection's fp16 pack, while `fp16_weights` is set
+        self.fp16_weights = False
         self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.n_decoder_layers))
         # Pre-LN leaves the residual stream unnormalised, so each stack ends with a LayerNorm.
@@ -337,26 +337,26 @@ class Transformer(nn.Module):
 
     def logits(self, y: Tensor) -> Tensor:
         weight = self.embedding.weight if self.output_projection is None else self.output_projection.weight
-        if self.half and not torch.is_grad_enabled():
+        if self.fp16_weights and not torch.is_grad_enabled():
             return self._logits_half(y, weight, self.final_logits_bias)
         return F.linear(y, weight, self.final_logits_bias)
 
     @property
     def precision(self) -> str:
-        return "fp16" if self.half else "fp32"
+        return "fp16" if self.fp16_weights else "fp32"
 
     def set_precision(self, precision: str) -> None:
         """"fp16": inference (no grad) reads every linear layer's weight and the output projection's in fp16
         (transformer/half.py), where fbgemm runs; "fp32": as trained. Training is fp32 (or autocast) either way."""
         if precision not in ("fp32", "fp16"):
             raise ValueError(f"unknown precision {precision!r}; choose fp32 or fp16")
-        self.half = precision == "fp16"
-        if self.half and not fp16_available(self.embedding.weight.device):
+        if precision == "fp16" and not fp16_available(self.embedding.weight.device):
             raise ValueError(f"fp16 weights need fbgemm on an x86 CPU; this model is on "
                              f"{self.embedding.weight.device} with {torch.backends.quantized.supported_engines}")
+        self.fp16_weights = precision == "fp16"
         for module in self.modules():
             if isinstance(module, Linear):
-                module.half = self.half
+                module.fp16_weights = self.fp16_weights
 
     def encode(self, src_ids: Tensor, need_weights: bool = False, src_lengths: Tensor | None = None,
                head_mask: HeadMask | None = None) -> Encoded:

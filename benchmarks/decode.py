@@ -105,15 +105,14 @@ def natural_pair_ms(translators: list[Translator], text: str, repeats: int = 7, 
         torch.set_num_threads(threads)
 
 
+# the revision's own natural_capture_ms, so that both sides are timed as that revision timed itself
 BASELINE_SCRIPT = """
-import json, sys, torch
-from benchmarks.common import median_ms
+import json, sys
+from benchmarks.decode import natural_capture_ms
 from transformer import Translator
-torch.set_num_threads(1)
 t = Translator.from_checkpoint(sys.argv[1], device="cpu")
 text, beam, lp, r = sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-print(json.dumps([median_ms(lambda: t.translate(text), r),
-                  median_ms(lambda: t.translate(text, beam_size=beam, length_penalty=lp), r)]))
+print(json.dumps([natural_capture_ms(t, text, r), natural_capture_ms(t, text, r, beam, lp)]))
 """
 
 
@@ -166,9 +165,9 @@ class PrecisionCheck:
         return self.identical >= MIN_IDENTICAL and abs(self.bleu_fp16 - self.bleu_fp32) <= MAX_BLEU_DELTA
 
     def line(self) -> str:
-        return (f"{self.checkpoint} {self.corpus} val: {self.sentences} sentences, identical {100 * self.identical:.2f} %, "
-                f"BLEU fp32 {self.bleu_fp32:.2f} fp16 {self.bleu_fp16:.2f} (delta {self.bleu_fp16 - self.bleu_fp32:+.2f})"
-                f" {'passed' if self.passed else 'FAILED'}")
+        return (f"{self.checkpoint} {self.corpus} val: {self.sentences} sentences, "
+                f"identical {100 * self.identical:.2f} %, BLEU fp32 {self.bleu_fp32:.2f} fp16 {self.bleu_fp16:.2f} "
+                f"(delta {self.bleu_fp16 - self.bleu_fp32:+.2f}) {'passed' if self.passed else 'FAILED'}")
 
 
 def val_corpora(checkpoint: Checkpoint, data_root: Path | None = None) -> list[data.CorpusSpec]:

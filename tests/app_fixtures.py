@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from anatomy.inputs import View
+from anatomy.registry import ModelEntry, ModelRegistry
 from anatomy.run import Run, StopSignal
 from transformer import checkpoint
 from transformer.config import ModelConfig
@@ -64,6 +65,12 @@ def make_checkpoint(folder: Path, source_lang: str = "de", target_lang: str = "e
         meta = json.loads((folder / "config.json").read_text())
         (folder / "config.json").write_text(json.dumps({**meta, "decoding": decoding}, indent=2) + "\n")
     return folder
+
+
+def tiny_entry(root: Path) -> ModelEntry:
+    """The registry entry of a TINY de-en checkpoint made in `root`."""
+    make_checkpoint(root / "tiny-de-en", "de", "en")
+    return ModelRegistry.discover([str(root / "tiny-de-en")]).get("de-en")
 
 
 def configs(h: Handlers) -> dict[str, ModelConfig]:

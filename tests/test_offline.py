@@ -20,8 +20,7 @@ import pytest
 import viz
 from anatomy import attention_views, export, offline, payload, views
 from anatomy.inputs import MAX_CHARS, View, clean_text
-from anatomy.registry import ModelRegistry
-from tests.app_fixtures import SENTENCE, make_checkpoint, run_of
+from tests.app_fixtures import SENTENCE, run_of, tiny_entry
 from tests.browser import needs_chromium
 from transformer import HeadMask, Translator
 from transformer.kinds import KINDS
@@ -37,9 +36,7 @@ HOSTILE = 'Zwei </script><script>alert(1)</script> <!-- Hunde --> "spielen" & im
 
 @pytest.fixture(scope="module")
 def entry(tmp_path_factory):
-    root = tmp_path_factory.mktemp("offline-checkpoints")
-    make_checkpoint(root / "tiny-de-en", "de", "en")
-    return ModelRegistry.discover([str(root / "tiny-de-en")]).get("de-en")
+    return tiny_entry(tmp_path_factory.mktemp("offline-checkpoints"))
 
 
 @pytest.fixture(scope="module")

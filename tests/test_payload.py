@@ -17,7 +17,7 @@ import viz
 from anatomy import attention_views, payload, views
 from anatomy.inputs import View
 from anatomy.registry import ModelRegistry
-from tests.app_fixtures import SENTENCE, make_checkpoint
+from tests.app_fixtures import SENTENCE, tiny_entry
 from transformer import HeadMask, Translator
 from transformer.kinds import KINDS
 from transformer.pieces import word_label
@@ -34,9 +34,7 @@ MAX_BYTES = 150_000
 
 @pytest.fixture(scope="module")
 def entry(tmp_path_factory):
-    root = tmp_path_factory.mktemp("payload-checkpoints")
-    make_checkpoint(root / "tiny-de-en", "de", "en")
-    return ModelRegistry.discover([str(root / "tiny-de-en")]).get("de-en")
+    return tiny_entry(tmp_path_factory.mktemp("payload-checkpoints"))
 
 
 @pytest.fixture(scope="module")

@@ -160,8 +160,8 @@ def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit:
                 next_scores.append(score)
         if all(done):
             break
-        index = torch.tensor(rows, device=device)
         if rows != list(range(B * K)):  # most steps keep every beam in its row
+            index = torch.tensor(rows, device=device)
             cache.reorder(index)
             history = history.index_select(0, index)
         tokens = torch.tensor(next_tokens, device=device)[:, None]  # (B*K, 1)

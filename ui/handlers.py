@@ -667,7 +667,8 @@ class Handlers:
         layers = entry.config.n_layers(DEFAULTS["view"])
         return {p.layer: gr.update(maximum=max(layers, 2), value=layers), p.head: MEAN_HEAD,
                 p.beam: entry.decoding.beam_size, p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"],
-                p.lp: entry.decoding.length_penalty, p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"], p.merge: DEFAULTS["merge"], p.hide: False,
+                p.lp: entry.decoding.length_penalty, p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"],
+                p.merge: DEFAULTS["merge"], p.hide: False,
                 p.display: DISPLAYS[0], p.kind_help: attention_views.kind_help(DEFAULTS["view"])}
 
     # ---- animations: Export animation, and Client(url).predict(text=..., api_name="/animate") ----

@@ -2,12 +2,11 @@
 steps, every attention kind × layer × head as the large view, the all-heads grid and lines, head statistics,
 predictions, positional encoding, architecture and model card), drawn in the browser with no server and no network.
 
-The file is ui/static/offline.html with ui/static/offline.css, Plotly.js, the translation's data and
-ui/static/offline.js inlined. offline.js draws every figure from the data as viz/ draws it on the page (same
-scales, labels, titles). To stay small, attention travels as the trace payload packs it (anatomy/payload.py:
-uint8, round(weight × 255), base64, one array per kind, each weight within 1/510 of the trace's); the positional
-encoding is computed in the page from the paper's formula; the architecture figures come as Plotly JSON, tables
-and the model card as HTML made here.
+The file is anatomy/viewer/offline.html with offline.css, Plotly.js, the page's data and the viewer (anatomy/viewer/,
+bundled by anatomy/bundle.py) inlined; the viewer draws every figure from the data. The data is the trace payload
+(anatomy/payload.py: attention as uint8, each weight within 1/510 of the trace's) and what the page shows besides:
+the output's chips, the tables, the kinds' help, the architecture figures (Plotly JSON), the architecture and the
+model card as HTML made here, and the page's colours.
 """
 from __future__ import annotations
 
@@ -26,16 +25,14 @@ import viz
 from transformer import Trace
 from transformer.analysis import DEFINITIONS, trace_head_statistics
 from transformer.kinds import KINDS
-from transformer.pieces import piece_text
 from viz.common import ATTENTION_STOPS, COLORS, DIVERGING_SCALE, MASKED_COLOR, PROBABILITY_SCALE, TEMPLATE_JSON
 from viz.heads import PANELS, SIGNED
 
-from . import architecture_views, attention_views, training_views, views
+from . import architecture_views, attention_views, bundle, training_views, views
 from .inputs import DISPLAYS, PAGE_KINDS, View
-from .payload import checkpoint_id, finite, heads_off, packed, settings, top_k
+from .payload import checkpoint_id, finite, trace_payload
 from .registry import ModelEntry, shown_path
 
-STATIC = Path(__file__).resolve().parents[1] / "ui" / "static"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 SUFFIX = ".html"
 ARCHITECTURE_CAPTION = ("Shapes for this translation (the whole output read at once, as in training and in the final "
@@ -80,45 +77,35 @@ def about(trace: Trace, entry: ModelEntry) -> str:
     return ("Untrained model (random weights): " if entry.untrained else "") + " · ".join(parts)
 
 
-def _kind(trace: Trace, kind) -> dict:
-    return {"name": kind.name, "label": kind.label, "title": views.name(kind.name), "queries": kind.queries,
-            "keys": kind.keys, "causal": kind.causal, "stepped": attention_views.stepped(kind),
-            "query_title": attention_views.QUERY_TITLES[kind.queries],
-            "key_title": attention_views.KEY_TITLES[kind.keys],
-            "help": markdown_html(f"**{views.name(kind.name)}.** {attention_views.HELP[kind]}"),
-            "step_color": attention_views.STEP_COLORS.get(kind), **packed(trace.attention(kind.name).weights),
-            "off": heads_off(trace, kind)}
-
-
 def _figure(figure) -> dict:
     return json.loads(figure.to_json())
 
 
+def look() -> dict:
+    """The page's template and colours. Plotly.js names some scales as Plotly for Python does not (its "RdBu" runs
+    the other way): the stops."""
+    return {"template": TEMPLATE_JSON, "attention": ATTENTION_STOPS, "diverging": pc.get_colorscale(DIVERGING_SCALE),
+            "probability": pc.get_colorscale(PROBABILITY_SCALE), "masked": MASKED_COLOR, "heads": COLORS,
+            "hide_title": attention_views.HIDE_TITLE}
+
+
 def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view: View | None = None) -> dict:
-    """Everything the page draws, as JSON values. `text`: the source text as translated; `notices`: the run's, as
-    the app shows them; `view`: the view the page opens at (the app's, when it downloads one)."""
+    """Everything the page draws, as JSON values: the trace payload, and the page's own part. `text`: the source
+    text as translated; `notices`: the run's, as the app shows them; `view`: the view the page opens at (the
+    app's, when it downloads one)."""
     view = views.fitted(view or View(), trace)
     c = entry.config
     headers, rows = viz.head_table(trace_head_statistics(trace), {k.name: k.label for k in KINDS})
-    return {
+    return {"payload": trace_payload(trace, entry, text, notices), "page": {
         "about": about(trace, entry),
-        "model": {"key": entry.key, "label": entry.label, "checkpoint": checkpoint_id(trace, entry),
-                  "source_lang": entry.source_lang, "target_lang": entry.target_lang, "untrained": entry.untrained},
-        "settings": settings(trace),
-        "text": text, "translation": trace.text, "notices": list(notices),
-        "source": list(trace.source_tokens), "target": list(trace.target_tokens), "output": list(trace.output_tokens),
-        # what each piece writes inside a word (transformer.pieces): the page's word labels join these
-        "piece_text": {p: piece_text(p, True) for p in {*trace.source_tokens, *trace.target_tokens,
-                                                         *trace.output_tokens}},
         "chips": [list(chip) for chip in views.output_chips(trace.output_tokens, trace.top_k)],
         "confidence": views.CONFIDENCE,
         "candidates": views.candidate_rows(trace),
-        "top_k": top_k(trace),
-        "kinds": [_kind(trace, kind) for kind in PAGE_KINDS],
+        "help": {kind.name: markdown_html(f"**{views.name(kind.name)}.** {attention_views.HELP[kind]}")
+                 for kind in PAGE_KINDS},
         "view": {"kind": view.kind, "layer": view.layer, "head": view.head, "step": view.step, "merge": view.merge,
                  "plain": view.plain, "hide": view.hide,
                  "display": view.display if view.display in DISPLAYS[:2] else DISPLAYS[0]},
-        "hide_title": attention_views.HIDE_TITLE,
         "stats": {"headers": headers, "rows": [[finite(v) for v in row] for row in rows],
                   "keys": list(viz.STAT_LABELS), "panels": list(PANELS), "signed": sorted(SIGNED),
                   "definitions": [[viz.STAT_LABELS[k], t] for k, t in DEFINITIONS.items()]},
@@ -130,11 +117,8 @@ def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view
                     "parameters": _figure(architecture_views.parameters(entry))},
         "architecture": markdown_html(architecture_views.architecture_markdown(entry)),
         "card": markdown_html(card_summary(entry)),
-        # Plotly.js names some scales as Plotly for Python does not (its "RdBu" runs the other way): the stops.
-        "style": {"template": TEMPLATE_JSON, "attention": ATTENTION_STOPS,
-                  "diverging": pc.get_colorscale(DIVERGING_SCALE), "probability": pc.get_colorscale(PROBABILITY_SCALE),
-                  "masked": MASKED_COLOR, "heads": COLORS},
-    }
+        "look": look(),
+    }}
 
 
 @lru_cache(maxsize=1)
@@ -150,10 +134,11 @@ def data_json(data: dict) -> str:
 
 def page(data: dict) -> str:
     """The page: the template with its style, Plotly.js, the data and the page script in place."""
-    parts = {"/*STYLE*/": (STATIC / "offline.css").read_text(encoding="utf-8"), "/*PLOTLY*/": _plotly(),
-             "/*DATA*/": data_json(data), "/*SCRIPT*/": (STATIC / "offline.js").read_text(encoding="utf-8"),
-             "<!--ABOUT-->": html.escape(data["about"])}
-    template = (STATIC / "offline.html").read_text(encoding="utf-8")
+    # The bundle is the repository's own code: no "</script" in it (tests/test_offline.py checks).
+    parts = {"/*STYLE*/": (bundle.VIEWER / "offline.css").read_text(encoding="utf-8"), "/*PLOTLY*/": _plotly(),
+             "/*DATA*/": data_json(data), "/*SCRIPT*/": bundle.script("page"),
+             "<!--ABOUT-->": html.escape(data["page"]["about"])}
+    template = (bundle.VIEWER / "offline.html").read_text(encoding="utf-8")
     # One pass: what goes in is never searched for markers again.
     return re.sub("|".join(map(re.escape, parts)), lambda m: parts[m.group(0)], template)
 

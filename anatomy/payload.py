@@ -1,5 +1,5 @@
 """A translation as one versioned JSON value, the trace payload (schema `anatomy.trace/1`, docs/payload.md): what a
-viewer in the browser (ui/static/viewer/) needs to draw every attention view of a Trace with no server.
+viewer in the browser (anatomy/viewer/) needs to draw every attention view of a Trace with no server.
 
 Everything that turns pieces into words happens here, through transformer.pieces and anatomy.views, so the browser
 never splits or joins pieces: each kind carries its axes twice, as shown and with the special tokens hidden, with
@@ -21,7 +21,7 @@ from transformer.kinds import KINDS, AttentionKind
 from transformer.pieces import piece_texts
 
 from . import views
-from .attention_views import merge_labels
+from .attention_views import KEY_TITLES, QUERY_TITLES, STEP_COLORS, merge_labels, stepped, word_labels
 from .registry import ModelEntry, shown_path
 
 SCHEMA = "anatomy.trace/1"
@@ -69,10 +69,15 @@ def _axes(trace: Trace, kind: AttentionKind, hide: bool) -> dict:
     """One kind's rows and columns as views.arrays shows them (with `hide`, without the special tokens), with the
     word groups that merging reads and the words' labels."""
     a = views.arrays(trace, kind.name, hide)
-    return {"rows": a.rows, "cols": a.cols, "queries": _tokens(a.queries), "keys": a.keys,
+    axes = {"rows": a.rows, "cols": a.cols, "queries": _tokens(a.queries), "keys": a.keys,
             "query_groups": a.query_groups, "key_groups": a.key_groups,
             "query_words": _tokens(merge_labels(a.queries, a.query_groups)),
             "key_words": merge_labels(a.keys, a.key_groups)}
+    if kind.causal:
+        # A decoding step sees the keys up to its own: its last word may be cut short ("Hun" of "Hund").
+        axes["key_prefix_words"] = [word_labels(a.keys, [[j for j in g if j <= c]])[0]
+                                    for g in a.key_groups for c in g]
+    return axes
 
 
 def heads_off(trace: Trace, kind: AttentionKind) -> list[list[int]]:
@@ -81,8 +86,10 @@ def heads_off(trace: Trace, kind: AttentionKind) -> list[list[int]]:
 
 
 def _kind(trace: Trace, kind: AttentionKind) -> dict:
-    return {"name": kind.name, "label": kind.label, "queries": kind.queries, "keys": kind.keys,
-            "causal": kind.causal, "off": heads_off(trace, kind),
+    return {"name": kind.name, "label": kind.label, "title": views.name(kind.name), "queries": kind.queries,
+            "keys": kind.keys, "causal": kind.causal, "stepped": stepped(kind),
+            "query_title": QUERY_TITLES[kind.queries], "key_title": KEY_TITLES[kind.keys],
+            "step_color": STEP_COLORS.get(kind), "off": heads_off(trace, kind),
             "attention": packed(trace.attention(kind.name).weights),
             "axes": {"all": _axes(trace, kind, False), "hidden": _axes(trace, kind, True)}}
 

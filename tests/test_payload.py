@@ -1,5 +1,5 @@
 """The trace payload (anatomy/payload.py, docs/payload.md): its fields on a tiny model, its size on the shipped
-general de-en model, and the browser's viewer modules (ui/static/viewer/, run by node) against anatomy/views.py on
+general de-en model, and the browser's viewer modules (anatomy/viewer/, run by node) against anatomy/views.py on
 the same payload: the same weights, hidden cells and labels for every kind, layer, head, word and hide choice."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from anatomy.inputs import View
 from anatomy.registry import ModelRegistry
 from tests.app_fixtures import SENTENCE, tiny_entry
 from transformer import HeadMask, Translator
-from transformer.kinds import KINDS
+from transformer.kinds import KINDS, by_name
 from transformer.pieces import word_label
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,14 +94,6 @@ def test_each_kind_travels_as_uint8_within_half_a_step_with_its_axes_and_words(t
     assert cross["queries"][0] == ["<s>", trace.output_tokens[0]] and len(cross["query_words"][0]) == 2
 
 
-def test_offline_page_packs_attention_as_the_payload_does(trace, entry):
-    from anatomy import offline
-
-    page = {k["name"]: k for k in offline.payload(trace, entry, SENTENCE, [])["kinds"]}
-    for kind in payload.trace_payload(trace, entry)["kinds"]:
-        assert {f: page[kind["name"]][f] for f in ("shape", "scale", "weights")} == kind["attention"]
-
-
 @pytest.mark.slow
 def test_the_payload_of_a_20_word_sentence_on_the_shipped_model_is_at_most_150_kb():
     folder = ROOT / "checkpoints" / "general-de-en"
@@ -135,7 +127,8 @@ def test_the_viewer_shows_what_the_python_views_show(trace, entry, tmp_path):
     """The same weights as the Python views on the payload's numbers (to float rounding), hidden cells and labels,
     for every kind, layer, head and mean, words or pieces, plain or not, special tokens hidden or not; a view of
     pieces as they are within 0.5/255 of the trace's (merging sums errors, renormalising scales them)."""
-    shown = _views_in_node(payload.trace_payload(trace, entry), tmp_path)
+    records = _views_in_node(payload.trace_payload(trace, entry), tmp_path)
+    shown = [r for r in records if "step" not in r]
     assert len(shown) == 3 * 2 * 2 * (1 + 2) * 3
     stored = _stored(trace)
     for got in shown:
@@ -160,3 +153,19 @@ def test_node_refuses_a_payload_of_another_major_version(trace, entry, tmp_path)
                           text=True, timeout=60)
     assert done.returncode != 0
     assert "this viewer reads anatomy.trace/1 payloads, not anatomy.trace/2: update the viewer" in done.stderr
+
+
+@pytest.mark.slow
+@needs_node
+def test_the_viewer_s_step_rows_are_the_python_step_panels(trace, entry, tmp_path):
+    """Each decoding step's cross-attention and masked self-attention row (figures.js `stepRow`) as
+    attention_views.step_row makes it, for every layer, head and mean, words (a word cut at the step included),
+    plain pieces and special tokens hidden."""
+    steps = [r for r in _views_in_node(payload.trace_payload(trace, entry), tmp_path) if "step" in r]
+    assert len(steps) == 2 * len(trace.output_tokens) * 2 * 3 * 2 * 3
+    stored = _stored(trace)
+    for got in steps:
+        view = View.of("cross", got["layer"], got["head"], got["merge"], plain=got["plain"], hide=got["hide"])
+        want = attention_views.step_row(stored, view, by_name(got["kind"]), got["step"] - 1)
+        np.testing.assert_allclose(got["row"], want.weights, atol=1e-6, err_msg=str(got))
+        assert got["keys"] == list(want.keys) and tuple(got["query"]) == want.query, got

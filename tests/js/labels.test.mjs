@@ -1,9 +1,9 @@
-// ui/static/viewer/labels.js: labels as viz/text.py and viz/words.py make them, and the tokens each axis shows.
+// anatomy/viewer/labels.js: labels as viz/text.py and viz/words.py make them, and the tokens each axis shows.
 import assert from "node:assert/strict";
 import {test} from "node:test";
 
 import {axisTokens, escape, label, plainLabel, plainLabels, positioned, queryLabel, readable}
-  from "../../ui/static/viewer/labels.js";
+  from "../../anatomy/viewer/labels.js";
 
 test("labels are readable and escaped: control characters shown, empty as ∅, long ones cut", () => {
   assert.equal(escape("<s> & </s>"), "&lt;s&gt; &amp; &lt;/s&gt;");

@@ -1,9 +1,9 @@
-// ui/static/viewer/payload.js: schema versions, base64 uint8 decoding, one head's weights and the mean of heads.
+// anatomy/viewer/payload.js: schema versions, base64 uint8 decoding, one head's weights and the mean of heads.
 import assert from "node:assert/strict";
 import {test} from "node:test";
 
 import {SCHEMA, attention, decodeBase64, headWeights, meanWeights, readPayload, schemaMajor}
-  from "../../ui/static/viewer/payload.js";
+  from "../../anatomy/viewer/payload.js";
 
 // (L=1, H=2, Tq=2, Tk=2): head 0 [[255, 0], [51, 204]], head 1 [[0, 255], [153, 102]]
 const BYTES = [255, 0, 51, 204, 0, 255, 153, 102];

@@ -1,10 +1,10 @@
-// ui/static/viewer/words.js, by hand: hiding special tokens renormalises each row over the keys left (rows that
+// anatomy/viewer/words.js, by hand: hiding special tokens renormalises each row over the keys left (rows that
 // see none stay zero), the mean of heads is taken after, merging sums keys and averages the rows that see a key.
 import assert from "node:assert/strict";
 import {test} from "node:test";
 
 import {axesOf, hiddenCells, merge, mergedWords, picked, renormalised, shownWeights}
-  from "../../ui/static/viewer/words.js";
+  from "../../anatomy/viewer/words.js";
 
 const close = (actual, expected) => {
   assert.equal(actual.length, expected.length);

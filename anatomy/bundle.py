@@ -1,0 +1,53 @@
+"""The browser viewer (anatomy/viewer/, plain ES modules) as one classic script, for pages that must hold everything
+in one file (the offline page, a notebook's output) and for the app's own script.
+
+Each module becomes a function scope that returns its exports, and each `import {a, b as c} from "./m.js"` a
+destructuring of that module's exports: modules keep their own names, as in the browser. The modules use only that
+import form and `export` before a function, const, let or class.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+VIEWER = Path(__file__).resolve().parent / "viewer"
+_IMPORT = re.compile(r'^import\s*\{([^}]*)\}\s*from\s*"\./([\w-]+)\.js";[ \t]*$', flags=re.M)
+_EXPORT = re.compile(r"^export\s+((?:async\s+)?(?:function\*?|const|let|class)\s+([A-Za-z_$][\w$]*))", flags=re.M)
+_ANY_MODULE_SYNTAX = re.compile(r"^\s*(import|export)\b", flags=re.M)
+
+
+def _name(module: str) -> str:
+    return "viewer_" + re.sub(r"\W", "_", module)
+
+
+def _wrapped(module: str, text: str, order: list[str], seen: set[str]) -> None:
+    """`module` after the modules it imports, each once, in `order`."""
+    if module in seen:
+        return
+    seen.add(module)
+    parts = []
+
+    def imported(match: re.Match) -> str:
+        source = match.group(2)
+        _wrapped(source, (VIEWER / f"{source}.js").read_text(encoding="utf-8"), order, seen)
+        names = [n.strip().replace(" as ", ": ") for n in match.group(1).split(",") if n.strip()]
+        return f"const {{{', '.join(names)}}} = {_name(source)};"
+
+    body = _IMPORT.sub(imported, text)
+    exports = [m.group(2) for m in _EXPORT.finditer(body)]
+    body = _EXPORT.sub(r"\1", body)
+    if _ANY_MODULE_SYNTAX.search(body):
+        raise ValueError(f"anatomy/viewer/{module}.js: an import or export this bundler does not read")
+    parts.append(f"const {_name(module)} = (() => {{\n\"use strict\";\n{body}\n"
+                 f"return {{{', '.join(exports)}}};\n}})();")
+    order.append("\n".join(parts))
+
+
+@lru_cache(maxsize=None)
+def script(entry: str) -> str:
+    """The module `entry` (a file name in anatomy/viewer/, without .js) and every module it imports, as one classic
+    script that defines `viewer_<entry>`, the entry's exports."""
+    order: list[str] = []
+    _wrapped(entry, (VIEWER / f"{entry}.js").read_text(encoding="utf-8"), order, set())
+    return "// The viewer's modules (anatomy/viewer/), bundled by anatomy/bundle.py\n" + "\n".join(order) + "\n"

@@ -1,0 +1,630 @@
+// Every figure of a trace payload as a Plotly figure ({data, layout}): the large view (heatmap or lines), the
+// decoding-step panels, the all-heads grid, the head statistics, the predictions and the positional encoding.
+// Pure: no DOM, no Plotly; a host (page.js, the app's script) hands the figures to Plotly.react.
+
+import {attention, headWeights, meanOf} from "./payload.js";
+import {axisTokens, escape, label, plainLabel, queryLabel} from "./labels.js";
+import {axesOf, mergedWords, picked, renormalised} from "./words.js";
+
+/**
+ * @typedef {import("./payload.js").TracePayload} TracePayload
+ * @typedef {import("./payload.js").Kind} Kind
+ * @typedef {{data: Object[], layout: Object}} Figure
+ * @typedef {{template: Object, attention: Array, diverging: Array, probability: Array, masked: string,
+ *   heads: string[], hide_title: string}} Look  the page's template, colour scales and the hidden-tokens title
+ * @typedef {{kind: string, layer: number, head: string, step: number, merge: boolean, plain: boolean,
+ *   hide: boolean, display: string}} View  layer and step from 1 (step 0: the last); head "mean" or "1", "2", …
+ * @typedef {{headers: string[], rows: Array[], keys: string[], panels: string[], signed: string[]}} StatsTable
+ * @typedef {{d_model: number, max_len: number, layout: string, dims: number[]}} Positional
+ */
+
+export const MEAN = "mean";
+const ORANGE = "#f97316";
+const COLORBAR = {title: {text: "weight", side: "right"}, thickness: 12, len: 0.8, tickvals: [0, 0.25, 0.5, 0.75, 1]};
+const range = (n) => Array.from({length: n}, (_, i) => i);
+const clamp = (x, lo, hi) => Math.min(Math.max(x, lo), hi);
+const longest = (labels, cap) => Math.min(Math.max(...labels.map((s) => s.length)), cap);
+const cellHeight = (n, perRow = 22, minimum = 260, maximum = 1400, extra = 130) =>
+  Math.min(maximum, Math.max(minimum, n * perRow + extra));
+
+/**
+ * The kind called `name`.
+ * @param {TracePayload} payload
+ * @param {string} name
+ * @returns {Kind}
+ */
+export function kindOf(payload, name) {
+  const kind = payload.kinds.find((k) => k.name === name);
+  if (!kind) throw new Error(`unknown attention kind ${JSON.stringify(name)}`);
+  return kind;
+}
+
+/** Decoding steps: pieces written. */
+export const steps = (payload) => payload.pieces.output.length;
+
+/**
+ * The view fitted to the payload (views.fitted): its kind's layers and heads, its steps (the last when unset).
+ * @param {TracePayload} payload
+ * @param {View} view
+ * @returns {View}
+ */
+export function fitted(payload, view) {
+  const kind = payload.kinds.find((k) => k.name === view.kind) || payload.kinds[0];
+  const [L, H] = kind.attention.shape, T = steps(payload);
+  return Object.assign({}, view, {kind: kind.name, layer: clamp(Math.round(+view.layer) || L, 1, L),
+                                  head: view.head === MEAN ? MEAN : String(clamp(Math.round(+view.head) || 1, 1, H)),
+                                  step: T ? clamp(Math.round(+view.step) || T, 1, T) : 0});
+}
+
+// ---- the frame every figure shares (viz/common.py) ----
+
+/**
+ * A layout's frame: the template, height, margins and title.
+ * @param {Look} look
+ * @param {number} height
+ * @param {string} [title]
+ * @param {Object} [margin]
+ */
+export function frame(look, height, title, margin) {
+  const out = {template: look.template, height: Math.round(height),
+               margin: Object.assign({l: 60, r: 20, t: title ? 40 : 20, b: 40}, margin || {})};
+  if (title) out.title = {text: title, x: 0.01, xanchor: "left", font: {size: 14}};
+  return out;
+}
+
+const figure = (look, data, layout, height, title, margin) =>
+  ({data, layout: Object.assign({}, layout, frame(look, height, title, margin))});
+
+/**
+ * A figure that only says `message` (viz.empty_figure).
+ * @param {Look} look
+ * @param {string} message
+ * @param {number} [height]
+ * @returns {Figure}
+ */
+export const emptyFigure = (look, message, height = 260) => figure(look, [], {
+  xaxis: {visible: false}, yaxis: {visible: false},
+  annotations: [{text: escape(message), x: 0.5, y: 0.5, xref: "paper", yref: "paper", showarrow: false,
+                 font: {size: 14, color: "#6b7280"}}]}, height);
+
+// ---- one kind's layer and head as shown (attention_views.matrix) ----
+
+/**
+ * The view's kind, layer and head (or mean) as shown: weights per piece or word, labels' tokens, hidden cells,
+ * the trace row of each piece row, and a caption ("layer 3, mean of 4 heads").
+ * @param {TracePayload} payload
+ * @param {View} view  fitted
+ */
+export function shownMatrix(payload, view) {
+  const att = attention(payload, view.kind), [, H] = att.shape, axes = axesOf(att.kind, view.hide);
+  const head = view.head === MEAN ? MEAN : +view.head - 1;
+  const shown = picked(att, view.layer - 1, head, view.hide);
+  const s = view.merge ? mergedWords(shown, axes) : shown;
+  const tokens = axisTokens(axes, view.merge, view.plain);
+  const caption = `layer ${view.layer}, ` + (head === MEAN ? `mean of ${H} heads` : `head ${head + 1}`);
+  return {w: s.w, hidden: s.hidden, queries: tokens.queries, keys: tokens.keys, rows: axes.rows, caption};
+}
+
+function emptyNote(hidden, queries, hide) {
+  if (!hidden || !hide) return null;
+  const empty = queries.filter((_, i) => hidden[i].length && hidden[i].every(Boolean)).map((q) => queryLabel(q));
+  return empty.length ? `row ${empty.join(", ")}: sees only hidden special tokens (empty) · grey: hidden` : null;
+}
+
+/**
+ * What a view of one layer should say of the heads switched off there (attention_views.off_note).
+ * @param {Kind} kind
+ * @param {View} view
+ */
+export function offNote(kind, view) {
+  const off = kind.off.filter(([l]) => l === view.layer).map(([, h]) => h).sort((a, b) => a - b);
+  if (!off.length) return "";
+  if (view.head !== MEAN) return off.includes(+view.head) ? " · this head is switched OFF" : "";
+  return ` · head${off.length > 1 ? "s" : ""} ${off.join(", ")} off`;
+}
+
+const viewTitle = (kind, view, caption, look) =>
+  `${kind.title} · ${caption}` + (view.merge ? " · words" : "") + (view.hide ? look.hide_title : "");
+
+/**
+ * viz.attention_heatmap: queries are rows, keys columns, 0-1 viridis, hidden cells grey, a row framed in orange.
+ * @param {Look} look
+ * @param {ArrayLike<number>[]} w
+ * @param {(string|string[])[]} queries  tokens
+ * @param {string[]} keys
+ * @param {{queryTitle: string, keyTitle: string, hidden: boolean[][] | null, highlight: number | null,
+ *   title: string, note: string | null}} o
+ * @returns {Figure}
+ */
+export function heatmapFigure(look, w, queries, keys, o) {
+  const Tq = queries.length, Tk = keys.length;
+  if (!Tq || !Tk) return emptyFigure(look, "Nothing to show: no tokens");
+  const z = Array.from(w, (row, i) => Array.from(row, (x, j) => o.hidden && o.hidden[i][j] ? null : x));
+  const qLab = queries.map((q) => queryLabel(q)), kLab = keys.map((k) => label(k));
+  const text = z.map((row, i) =>
+    row.map((x, j) => `${qLab[i]} \u2192 ${kLab[j]}: ` + (x === null ? "masked" : x.toFixed(3))));
+  const data = [{type: "heatmap", z, x: range(Tk), y: range(Tq), text, zmin: 0, zmax: 1, colorscale: look.attention,
+                 hoverongaps: true, hovertemplate: "%{text}<extra></extra>", colorbar: COLORBAR}];
+  const layout = {
+    xaxis: {tickmode: "array", tickvals: range(Tk), ticktext: kLab, tickangle: -50, title: {text: o.keyTitle},
+            showline: false},
+    yaxis: {tickmode: "array", tickvals: range(Tq), ticktext: qLab, autorange: "reversed",
+            title: {text: o.queryTitle}, showline: false},
+    plot_bgcolor: o.hidden ? look.masked : "white", annotations: [], shapes: []};
+  if (o.note || (o.hidden && o.hidden.some((row) => row.some(Boolean)))) {
+    layout.annotations.push({text: o.note || "grey: hidden by the mask", x: 1, y: 1, xref: "paper", yref: "paper",
+                             xanchor: "right", yanchor: "bottom", showarrow: false, font: {size: 11, color: "#52525b"}});
+  }
+  if (o.highlight !== null && o.highlight >= 0 && o.highlight < Tq) {
+    layout.shapes.push({type: "rect", x0: -0.5, x1: Tk - 0.5, y0: o.highlight - 0.5, y1: o.highlight + 0.5,
+                        line: {color: ORANGE, width: 3}, name: "step-frame"});
+  }
+  const lk = longest(kLab, 24), lq = longest(qLab, 32);
+  return figure(look, data, layout, cellHeight(Tq, 30, 260, 1400, 110 + 6 * lk), o.title,
+                {l: 40 + 7 * lq, b: 50 + 6 * lk});
+}
+
+/**
+ * The large view as a heatmap: the chosen kind, layer and head (or mean); the chosen step framed.
+ * @param {TracePayload} payload
+ * @param {View} view  fitted
+ * @param {Look} look
+ * @returns {Figure}
+ */
+export function heatmap(payload, view, look) {
+  const kind = kindOf(payload, view.kind), s = shownMatrix(payload, view), T = steps(payload);
+  let highlight = null;
+  if (kind.stepped && !view.merge && T) {
+    const row = s.rows.indexOf(view.step - 1);
+    highlight = row >= 0 ? row : null;
+  }
+  return heatmapFigure(look, s.w, s.queries, s.keys, {
+    queryTitle: kind.query_title, keyTitle: kind.key_title, hidden: s.hidden, highlight,
+    title: viewTitle(kind, view, s.caption, look) + offNote(kind, view), note: emptyNote(s.hidden, s.queries, view.hide)});
+}
+
+// ---- lines (viz.attention_lines) ----
+
+const OPACITY_STEPS = 10, MIN_WEIGHT = 0.02, ROW = 26, LINE_FONT = 13;
+
+/**
+ * The large view as lines: queries left, keys right, a line per weight with the weight as its opacity (in
+ * tenths), one colour per head; a trace's meta says what it is ("lines", "queries", "keys", "legend").
+ * @param {TracePayload} payload
+ * @param {View} view  fitted
+ * @param {Look} look
+ * @returns {Figure}
+ */
+export function lines(payload, view, look) {
+  const kind = kindOf(payload, view.kind), att = attention(payload, view.kind), [, H] = att.shape;
+  const axes = axesOf(kind, view.hide), l = view.layer - 1;
+  const heads = view.head === MEAN ? range(H).map((h) => h + 1) : [+view.head];
+  const each = heads.map((h) => {
+    const s = picked(att, l, h - 1, view.hide);
+    return view.merge ? mergedWords(s, axes) : s;
+  });
+  const {queries, keys} = axisTokens(axes, view.merge, view.plain), hidden = each[0].hidden;
+  const caption = `layer ${view.layer}, ` + (heads.length > 1 ? `all ${H} heads` : `head ${heads[0]}`);
+  const title = `${kind.title} · ${caption} · lines` + (view.merge ? " · words" : "") +
+                (view.hide ? look.hide_title : "");
+  const note = emptyNote(hidden, queries, view.hide);
+  if (!queries.length || !keys.length) return emptyFigure(look, "Nothing to show: no tokens");
+  const color = (head) => look.heads[(head - 1) % look.heads.length];
+  const data = [];
+  heads.forEach((head, n) => {
+    const w = each[n].w.map((row, i) => Array.from(row, (x, j) => hidden && hidden[i][j] ? 0 : x));
+    for (let step = 1; step <= OPACITY_STEPS; step++) {
+      const x = [], y = [];
+      w.forEach((row, i) => row.forEach((weight, j) => {
+        if (Math.ceil(clamp(weight, 0, 1) * OPACITY_STEPS) === step && weight >= MIN_WEIGHT) {
+          x.push(0, 1, null);
+          y.push(-i, -j, null);
+        }
+      }));
+      if (x.length) {
+        data.push({type: "scatter", x, y, mode: "lines", line: {color: color(head), width: 2},
+                   opacity: step / OPACITY_STEPS, hoverinfo: "skip", showlegend: false, meta: "lines",
+                   legendgroup: `head ${head}`});
+      }
+    }
+  });
+  if (heads.length > 1) { // a legend entry per head colour: a click on it hides or shows that head's lines
+    heads.forEach((head) => data.push({type: "scatter", x: [null], y: [null], mode: "lines", name: `head ${head}`,
+                                       meta: "legend", legendgroup: `head ${head}`,
+                                       line: {color: color(head), width: 3}}));
+  }
+  const qFull = queries.map((q) => queryLabel(q)), kFull = keys.map((x) => label(x));
+  const qShort = queries.map((q) => label(Array.isArray(q) ? q[1] : q)), kShort = keys.map((x) => label(x, 12));
+  const columns = [["queries", 0, qShort, qFull, "middle left"], ["keys", 1, kShort, kFull, "middle right"]];
+  columns.forEach(([meta, x, names, full, side]) =>
+    data.push({type: "scatter", x: names.map(() => x), y: names.map((_, i) => -i), mode: "markers+text", text: names,
+               textposition: side, textfont: {size: LINE_FONT}, customdata: full, meta, showlegend: false,
+               marker: {size: 9, color: "#94a3b8"}, hovertemplate: "%{customdata}<extra></extra>"}));
+  const rows = Math.max(queries.length, keys.length);
+  const annotations = [[0, kind.stepped ? "produces" : "query"], [1, "key"]].map(([x, text]) => ({
+    x, y: 0.7, text: `<b>${text}</b>`, showarrow: false, font: {size: LINE_FONT}, xanchor: x === 0 ? "right" : "left"}));
+  if (note) {
+    annotations.push({text: note, x: 0, y: 0, xref: "paper", yref: "paper", yanchor: "top", xanchor: "left",
+                      showarrow: false, font: {size: 12, color: "#52525b"}, yshift: heads.length > 1 ? -34 : -4});
+  }
+  const layout = {xaxis: {visible: false, range: [-0.75, 1.75], fixedrange: true},
+                  yaxis: {visible: false, range: [-rows + 0.5, 1.2], fixedrange: true}, annotations,
+                  hovermode: "closest", hoverdistance: -1, dragmode: false, plot_bgcolor: "white",
+                  showlegend: heads.length > 1,
+                  legend: {orientation: "h", x: 0, y: 0, yanchor: "top", font: {size: 12}, traceorder: "normal"}};
+  const top = 50, bottom = 20 + (note ? 24 : 0) + (heads.length > 1 ? 30 : 0);
+  return figure(look, data, layout, top + bottom + ROW * (rows + 1), title, {l: 10, r: 10, t: top, b: bottom});
+}
+
+/**
+ * The line traces of a drawn lines figure kept to those that end at the pointed piece: {x, y} per line trace
+ * (its index in `indices`), for Plotly.restyle. `end`: 0 for a query, 1 for a key; `y`: the piece's row.
+ * @param {Object[]} traces  the figure's data as drawn
+ * @param {number} end
+ * @param {number} y
+ */
+export function linesThrough(traces, end, y) {
+  const indices = [], xs = [], ys = [];
+  traces.forEach((t, n) => {
+    if (t.meta !== "lines") return;
+    const kx = [], ky = [];
+    for (let s = 0; s < t.y.length; s += 3) {
+      if (t.y[s + end] === y) {
+        kx.push(0, 1, null);
+        ky.push(t.y[s], t.y[s + 1], null);
+      }
+    }
+    indices.push(n);
+    xs.push(kx);
+    ys.push(ky);
+  });
+  return {indices, x: xs, y: ys};
+}
+
+/**
+ * The large view as the view's display asks: heatmap or lines.
+ * @param {TracePayload} payload
+ * @param {View} view  fitted
+ * @param {Look} look
+ */
+export const large = (payload, view, look) =>
+  view.display === "lines" ? lines(payload, view, look) : heatmap(payload, view, look);
+
+// ---- decoding steps (attention_views.step_row, step_figures) ----
+
+/**
+ * Step t's (from 0) row of a kind whose queries are decoding steps, over the keys it may see, with the view's
+ * layer, head, words, ▁ and special tokens: the mean of heads is taken first, then the special keys leave and
+ * the row is renormalised, then words sum their pieces.
+ * @param {TracePayload} payload
+ * @param {View} view  fitted
+ * @param {string} name  "cross" or "decoder"
+ * @param {number} t
+ * @returns {{row: number[], keys: string[], query: string[], caption: string}}
+ */
+export function stepRow(payload, view, name, t) {
+  const att = attention(payload, name), kind = att.kind, [, H] = att.shape;
+  if (!kind.stepped) throw new Error(`${kind.label} has no row per decoding step`);
+  const axes = axesOf(kind, view.hide), l = view.layer - 1;
+  const n = kind.causal ? axes.cols.filter((j) => j <= t).length : axes.cols.length;
+  const cols = axes.cols.slice(0, n);
+  const heads = view.head === MEAN ? range(H) : [+view.head - 1];
+  const mean = meanOf(heads.map((h) => [headWeights(att, l, h)[t]]))[0];
+  let row = cols.map((j) => mean[j]);
+  if (view.hide) row = renormalised(row);
+  let keys = axes.keys.slice(0, n);
+  if (view.merge) {
+    const groups = axes.key_groups.map((g) => g.filter((j) => j < n)).filter((g) => g.length);
+    row = groups.map((g) => g.reduce((s, j) => s + row[j], 0));
+    keys = groups.map((g, i) => kind.causal ? axes.key_prefix_words[g[g.length - 1]] : axes.key_words[i]);
+  } else if (view.plain) {
+    keys = keys.map(plainLabel);
+  }
+  const query = [payload.pieces.target[t], payload.pieces.output[t]];
+  const caption = `layer ${view.layer}, ` + (view.head === MEAN ? `mean of ${H} heads` : `head ${view.head}`);
+  return {row, keys, query: view.plain ? query.map(plainLabel) : query, caption};
+}
+
+/**
+ * viz.attention_row: one query's attention over the keys as bars, on the fixed 0-1 scale.
+ * @param {Look} look
+ */
+export function rowFigure(look, r, title, keyTitle, color) {
+  const kLab = r.keys.map((k) => label(k)), q = queryLabel(r.query);
+  const data = [{type: "bar", x: range(r.row.length), y: r.row, marker: {color}, textposition: "none",
+                 text: kLab.map((k, j) => `${q} \u2192 ${k}: ${r.row[j].toFixed(3)}`),
+                 hovertemplate: "%{text}<extra></extra>"}];
+  const layout = {xaxis: {tickmode: "array", tickvals: range(r.row.length), ticktext: kLab, tickangle: -50,
+                          title: {text: keyTitle}},
+                  yaxis: {range: [0, 1], title: {text: "weight"}, showgrid: true, gridcolor: "#f3f4f6"}};
+  const lk = longest(kLab, 24);
+  return figure(look, data, layout, 300 + 5 * lk, title, {b: 50 + 6 * lk, t: 50});
+}
+
+/**
+ * viz.topk_bars: step t's (from 0) most likely next pieces, the chosen one in orange.
+ * @param {TracePayload} payload
+ * @param {View} view
+ * @param {Look} look
+ * @param {number} t
+ */
+export function topkBars(payload, view, look, t) {
+  const row = payload.top_k[t] || [], out = payload.pieces.output[t];
+  const produced = view.plain ? plainLabel(out) : out;
+  if (!row.length) return emptyFigure(look, "No prediction yet", 300);
+  const pieces = row.map((c) => c[0]), probs = row.map((c) => c[1]);
+  const data = [{type: "bar", x: probs, y: range(pieces.length), orientation: "h",
+                 marker: {color: pieces.map((p) => p === produced ? "#ea580c" : "#9333ea")},
+                 text: probs.map((p) => p.toFixed(2)), textposition: "outside", cliponaxis: false,
+                 hovertext: pieces.map((p, i) => `${i + 1} ${label(p)}`),
+                 hovertemplate: "%{hovertext}<br>p = %{x:.3f}<extra></extra>"}];
+  const layout = {yaxis: {tickmode: "array", tickvals: range(pieces.length), ticktext: pieces.map((p) => label(p)),
+                          autorange: "reversed"},
+                  xaxis: {range: [0, 1.12], title: {text: "probability"}, showgrid: true, gridcolor: "#f3f4f6"}};
+  return figure(look, data, layout, 300, `Step ${t + 1}: next-piece probabilities \u2192 ${label(produced)}`,
+                {l: 110, r: 30});
+}
+
+/**
+ * The decoding step's three panels: its cross-attention row over the source, its masked self-attention row over
+ * the pieces read so far, and its top-k next pieces.
+ * @param {TracePayload} payload
+ * @param {View} view  fitted
+ * @param {Look} look
+ * @returns {{cross: Figure, self: Figure, topk: Figure}}
+ */
+export function stepFigures(payload, view, look) {
+  if (!steps(payload)) {
+    const none = emptyFigure(look, "No decoding step", 300);
+    return {cross: none, self: none, topk: none};
+  }
+  const t = view.step - 1, cross = kindOf(payload, "cross"), self = kindOf(payload, "decoder");
+  const c = stepRow(payload, view, "cross", t), s = stepRow(payload, view, "decoder", t);
+  const hidden = view.hide ? " · special tokens hidden" : "";
+  const [crossTitle, selfTitle] = [cross, self].map((k) => `Step ${t + 1} · ${k.label} (${c.caption})${hidden}`);
+  return {
+    cross: c.keys.length ? rowFigure(look, c, crossTitle, cross.key_title, cross.step_color)
+                         : emptyFigure(look, `${crossTitle}: no key left to see`, 300),
+    self: s.keys.length ? rowFigure(look, s, selfTitle, self.key_title, self.step_color)
+                        : emptyFigure(look, `${selfTitle}: this step sees only <s>, which is hidden (empty row)`, 300),
+    topk: topkBars(payload, view, look, t)};
+}
+
+// ---- every head of a kind (viz.attention_grid) ----
+
+/**
+ * Every layer × head of the view's kind, on one 0-1 scale (in whole percents); a head switched off greyed. Each
+ * thumbnail's meta is "LAYER:HEAD" (from 1), for a click to read.
+ * @param {TracePayload} payload
+ * @param {View} view  fitted
+ * @param {Look} look
+ * @returns {Figure}
+ */
+export function grid(payload, view, look) {
+  const kind = kindOf(payload, view.kind), att = attention(payload, view.kind), [L, H] = att.shape;
+  const axes = axesOf(kind, view.hide), tokens = axisTokens(axes, view.merge, view.plain);
+  const title = `${kind.title}: every layer × head` + (view.hide ? look.hide_title : "");
+  if (!tokens.queries.length || !tokens.keys.length) return emptyFigure(look, "Nothing to show: no tokens");
+  // positions counted from 1 keep repeated pieces apart as categories
+  const qPos = tokens.queries.map((q, i) => `${i + 1} ${queryLabel(q)}`);
+  const kPos = tokens.keys.map((x, j) => `${j + 1} ${label(x)}`);
+  const hGap = 0.015, vGap = Math.min(0.05, 0.3 / Math.max(L, 1));
+  const width = (1 - hGap * (H - 1)) / H, height = (1 - vGap * (L - 1)) / L;
+  const axis = {showticklabels: false, ticks: "", type: "category", showline: false};
+  const data = [], layout = {}, titles = [], shapes = [];
+  for (let l = 0; l < L; l++) {
+    const top = 1 - l * (height + vGap);
+    for (let h = 0; h < H; h++) {
+      const n = l === 0 && h === 0 ? "" : String(l * H + h + 1), left = h * (width + hGap);
+      layout[`xaxis${n}`] = Object.assign({}, axis, {domain: [left, left + width], anchor: `y${n}`});
+      layout[`yaxis${n}`] = Object.assign({}, axis, {domain: [top - height, top], anchor: `x${n}`,
+                                                     autorange: "reversed"});
+      const off = kind.off.some(([ol, oh]) => ol === l + 1 && oh === h + 1);
+      titles.push({text: `layer ${l + 1} · head ${h + 1}` + (off ? " · <b>OFF</b>" : ""), x: left + width / 2,
+                   y: top, xref: "paper", yref: "paper", xanchor: "center", yanchor: "bottom", showarrow: false,
+                   font: {size: 11, color: off ? "#71717a" : undefined}});
+      const picked1 = picked(att, l, h, view.hide), s = view.merge ? mergedWords(picked1, axes) : picked1;
+      const percent = s.w.map((row) => Array.from(row, (x) => Math.round(clamp(x, 0, 1) * 100)));
+      data.push({type: "heatmap", z: percent, x: kPos, y: qPos, coloraxis: "coloraxis", xaxis: `x${n}`,
+                 yaxis: `y${n}`, meta: `${l + 1}:${h + 1}`,
+                 hovertemplate: `layer ${l + 1} head ${h + 1}` + (off ? " (off)" : "") +
+                                "<br>%{y} \u2192 %{x}: %{z}%<br>click: open in the large view<extra></extra>"});
+      if (off) { // the weights are still computed; only the head's output was zeroed
+        shapes.push({type: "rect", xref: `x${n} domain`, yref: `y${n} domain`, x0: 0, x1: 1, y0: 0, y1: 1,
+                     fillcolor: look.masked, opacity: 0.7, line: {color: "#52525b", width: 2}});
+      }
+      if (s.hidden) {
+        data.push({type: "heatmap", z: s.hidden.map((row) => row.map(Number)), x: kPos, y: qPos, zmin: 0, zmax: 1,
+                   showscale: false, hoverinfo: "skip", colorscale: [[0, "rgba(0,0,0,0)"], [1, look.masked]],
+                   xaxis: `x${n}`, yaxis: `y${n}`});
+      }
+    }
+  }
+  Object.assign(layout, {annotations: titles, shapes, coloraxis: {colorscale: look.attention, cmin: 0, cmax: 100,
+    colorbar: {title: {text: "weight"}, thickness: 12, len: 0.6, tickvals: [0, 25, 50, 75, 100],
+               ticktext: ["0", "0.25", "0.5", "0.75", "1"]}}});
+  return figure(look, data, layout, 50 + 170 * L, title, {l: 20, r: 20, t: 50, b: 20});
+}
+
+// ---- head statistics (viz.head_multiples) ----
+
+/**
+ * Every statistic of the view's kind per layer × head, a panel each.
+ * @param {TracePayload} payload
+ * @param {StatsTable} stats  the table of every head (anatomy/head_views.head_table)
+ * @param {string} name  the kind
+ * @param {Look} look
+ * @returns {Figure}
+ */
+export function summary(payload, stats, name, look) {
+  const kind = kindOf(payload, name), column = (key) => 3 + stats.keys.indexOf(key);
+  const records = stats.rows.filter((r) => r[0] === kind.label);
+  const title = `${kind.title}: what each head does (every statistic per layer × head)`;
+  if (!records.length) return emptyFigure(look, `No ${kind.label} heads to show`);
+  const L = Math.max(...records.map((r) => r[1])), H = Math.max(...records.map((r) => r[2]));
+  const panels = stats.panels.filter((p) => records.some((r) => r[column(p)] !== null));
+  const nRows = Math.ceil(panels.length / 3), nCols = Math.ceil(panels.length / nRows);
+  const panel = Math.max(90, 26 * L), top = 70, bottom = 50, gap = 64;
+  const height = nRows * panel + (nRows - 1) * gap + top + bottom;
+  const hs = 0.07, vs = nRows > 1 ? gap / (height - top - bottom) : 0;
+  const w = (1 - hs * (nCols - 1)) / nCols, h = (1 - vs * (nRows - 1)) / nRows;
+  const data = [], layout = {annotations: []};
+  const signed = panels.some((p) => stats.signed.includes(p));
+  panels.forEach((stat, n) => {
+    const r = Math.floor(n / nCols), c = n % nCols, a = n ? String(n + 1) : "";
+    const left = c * (w + hs), topY = 1 - r * (h + vs), name = stats.headers[column(stat)];
+    const axis = {dtick: 1, ticks: "", showline: false, tickfont: {size: 10}};
+    layout[`xaxis${a}`] = Object.assign({}, axis, {domain: [left, left + w], anchor: `y${a}`},
+                                        r === nRows - 1 ? {title: {text: "head", standoff: 4}} : {});
+    layout[`yaxis${a}`] = Object.assign({}, axis, {domain: [topY - h, topY], anchor: `x${a}`, autorange: "reversed"},
+                                        c === 0 ? {title: {text: "layer", standoff: 4}} : {});
+    const z = range(L).map(() => range(H).map(() => null));
+    records.forEach((rec) => {
+      if (rec[column(stat)] !== null) z[rec[1] - 1][rec[2] - 1] = rec[column(stat)];
+    });
+    data.push({type: "heatmap", z, x: range(H).map((i) => i + 1), y: range(L).map((i) => i + 1), xaxis: `x${a}`,
+               yaxis: `y${a}`, coloraxis: stats.signed.includes(stat) ? "coloraxis2" : "coloraxis", xgap: 1, ygap: 1,
+               texttemplate: "%{z:.2f}", textfont: {size: 10}, hoverongaps: false,
+               hovertemplate: `layer %{y}, head %{x}: ${name} %{z:.2f}<extra></extra>`});
+    layout.annotations.push({text: name, x: left + w / 2, y: topY, xref: "paper", yref: "paper", xanchor: "center",
+                             yanchor: "bottom", showarrow: false, font: {size: 12}});
+  });
+  const placement = signed ? {len: 0.45, yanchor: "top", y: 1} : {len: 0.8};
+  layout.coloraxis = {colorscale: look.attention, cmin: 0, cmax: 1,
+                      colorbar: Object.assign({title: {text: "share, focus"}, thickness: 12}, placement)};
+  if (signed) {
+    layout.coloraxis2 = {colorscale: look.diverging, cmin: -1, cmax: 1,
+                         colorbar: {title: {text: "correlation"}, thickness: 12, len: 0.45, yanchor: "bottom", y: 0}};
+  }
+  return figure(look, data, layout, height, title, {l: 60, r: 30, t: top, b: bottom});
+}
+
+// ---- predictions (viz.topk_table) ----
+
+/**
+ * The top-k next pieces at every step, the emitted one bold; a step whose piece is not in its top k in red.
+ * @param {TracePayload} payload
+ * @param {Look} look
+ * @returns {Figure}
+ */
+export function topkTable(payload, look) {
+  const rows = payload.top_k, n = rows.length;
+  if (!n) return emptyFigure(look, "No decoder steps to show");
+  const k = Math.max(...rows.map((r) => r.length));
+  const z = [], text = [], hover = [], names = [];
+  rows.forEach((row, t) => {
+    const out = payload.pieces.output[t];
+    let hit = false;
+    z.push(range(k).map(() => null));
+    text.push(range(k).map(() => ""));
+    hover.push(range(k).map(() => ""));
+    row.forEach(([piece, p], r) => {
+      const chosen = piece === out, lab = label(piece, 16);
+      hit = hit || chosen;
+      z[t][r] = p;
+      text[t][r] = chosen ? `<b>${lab}</b>` : lab;
+      hover[t][r] = `step ${t + 1}: ${label(piece)}<br>p = ${p.toFixed(3)}` + (chosen ? "<br>(emitted)" : "");
+    });
+    const name = `${t + 1} ${label(out, 16)}`;
+    names.push(hit ? name : `<span style="color:#dc2626">${name}</span>`);
+  });
+  const data = [{type: "heatmap", z, x: range(k).map((r) => `#${r + 1}`), y: range(n), text, customdata: hover,
+                 texttemplate: "%{text}", textfont: {size: 11}, colorscale: look.probability, zmin: 0, zmax: 1,
+                 xgap: 2, ygap: 2, hoverongaps: false, hovertemplate: "%{customdata}<extra></extra>",
+                 colorbar: {title: {text: "probability"}, thickness: 12, len: 0.8}}];
+  const layout = {yaxis: {tickmode: "array", tickvals: range(n), ticktext: names, autorange: "reversed",
+                          title: {text: "step · emitted token"}},
+                  xaxis: {side: "top", title: {text: "rank"}}};
+  return figure(look, data, layout, cellHeight(n, 26, 260, 1400, 90), "Top-k next pieces at every step (bold: emitted)",
+                {l: 120, t: 60});
+}
+
+// ---- positional encoding (paper §3.5; transformer.model.sinusoidal_positional_encoding) ----
+
+/**
+ * PE(pos, i) for `positions` positions and d dimensions: sin(pos / 10000^(2i/d)) at 2i, cos at 2i + 1
+ * ("interleaved", the paper's), or every sine first and then every cosine ("split", Marian's).
+ * @param {number} positions
+ * @param {number} d
+ * @param {string} layout
+ * @returns {number[][]}
+ */
+export function positionalTable(positions, d, layout) {
+  const sines = Math.ceil(d / 2);
+  return range(positions).map((pos) => {
+    const row = new Array(d);
+    for (let i = 0; 2 * i < d; i++) {
+      const angle = pos / Math.pow(10000, (2 * i) / d);
+      if (layout === "split") {
+        row[i] = Math.sin(angle);
+        if (sines + i < d) row[sines + i] = Math.cos(angle);
+      } else {
+        row[2 * i] = Math.sin(angle);
+        if (2 * i + 1 < d) row[2 * i + 1] = Math.cos(angle);
+      }
+    }
+    return row;
+  });
+}
+
+function wave(dim, d, layout) {
+  let kind, twoI;
+  if (layout === "split") {
+    const half = Math.floor(d / 2);
+    [kind, twoI] = dim < half ? ["sin", 2 * dim] : ["cos", 2 * (dim - half)];
+  } else {
+    [kind, twoI] = [dim % 2 === 0 ? "sin" : "cos", dim - (dim % 2)];
+  }
+  return [kind, 2 * Math.PI * Math.pow(10000, twoI / d)];
+}
+
+/**
+ * The positional encoding: the table and chosen dimensions as curves, the similarity of positions, and the
+ * encodings added to the source's pieces.
+ * @param {Positional} p
+ * @param {string[]} source  the source pieces
+ * @param {Look} look
+ * @returns {{curves: Figure, similarity: Figure, rows: Figure}}
+ */
+export function positional(p, source, look) {
+  const d = p.d_model, pe = positionalTable(p.max_len, d, p.layout);
+  const order = p.layout === "split" ? ", all sines, then all cosines" : "";
+  const data = [{type: "heatmap", z: pe, x: range(d), y: range(p.max_len), colorscale: look.diverging, zmin: -1,
+                 zmax: 1, hovertemplate: "pos %{y}, dim %{x}<br>%{z:.3f}<extra></extra>",
+                 colorbar: {thickness: 10, len: 0.8, x: 0.52}}];
+  p.dims.forEach((dim, n) => {
+    const [kind, wavelength] = wave(dim, d, p.layout);
+    data.push({type: "scatter", x: range(p.max_len), y: pe.map((row) => row[dim]), mode: "lines", xaxis: "x2",
+               yaxis: "y2", line: {color: look.heads[n % look.heads.length]},
+               name: `dim ${dim} (${kind}, λ≈${Math.round(wavelength).toLocaleString("en-US")})`,
+               hovertemplate: `dim ${dim}<br>pos %{x}: %{y:.3f}<extra></extra>`});
+  });
+  const sub = (text, x0, x1) => ({text, x: (x0 + x1) / 2, y: 1, xref: "paper", yref: "paper", xanchor: "center",
+                                  yanchor: "bottom", showarrow: false, font: {size: 16}});
+  const curves = figure(look, data, {
+    xaxis: {domain: [0, 0.495], title: {text: "dimension i"}}, yaxis: {autorange: "reversed", title: {text: "position"}},
+    xaxis2: {domain: [0.595, 1], anchor: "y2", title: {text: "position"}},
+    yaxis2: {anchor: "x2", range: [-1.1, 1.1], showgrid: true, gridcolor: "#f3f4f6"},
+    annotations: [sub("PE(pos, i)", 0, 0.495), sub("selected dimensions", 0.595, 1)],
+    showlegend: true, legend: {orientation: "h", y: -0.18, x: 0.55, font: {size: 11}}},
+  430, `Sinusoidal positional encoding (d_model = ${d}, ${p.max_len} positions${order})`, {t: 70, b: 90});
+  const sim = pe.map((a) => pe.map((b) => a.reduce((s, x, i) => s + x * b[i], 0) / d));
+  const similarity = figure(look, [{type: "heatmap", z: sim, x: range(p.max_len), y: range(p.max_len),
+                                    colorscale: look.attention, colorbar: {thickness: 10},
+                                    hovertemplate: "pos %{y} · pos %{x}<br>%{z:.3f}<extra></extra>"}],
+                            {yaxis: {autorange: "reversed", title: {text: "position p"}, scaleanchor: "x"},
+                             xaxis: {title: {text: "position q"}, constrain: "domain"}},
+                            430, "PE(p) · PE(q) / d_model");
+  const n = Math.min(source.length, p.max_len);
+  const ticks = source.slice(0, n).map((t, i) => `${i} ${label(t)}`);
+  const rows = n ? figure(look, [{type: "heatmap", z: pe.slice(0, n), x: range(d), y: range(n),
+                                  colorscale: look.diverging, zmin: -1, zmax: 1, colorbar: {thickness: 10},
+                                  hovertemplate: "position %{y} · dim %{x}<br>PE = %{z:.3f}<extra></extra>"}],
+                          {yaxis: {tickmode: "array", tickvals: range(n), ticktext: ticks, autorange: "reversed",
+                                   title: {text: "source position · piece"}},
+                           xaxis: {title: {text: "dimension i"}}},
+                          cellHeight(n, 20, 260, 1400, 100), "The encodings added to this input's pieces", {l: 120})
+    : emptyFigure(look, "No source pieces");
+  return {curves, similarity, rows};
+}
+

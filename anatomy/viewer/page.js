@@ -1,0 +1,231 @@
+// The offline page's host (anatomy/viewer/offline.html): the translation, the controls and the keys, each figure
+// drawn by figures.js from the page's data with Plotly.js, with no server and no network. The data is the trace
+// payload and what the page shows besides it (anatomy/offline.py `page_data`).
+
+import {MEAN, fitted, grid, kindOf, large, linesThrough, positional, stepFigures, steps, summary,
+  topkTable} from "./figures.js";
+import {readPayload} from "./payload.js";
+import {readable} from "./labels.js";
+
+const CONFIG = {displaylogo: false, responsive: true};
+const $ = (id) => document.getElementById(id);
+const range = (n) => Array.from({length: n}, (_, i) => i);
+
+/**
+ * Draw a page's data into this document: every section, then the figures; `document.body.dataset.ready` is "1"
+ * once all are drawn ("error" if one failed), and `dataset.drawn` counts the redraws of the views.
+ * @param {{payload: Object, page: Object}} data
+ */
+export function showPage(data) {
+  const P = readPayload(data.payload), G = data.page, look = G.look, T = steps(P);
+  const draw = (id, f) => Plotly.react($(id), f.data, f.layout, CONFIG);
+  const state = Object.assign({}, G.view);
+
+  function chips(id, items, colors = {}) {
+    $(id).replaceChildren(...items.map(([piece, category]) => {
+      const span = document.createElement("span");
+      span.className = "chip" + (category === "current" ? " current" : "");
+      span.textContent = piece;
+      if (colors[category]) span.style.background = colors[category];
+      if (category && category !== "current") span.title = category;
+      return span;
+    }));
+  }
+
+  function table(element, headers, rows) {
+    const head = element.createTHead().insertRow();
+    headers.forEach((h) => { head.appendChild(document.createElement("th")).textContent = h; });
+    const body = element.createTBody();
+    rows.forEach((row) => {
+      const tr = body.insertRow();
+      row.forEach((x) => { tr.insertCell().textContent = x === null ? "" : String(x); });
+    });
+  }
+
+  function translation() {
+    $("source-text").textContent = P.text;
+    $("translation").textContent = P.translation || "∅ (empty)";
+    $("notices").replaceChildren(...P.notices.map((n) => {
+      const li = document.createElement("li");
+      li.textContent = "⚠️ " + n;
+      return li;
+    }));
+    chips("source-pieces", P.pieces.source.map((p) => [p, ""]));
+    chips("output-pieces", G.chips, G.confidence);
+    chips("confidence-legend", Object.keys(G.confidence).map((c) => [c, c]), G.confidence);
+    document.title = `${P.model.key}: ${P.translation || P.text} · Transformer Anatomy`;
+    if (G.candidates.length) {
+      $("candidates-box").hidden = false;
+      table($("candidates"), ["#", "candidate", "score", "log p", "pieces"], G.candidates);
+    }
+    $("definitions").replaceChildren(...G.stats.definitions.map(([name, text]) => {
+      const li = document.createElement("li");
+      li.appendChild(document.createElement("b")).textContent = name;
+      li.append(": " + text);
+      return li;
+    }));
+    const scale = P.kinds[0].attention.scale;
+    $("quantised").textContent = `Attention is stored in this page as whole 1/${scale}ths (each weight within ` +
+                                 `1/${2 * scale} of the model's); the mean of heads is the mean of those.`;
+    // HTML made by anatomy/offline.py from the app's markdown, raw HTML escaped
+    $("architecture").innerHTML = G.architecture;
+    $("card").innerHTML = G.card;
+    return Promise.all([draw("architecture-figure", G.figures.architecture), draw("parameters", G.figures.parameters)]);
+  }
+
+  // ---- the head statistics table: sorted by a click on a column, a row opens its head ----
+
+  let order = {column: -1, descending: false};
+
+  function statsTable() {
+    const st = G.stats, element = $("stats");
+    element.replaceChildren();
+    const head = element.createTHead().insertRow();
+    st.headers.forEach((name, c) => {
+      const th = document.createElement("th");
+      th.textContent = name + (order.column === c ? (order.descending ? " ▼" : " ▲") : "");
+      th.addEventListener("click", () => {
+        order = {column: c, descending: order.column === c && !order.descending};
+        statsTable();
+      });
+      head.appendChild(th);
+    });
+    const rows = st.rows.slice();
+    if (order.column >= 0) {
+      const c = order.column, sign = order.descending ? -1 : 1;
+      rows.sort((a, b) => a[c] === null ? 1 : b[c] === null ? -1 : sign * (a[c] < b[c] ? -1 : a[c] > b[c] ? 1 : 0));
+    }
+    const body = element.createTBody();
+    for (const row of rows) {
+      const tr = body.insertRow();
+      row.forEach((x) => { tr.insertCell().textContent = x === null ? "" : String(x); });
+      tr.addEventListener("click", () => {
+        const kind = P.kinds.find((k) => k.label === row[0]);
+        if (!kind) return;
+        open({kind: kind.name, layer: row[1], head: String(row[2])}, true);
+      });
+    }
+  }
+
+  // ---- the views ----
+
+  function options(select, items, chosen) {
+    select.replaceChildren(...items.map(([text, val]) => new Option(text, val)));
+    select.value = String(chosen);
+  }
+
+  // The controls as the state says, the state first fitted to the chosen kind's layers and heads.
+  function controls() {
+    Object.assign(state, fitted(P, state));
+    const [L, H] = kindOf(P, state.kind).attention.shape;
+    options($("kind"), P.kinds.map((k) => [k.title, k.name]), state.kind);
+    options($("layer"), range(L).map((l) => [String(l + 1), l + 1]), state.layer);
+    options($("head"), [["mean of heads", MEAN], ...range(H).map((h) => [String(h + 1), String(h + 1)])], state.head);
+    Object.assign($("step"), {max: Math.max(T, 1), value: state.step || 1, disabled: !T});
+    const [read, wrote] = T ? [P.pieces.target[state.step - 1], P.pieces.output[state.step - 1]] : [];
+    $("step-value").textContent = T ? `${state.step} of ${T}: ${readable(read, 14)} \u25b8 ${readable(wrote, 14)}`
+      : "no step";
+    $("display").value = state.display;
+    for (const flag of ["merge", "plain", "hide"]) $(flag).checked = state[flag];
+    $("kind-help").innerHTML = G.help[state.kind];
+  }
+
+  let drawn = 0;
+  let shownLines = null; // the large view's line traces as drawn, while it shows lines
+
+  // Redraw what the view controls change; `all`: the grid and the head statistics too (kind, words, tokens).
+  function update(all) {
+    const v = Object.assign({}, state);
+    const s = stepFigures(P, v, look);
+    chips("partial", P.pieces.output.slice(0, v.step).map((piece, i) => [piece, i === v.step - 1 ? "current" : ""]));
+    shownLines = null; // until the new large view is drawn, pointing at it keeps no lines
+    const jobs = [draw("heatmap", large(P, v, look)).then((gd) => {
+                    // the arrays as drawn: restyle replaces a trace's x and y, never changes them
+                    shownLines = v.display === "lines" ? gd.data.map((t) => ({meta: t.meta, x: t.x, y: t.y})) : null;
+                  }),
+                  draw("step-cross", s.cross), draw("step-self", s.self), draw("step-topk", s.topk)];
+    if (all) jobs.push(draw("grid", grid(P, v, look)), draw("summary", summary(P, G.stats, v.kind, look)));
+    return Promise.all(jobs).then(() => { document.body.dataset.drawn = String(++drawn); });
+  }
+
+  function open(view, all) {
+    Object.assign(state, view);
+    controls();
+    update(all);
+    $("explorer-section").scrollIntoView();
+  }
+
+  function read(event) {
+    const id = event.target.id;
+    if (id === "kind") state.kind = $("kind").value;
+    if (id === "layer") state.layer = +$("layer").value;
+    if (id === "head") state.head = $("head").value;
+    if (id === "step") state.step = +$("step").value;
+    if (id === "display") state.display = $("display").value;
+    if (["merge", "plain", "hide"].includes(id)) state[id] = $(id).checked;
+    controls();
+    update(["kind", "merge", "plain", "hide"].includes(id));
+  }
+
+  function nudge(name, delta) {
+    if (name === "step") {
+      if (!T) return;
+      state.step += delta;
+    } else {
+      const select = $(name);
+      const i = Math.min(Math.max(select.selectedIndex + delta, 0), select.options.length - 1);
+      state[name] = name === "layer" ? +select.options[i].value : select.options[i].value;
+    }
+    controls();
+    update(false);
+  }
+
+  // Pointing at a piece of the lines view keeps only its lines.
+  function keepLines(event) {
+    const point = event.points[0], meta = point.data.meta;
+    if (!shownLines || (meta !== "queries" && meta !== "keys")) return;
+    const kept = linesThrough(shownLines, meta === "queries" ? 0 : 1, point.y);
+    Plotly.restyle($("heatmap"), {x: kept.x, y: kept.y}, kept.indices);
+  }
+
+  function allLines() {
+    if (!shownLines) return;
+    const indices = shownLines.flatMap((t, n) => t.meta === "lines" ? [n] : []);
+    Plotly.restyle($("heatmap"), {x: indices.map((n) => shownLines[n].x), y: indices.map((n) => shownLines[n].y)},
+                   indices);
+  }
+
+  translation().catch(console.error);
+  controls();
+  for (const id of ["kind", "layer", "head", "display", "merge", "plain", "hide"]) $(id).addEventListener("change", read);
+  $("step").addEventListener("input", read);
+  document.addEventListener("keydown", (e) => {
+    if (e.target.closest("input, select, textarea") || e.altKey || e.ctrlKey || e.metaKey) return;
+    const move = {ArrowLeft: ["step", -1], ArrowRight: ["step", 1], "[": ["layer", -1], "]": ["layer", 1],
+                  ",": ["head", -1], ".": ["head", 1]}[e.key];
+    if (move) {
+      e.preventDefault();
+      nudge(...move);
+    }
+  });
+  statsTable();
+  const p = positional(G.positional, P.pieces.source, look);
+  const first = update(true).then(() => { // Plotly gives a div its .on once it has drawn there
+    $("heatmap").on("plotly_hover", keepLines);
+    $("heatmap").on("plotly_unhover", allLines);
+    $("grid").on("plotly_click", (event) => { // a thumbnail opens its head in the large view
+      const meta = event.points[0].data.meta;
+      if (!meta) return;
+      const [layer, head] = meta.split(":");
+      open({layer: +layer, head}, false);
+    });
+  });
+  return Promise.all([first, draw("topk-table", topkTable(P, look)), draw("pe", p.curves),
+                      draw("pe-similarity", p.similarity), draw("pe-rows", p.rows)]).then(
+    () => { document.body.dataset.ready = "1"; },
+    (err) => {
+      document.body.dataset.ready = "error";
+      throw err;
+    });
+}
+

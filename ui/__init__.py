@@ -7,15 +7,18 @@ threads).
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import gradio as gr
 import torch
 
+from anatomy import bundle, offline
 from anatomy.registry import ModelRegistry
 
 from . import server, traces
+from .figures import PLOT_CONFIG
 from .handlers import Handlers
 from .layout import build_page
 from .wiring import wire
@@ -56,11 +59,22 @@ def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
     return theme
 
 
+def page_script() -> str:
+    """The page's JavaScript: the viewer's bundle (anatomy/viewer/host.js and what it imports), the viewer made with
+    the page's look, then ui/static/app.js given it. Plotly.js comes from the plotly package (launch_options
+    allows that one file)."""
+    options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": f"gradio_api/file={offline.PLOTLY_JS}"}
+    return ("() => {\n" + bundle.script("host") +
+            f"const viewer = viewer_host.createHost(Object.assign({json.dumps(options)}, "
+            "{askWalk: () => document.querySelector('#walk-ask')?.click()}));\n"
+            f"({(STATIC / 'app.js').read_text(encoding='utf-8')})(viewer);\n}}")
+
+
 def launch_options() -> dict:
-    """What demo.launch(...) takes besides the server settings: theme, CSS, JavaScript, footer, the server's
-    middleware and what it runs beside (see server.py)."""
+    """What demo.launch(...) takes besides the server settings: theme, CSS, JavaScript, footer, the one file it
+    serves besides its own (Plotly.js), the server's middleware and what it runs beside (see server.py)."""
     return dict(theme=_light_only(gr.themes.Soft(primary_hue="blue", secondary_hue="orange", neutral_hue="slate")),
-                css_paths=[STATIC / "app.css"], js=(STATIC / "app.js").read_text(encoding="utf-8"),
+                css_paths=[STATIC / "app.css"], js=page_script(), allowed_paths=[str(offline.PLOTLY_JS)],
                 footer_links=["api", "settings"],
                 app_kwargs={"middleware": server.MIDDLEWARE, "lifespan": server.lifespan})
 

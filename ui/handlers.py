@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
+import json
 import time
 from typing import Mapping
 
@@ -21,6 +22,7 @@ import gradio as gr
 import viz
 from anatomy import (ablation_views, architecture_views, attention_views, engine, export, head_views, offline,
                      positional_views, training_views, views)
+from anatomy.payload import trace_payload
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
 from anatomy.registry import ModelRegistry
@@ -31,7 +33,7 @@ from transformer.pieces import piece_text
 from . import traces
 from .figures import plot
 from .layout import DEFAULTS, Page
-from .values import Drawn, Inputs, PageSettings, Tab
+from .values import Inputs, PageSettings, Tab
 
 # While streaming, the text and chips are sent at most every TEXT_INTERVAL seconds (several pieces at once only
 # when decoding outpaces that); figures are drawn once the trace is complete, outside the model's slot.
@@ -94,9 +96,6 @@ class Handlers:
             out[p.twin] = self._twin(new)
         if i.tab == Tab.IMPORTANCE:
             out[p.judged] = self._judged(new, i.judged)
-        walk = self._walk_key(trace, dataclasses.replace(i.view, step=new.step))
-        if walk is not None:
-            out[p.vectors] = self._vectors(new, walk, None)
         return out
 
     def _judged(self, run: Run, judged: Judged | None) -> Judged:
@@ -217,26 +216,21 @@ class Handlers:
                           ablation=self._ablation(translator, request, original, run.ablation))
 
     def ablate_page(self, values: Inputs | dict):
-        """`ablate` and the new Run drawn as `show` draws it, then the open tab as `tab_view` draws it (run, heads
-        off, tab, twin, direction, dims, view). One event, not three chained ones: the page asked for each next one
-        only after drawing the last one's figures. The drawing holds the model's slot (tens of ms; the Head
-        importance tab's passes and the softmax walk's too, made by `ablate`)."""
+        """`ablate` and the new Run as `show` sends it, then the open tab as `tab_view` makes it (run, heads off,
+        tab, twin, direction, dims, view). One event, not three chained ones: the page asked for each next one only
+        after the last one was done. It holds the model's slot (the Head importance tab's passes are made by
+        `ablate`)."""
         p, i = self.page, Inputs.of(self.page, values)
         made = self.ablate(i)
         if p.run not in made:  # skipped: nothing to redraw
             yield made
             return
         run = made[p.run]
-        shown = self.present(run, dataclasses.replace(i.view, step=run.step), made.get(p.vectors, i.vectors))
-        # the translations and the large view first; the step panels, the download and the tab after them, so that
-        # the browser draws the large view before the rest
-        later = {p.step_cross, p.step_self, p.step_topk, p.partial, p.download, p.candidates}
-        yield {**made, **{c: v for c, v in shown.items() if c not in later}}
+        yield {**made, **self.present(run, dataclasses.replace(i.view, step=run.step))}
         # what tab_view would read from the controls that present has just set (tab_view fits the rest to the run)
         opened = dataclasses.replace(i.view, step=run.step, query=min(i.view.query, len(run.trace.source_tokens)))
-        yield {**{c: v for c, v in shown.items() if c in later},
-               **self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin),
-                                                   judged=made.get(p.judged, i.judged), view=opened))}
+        yield self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin),
+                                                judged=made.get(p.judged, i.judged), view=opened))
 
     @staticmethod
     def every_head_on() -> list[str]:
@@ -301,17 +295,24 @@ class Handlers:
         judged = self._judged(i.run, i.judged)
         return gr.skip() if judged is i.judged else judged
 
-    def walk_vectors(self, values: Inputs | dict):
-        """The softmax walk's q, k, v that the view asks for (run, vectors, view), when show, view or a replay found
-        them missing (walk_ask)."""
-        i = Inputs.of(self.page, values)
+    def walk(self, values: Inputs | dict):
+        """The softmax walk of the view (run, vectors, view), which the page's viewer asks for when its large view
+        shows one it has not got: q, k, v of its kind and layer made first when not at hand (a model pass), then
+        the figure, with the view it is of."""
+        p, i = self.page, Inputs.of(self.page, values)
         run = i.run
         if run is None or run.replay:
             return gr.skip()
-        walk = self._walk_key(run.trace, i.view)
-        if walk is None or walk in self._walks(run, i.vectors):
+        view = views.fitted(i.view, run.trace)
+        view = dataclasses.replace(view, query=min(max(view.query, 1), max(len(run.trace.source_tokens), 1)))
+        walk = self._walk_key(run.trace, view)
+        if walk is None:
             return gr.skip()
-        return self._vectors(run, walk, i.vectors)
+        vectors = i.vectors if walk in self._walks(run, i.vectors) else self._vectors(run, walk, i.vectors)
+        figure = attention_views.walk_figure(attention_views.walk(run.trace, view, self._walks(run, vectors)[walk]),
+                                             view)
+        shown = {f: getattr(view, f) for f in ("kind", "layer", "head", "step", "query", "plain", "merge", "hide")}
+        return {p.vectors: vectors, p.walk_data: {"view": shown, "figure": json.loads(figure.to_json())}}
 
     @staticmethod
     def stop(signal: StopSignal) -> None:
@@ -320,9 +321,9 @@ class Handlers:
 
     # ---- drawing a Run (no model) ----
 
-    def present(self, run: Run, view: View, vectors: Vectors | None = None, upto: int | None = None) -> dict:
-        """Everything the page shows of a run: text, chips, step panels, large view (a walk with `vectors`, when
-        they are the run's); with `upto`, only its first `upto` steps (a slow-motion frame)."""
+    def present(self, run: Run, view: View, upto: int | None = None) -> dict:
+        """Everything the page shows of a run: text, chips, the controls fitted to it and its trace payload, which
+        the page's viewer draws; with `upto`, only its first `upto` steps (a slow-motion frame)."""
         p = self.page
         trace = run.trace if upto is None else views.prefix(run.trace, upto)
         L, H, T = views.shape(trace, view.kind)
@@ -337,7 +338,8 @@ class Handlers:
                p.head: gr.update(choices=views.head_choices(H), value=view.head),
                p.walk_query: gr.update(maximum=max(len(trace.source_tokens), 2),
                                        value=min(view.query, len(trace.source_tokens))),
-               **self._view_figures(run.request.key, trace, view, self._walks(run, vectors))}
+               p.trace_data: trace_payload(trace, self.registry.get(run.request.key), run.request.text,
+                                           list(run.notices))}
         if upto is not None:
             out[p.run_info] = f"Replaying in slow motion: step {upto} of {views.steps(run.trace)}…"
             return out
@@ -362,8 +364,7 @@ class Handlers:
             return gr.skip()
         if run.replay:
             return {p.replay: next(ASKS), p.run_info: "Replaying in slow motion…"}
-        view = dataclasses.replace(i.view, step=run.step)
-        return {**self.present(run, view, i.vectors), **self._ask_walk(run, view, i.vectors)}
+        return self.present(run, dataclasses.replace(i.view, step=run.step))
 
     async def replay(self, values: Inputs | dict):
         """A slow-motion Run (run, signal, vectors, view) drawn step by step, then whole at its step. Between two
@@ -383,80 +384,18 @@ class Handlers:
                 # the prefix reads the whole trace's vectors cut to its length (attention_views.walk)
                 vectors = Vectors(kept, vectors.by) if vectors is not None and vectors.of is i.run.trace else None
                 break
-            yield await anyio.to_thread.run_sync(self.present, run, dataclasses.replace(view, step=t), vectors, t)
+            yield await anyio.to_thread.run_sync(self.present, run, dataclasses.replace(view, step=t), t)
             await asyncio.sleep(run.request.slow)
         done = dataclasses.replace(run, replay=False)
-        shown = await anyio.to_thread.run_sync(self.present, done, view, vectors)
-        yield {**shown, p.run: done, p.vectors: vectors, **self._ask_walk(done, view, vectors)}
+        shown = await anyio.to_thread.run_sync(self.present, done, view)
+        yield {**shown, p.run: done, p.vectors: vectors}
 
-    # ---- view changes (no model; per visitor, latest wins) ----
-
-    def _view_figures(self, key: str, trace: Trace, view: View, walks: Mapping[tuple[str, int], HeadVectors],
-                      step_only: bool = True) -> dict:
-        """The large view (a walk reads `walks`), the step panels and the output up to the step, each figure with
-        its export name; without `step_only`, not the two that depend on the step alone (the next-piece
-        probabilities, the output so far)."""
-        p = self.page
-        step_cross, step_self, step_topk = attention_views.step_figures(trace, view)
-        out = {p.heat: plot(self._large(trace, view, walks), attention_views.export_name(key, view)),
-               p.step_cross: plot(step_cross, attention_views.export_name(key, view, "step-cross")),
-               p.step_self: plot(step_self, attention_views.export_name(key, view, "step-self"))}
-        if step_only:
-            out.update({p.step_topk: plot(step_topk, attention_views.export_name(key, view, "step-topk")),
-                        p.partial: views.partial_chips(trace.output_tokens, view.step)})
-        return out
-
-    @staticmethod
-    def tab_key(run: Run | None, tab: Tab, view: View) -> tuple | None:
-        """What the open tab's view-following figures depend on. The All-heads grid and the head statistics show
-        every layer and head: a layer, head or step change leaves them as they are (and they are the largest
-        figures of the page). None: redraw on every change (the comparison follows the whole view)."""
-        if run is None or run.replay or tab not in (Tab.HEADS, Tab.STATS):
-            return None
-        return tab, run.request, run.showing, run.trace.text, view.kind, view.merge, view.plain, view.hide
-
-    @staticmethod
-    def _large(trace: Trace, view: View, walks: Mapping[tuple[str, int], HeadVectors]):
-        """The large view as the view asks: heatmap, lines, or the softmax walk (the model's q, k, v: `walks`, made
-        in the model's slot; while they are made, a note)."""
-        if view.display == "lines":
-            return attention_views.lines(trace, view)
-        if view.display == "walk":
-            if attention_views.walk_row(trace, view) < 0:
-                return viz.empty_figure("No query to follow: nothing was decoded", 300)
-            vectors = walks.get(Handlers._walk_key(trace, view))
-            if vectors is None:
-                return viz.empty_figure("Computing q, k and v for the softmax walk…", 300)
-            return attention_views.walk_figure(attention_views.walk(trace, view, vectors), view)
-        return attention_views.heatmap(trace, view)
+    # ---- view controls (the viewer draws a view change in the page; these set controls) ----
 
     @staticmethod
     def _walks(run: Run, vectors: Vectors | None) -> Mapping[tuple[str, int], HeadVectors]:
         """The walk's q, k, v at hand for the run's trace."""
         return vectors.by if vectors is not None and vectors.of is run.trace else {}
-
-    def _ask_walk(self, run: Run, view: View, vectors: Vectors | None) -> dict:
-        """walk_ask, when the large view shows a walk whose q, k, v are not at hand: walk_vectors makes them in the
-        model's slot, then `view` draws it."""
-        walk = self._walk_key(run.trace, view)
-        return {self.page.walk_ask: next(ASKS)} if walk is not None and walk not in self._walks(run, vectors) else {}
-
-    def view(self, values: Inputs | dict):
-        """Kind, layer, head, merge, step, plain labels, special tokens, display or walk query changed (run, twin,
-        tab, drawn, vectors, view): the large view, the step panels, and the open tab's figures that follow the view,
-        unless they already show what it asks."""
-        i = Inputs.of(self.page, values)
-        run = i.run
-        if run is None or run.replay:
-            return gr.skip()
-        view = views.fitted(i.view, run.trace)
-        now = Drawn(self.tab_key(run, i.tab, view), (run.request, run.showing, run.trace.text, view.step, view.plain))
-        out = self._view_figures(run.request.key, run.trace, view, self._walks(run, i.vectors),
-                                 step_only=now.step != i.drawn.step)
-        if i.tab.follows_view and (now.tab is None or now.tab != i.drawn.tab):
-            out.update(self._tab(dataclasses.replace(i, view=view), run.request.key))
-        out[self.page.drawn] = now
-        return {**out, **self._ask_walk(run, view, i.vectors)}
 
     @staticmethod
     def kind_help(kind) -> str:
@@ -510,7 +449,7 @@ class Handlers:
         key = i.settings.key if i.settings.key in self.registry.entries else self.registry.default_key
         if i.run is not None:
             i = dataclasses.replace(i, view=views.fitted(i.view, i.run.trace))
-        return {**self._tab(i, key), self.page.drawn: Drawn(self.tab_key(i.run, i.tab, i.view))}
+        return self._tab(i, key)
 
     def _tab(self, i: Inputs, key: str) -> dict:
         """The figures of the tab `i` has open, for the model `key` (the view fitted to the shown trace, if any)."""
@@ -518,17 +457,13 @@ class Handlers:
         entry = self.registry.get(key)
         trace = run.trace if run is not None and not run.replay else None
         same = trace is not None and run.request.key == key  # the shown trace is of the chosen model
+        # the all-heads grid, the statistics' figure and the predictions are the viewer's (anatomy/viewer/host.js)
         if tab == Tab.HEADS and trace is not None:
             L, H, _ = views.shape(trace, view.kind)
-            return {p.grid: plot(attention_views.grid(trace, view),
-                                 attention_views.export_name(run.request.key, view, "grid")),
-                    p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)}
+            return {p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)}
         if tab == Tab.STATS and trace is not None:
             headers, rows = head_views.head_table(trace)
-            return {p.summary: plot(head_views.summary(trace, view.kind)),
-                    p.stats: gr.update(value=rows, headers=headers)}
-        if tab == Tab.PREDICTIONS and trace is not None:
-            return {p.topk_table: plot(views.topk_table(trace))}
+            return {p.stats: gr.update(value=rows, headers=headers)}
         if tab == Tab.IMPORTANCE and trace is not None:
             # judged on the translation with every head on, by the model that made it
             own = run.ablation.original if run.ablation is not None else trace
@@ -552,11 +487,10 @@ class Handlers:
             return out
         if tab == Tab.COMPARE and trace is not None:
             if twin is None or twin.of is not trace:
-                return {p.compare_text: "Open this tab again to compare this translation with the untrained model."}
-            return {p.cmp_trained: plot(attention_views.heatmap(trace, view, "Trained"),
-                                        attention_views.export_name(run.request.key, view, "trained")),
-                    p.cmp_untrained: plot(attention_views.heatmap(twin.trace, view, "Untrained"),
-                                          attention_views.export_name(run.request.key, view, "untrained")),
+                return {p.twin_data: None,
+                        p.compare_text: "Open this tab again to compare this translation with the untrained model."}
+            # the viewer draws both from the two payloads, as the view asks
+            return {p.twin_data: trace_payload(twin.trace, self.registry.get(run.request.key), run.request.text),
                     p.compare_text: self._compare_text(run, twin)}
         if tab == Tab.POSITIONAL:
             out = {p.pe: plot(positional_views.pe_curves(entry.config, i.dims)),

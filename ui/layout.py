@@ -64,11 +64,14 @@ class Page:
     signal: gr.State  # anatomy.run.StopSignal, per visitor
     tab: gr.State  # the open tab: ui.values.Tab
     link: gr.State  # anatomy.inputs.Link read from the page's address
-    drawn: gr.State  # ui.values.Drawn: what the figures a view change may leave alone show
     judged: gr.State  # anatomy.run.Judged | None: head importance of the shown translation
     vectors: gr.State  # anatomy.run.Vectors | None: the softmax walk's q, k, v of the shown translation
-    walk_ask: gr.State  # a trigger (handlers.ASKS): the softmax walk needs q, k, v not at hand
     replay: gr.State  # a trigger (handlers.ASKS): a slow-motion Run is to be replayed
+    # what the page's viewer draws (anatomy/viewer/host.js), never shown as such
+    trace_data: gr.JSON  # the trace payload of what the page shows (a slow-motion frame's while it replays)
+    twin_data: gr.JSON  # the trace payload of the untrained twin, once the Trained vs untrained tab made it
+    walk_data: gr.JSON  # the softmax walk the server drew: {"view": for which view, "figure": Plotly JSON}
+    walk_btn: gr.Button  # clicked by the viewer when the large view shows a walk it has not got
     # header
     presenter: gr.Checkbox
     export_figure: gr.Dropdown  # the elem_id of the figure to export
@@ -107,10 +110,10 @@ class Page:
     examples: gr.Examples | None
     # decoding steps
     step: gr.Slider
-    partial: gr.HighlightedText
-    step_cross: gr.Plot
-    step_self: gr.Plot
-    step_topk: gr.Plot
+    partial: gr.HTML  # the viewer's boxes (gr.HTML holding a Plotly div or chips; ui/layout.py `box`)
+    step_cross: gr.HTML
+    step_self: gr.HTML
+    step_topk: gr.HTML
     # attention explorer
     kind: gr.Radio
     layer: gr.Slider
@@ -120,7 +123,7 @@ class Page:
     hide: gr.Checkbox
     display: gr.Radio  # anatomy.inputs.DISPLAYS
     walk_query: gr.Slider
-    heat: gr.Plot
+    heat: gr.HTML
     kind_help: gr.Markdown
     heads_off_panel: gr.Accordion  # opened when a link switches heads off
     heads_off: gr.CheckboxGroup  # HeadMask link items ("cross:1.2") of the heads switched off
@@ -130,10 +133,10 @@ class Page:
     # tabs
     tabs: list[gr.Tab]
     pick_head: gr.Dropdown
-    grid: gr.Plot
-    summary: gr.Plot
+    grid: gr.HTML
+    summary: gr.HTML
     stats: gr.Dataframe
-    topk_table: gr.Plot
+    topk_table: gr.HTML
     importance: gr.Plot
     importance_list: gr.Markdown
     log_probs: gr.Plot
@@ -141,8 +144,8 @@ class Page:
     corpus_map: gr.Plot
     pruning: gr.Plot
     compare_text: gr.Markdown
-    cmp_trained: gr.Plot
-    cmp_untrained: gr.Plot
+    cmp_trained: gr.HTML
+    cmp_untrained: gr.HTML
     pe_dims: gr.Dropdown
     pe: gr.Plot
     pe_sim: gr.Plot
@@ -179,7 +182,7 @@ class Page:
     @property
     def state(self) -> dict[str, gr.components.Component]:
         """The page's state (and the Inspect text), by ui.values.Inputs field."""
-        return dict(run=self.run, twin=self.twin, tab=self.tab, drawn=self.drawn, signal=self.signal,
+        return dict(run=self.run, twin=self.twin, tab=self.tab, signal=self.signal,
                     link=self.link, forced=self.forced, clicked_head=self.clicked_head, judged=self.judged,
                     vectors=self.vectors)
 
@@ -194,6 +197,13 @@ EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step
            ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
            ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
 KEYS = ("Keys (outside text fields): ← / → decoding step · [ / ] layer · , / . head")
+# A box the viewer draws a figure in (anatomy/viewer/host.js): data-testid as gr.Plot's own div has it, which the
+# page's script (ui/static/app.js: presenter mode, export, fitting) and the browser tests look for.
+BOX = '<div class="anatomy-plot" data-testid="plotly"></div>'
+
+
+def box(elem_id: str) -> gr.HTML:
+    return gr.HTML(BOX, elem_id=elem_id, elem_classes=["anatomy-box"], padding=False)
 
 
 def animation_controls() -> AnimationControls:
@@ -320,7 +330,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 walk_query = gr.Slider(1, 2, value=1, step=1, min_width=200, elem_id="walk-query",
                                        label="Walk query: source piece (encoder self-attention)")
             gr.Markdown(KEYS, elem_id="keys")
-            heat = gr.Plot(empty, show_label=False, elem_id="heatmap")
+            heat = box("heatmap")
             with gr.Accordion("What this attention shows", open=False, elem_classes=["anatomy-controls"]):
                 kind_help = gr.Markdown(attention_views.kind_help(DEFAULTS["view"]), elem_id="kind-help")
             with gr.Accordion("Switch heads off", open=False, elem_id="heads-off-panel",
@@ -334,6 +344,7 @@ def build_page(registry: ModelRegistry) -> Page:
             # is in the page to be clicked
             toggle_head = gr.Button("toggle head", elem_id="toggle-head", elem_classes=["anatomy-offscreen"])
             clicked_head = gr.Textbox(visible=False)
+            walk_btn = gr.Button("walk", elem_id="walk-ask", elem_classes=["anatomy-offscreen"])
 
     examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
     with gr.Row(elem_classes=["anatomy-controls"]):
@@ -345,14 +356,16 @@ def build_page(registry: ModelRegistry) -> Page:
     gr.Markdown("## Decoding steps")
     with gr.Row():
         step = gr.Slider(1, 2, value=1, step=1, label="Step t", scale=1, min_width=240, elem_id="step")
-        partial = gr.HighlightedText(label="Output up to step t", show_legend=False, show_inline_category=False,
-                                     combine_adjacent=False,
-                                     color_map={views.CURRENT: "#fdba74", views.PIECE: "#e2e8f0"},
-                                     scale=3, elem_id="partial")
+        with gr.Column(scale=3):
+            partial = gr.HTML('<div class="anatomy-partial"><span>Output up to step t</span>'
+                              '<div class="anatomy-chips"></div></div>', elem_id="partial", padding=False)
     with gr.Row(elem_id="step-panels"):
-        step_cross = gr.Plot(empty, show_label=False, min_width=300, elem_id="step-cross")
-        step_self = gr.Plot(empty, show_label=False, min_width=300, elem_id="step-self")
-        step_topk = gr.Plot(empty, show_label=False, min_width=300, elem_id="step-topk")
+        with gr.Column(min_width=300):
+            step_cross = box("step-cross")
+        with gr.Column(min_width=300):
+            step_self = box("step-self")
+        with gr.Column(min_width=300):
+            step_topk = box("step-topk")
 
     tabs = []
     with gr.Tabs():
@@ -361,10 +374,10 @@ def build_page(registry: ModelRegistry) -> Page:
             pick_head = gr.Dropdown(views.grid_pick_choices(c0.n_layers(DEFAULTS["view"]), c0.n_heads), value=None,
                                     label="Open a head in the large view (a click on a head below switches it "
                                           "off or on)", elem_id="pick-head")
-            grid = gr.Plot(empty, show_label=False, elem_id="grid")
+            grid = box("grid")
         with gr.Tab("Head statistics", id=Tab.STATS) as t:
             tabs.append(t)
-            summary = gr.Plot(empty, show_label=False, elem_id="summary")
+            summary = box("summary")
             stats = gr.Dataframe(headers=["attention", "layer", "head", *viz.STAT_LABELS.values()],
                                  datatype=["str", "number", "number"] + ["number"] * len(viz.STAT_LABELS),
                                  label="Every head of every attention (sort by a column; click a row to open that "
@@ -372,7 +385,7 @@ def build_page(registry: ModelRegistry) -> Page:
             gr.Markdown(head_views.stats_help(), elem_id="stats-help")
         with gr.Tab("Predictions", id=Tab.PREDICTIONS) as t:
             tabs.append(t)
-            topk_table = gr.Plot(empty, show_label=False, elem_id="topk-table")
+            topk_table = box("topk-table")
         with gr.Tab("Head importance", id=Tab.IMPORTANCE) as t:
             tabs.append(t)
             gr.Markdown(ablation_views.IMPORTANCE_HELP, elem_classes=["anatomy-controls"])
@@ -387,8 +400,10 @@ def build_page(registry: ModelRegistry) -> Page:
             compare_text = gr.Markdown("Translate a sentence to compare the trained model with its untrained twin.",
                                        elem_id="compare-text")
             with gr.Row():
-                cmp_trained = gr.Plot(empty, show_label=False, min_width=320, elem_id="compare-trained")
-                cmp_untrained = gr.Plot(empty, show_label=False, min_width=320, elem_id="compare-untrained")
+                with gr.Column(min_width=320):
+                    cmp_trained = box("compare-trained")
+                with gr.Column(min_width=320):
+                    cmp_untrained = box("compare-untrained")
         with gr.Tab("Positional encoding", id=Tab.POSITIONAL) as t:
             tabs.append(t)
             pe_dims = gr.Dropdown([str(d) for d in range(c0.d_model)],
@@ -424,12 +439,14 @@ def build_page(registry: ModelRegistry) -> Page:
         api_notice = gr.Textbox(label="notice")
         api_trace = gr.JSON(label="trace")
         api_btn = gr.Button("api")
+        trace_data, twin_data, walk_data = gr.JSON(None), gr.JSON(None), gr.JSON(None)
         offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
                              gr.Button("export_html"))
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
-                link=gr.State(None), drawn=gr.State(None), judged=gr.State(None), vectors=gr.State(None),
-                walk_ask=gr.State(0), replay=gr.State(0), presenter=presenter, export_figure=export_figure,
+                link=gr.State(None), judged=gr.State(None), vectors=gr.State(None), replay=gr.State(0),
+                trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
+                presenter=presenter, export_figure=export_figure,
                 export_frame=export_frame,
                 export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, animation=animation, offline=offline,
                 direction=direction,

@@ -35,22 +35,9 @@ class Tab(StrEnum):
         return next((tab for tab in cls if tab == value), cls.HEADS)
 
     @property
-    def follows_view(self) -> bool:
-        """Its figures follow the view controls (kind, layer, head, ...): a view change may redraw them."""
-        return self in (Tab.HEADS, Tab.STATS, Tab.COMPARE)
-
-    @property
     def shows_model(self) -> bool:
         """It shows the chosen model rather than the shown translation: a new Direction redraws it."""
         return self in (Tab.POSITIONAL, Tab.ARCHITECTURE, Tab.TRAINING)
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """What the figures a view change may leave as they are show now (Handlers.view compares before drawing)."""
-
-    tab: tuple | None = None  # the open tab's view-following figures: Handlers.tab_key
-    step: tuple | None = None  # the next-piece probabilities and the output so far: the run, step and labels
 
 
 @dataclass(frozen=True)
@@ -90,7 +77,6 @@ class Inputs:
     judged: Judged | None = None
     vectors: Vectors | None = None
     tab: Tab = Tab.HEADS
-    drawn: Drawn = Drawn()
     signal: StopSignal = field(default_factory=StopSignal)
     link: Link | None = None
     forced: str = ""  # the translation typed into Inspect
@@ -105,11 +91,10 @@ class Inputs:
             return values
         settings = {name: values[c] for name, c in page.settings.items() if c in values}
         state = {name: values[c] for name, c in page.state.items() if c in values}
-        tab, drawn = state.pop("tab", None), state.pop("drawn", None)
+        tab = state.pop("tab", None)
         return cls(settings=PageSettings(**settings),
                    view=View.of(**{name: values.get(c) for name, c in page.view_controls.items()}),
                    tab=Tab.of(tab),
-                   drawn=drawn if isinstance(drawn, Drawn) else Drawn(),
                    dims=_dims(values.get(page.pe_dims)),
                    animation=AnimationSettings(**{name: values[c] for name, c in page.animation.controls.items()
                                                   if c in values}), **state)

@@ -11,22 +11,26 @@ from .values import Tab
 # a link, the untrained twin, head importance, the softmax walk's q, k, v, heads off, the API) runs in MODEL, one at
 # a time across every visitor (a small CPU runs one model pass well, two badly); no other event does, so drawing and
 # view changes never wait for a translation (tokenizing alone is not a model pass). tests/test_wiring.py checks it.
-# A model event makes what the page will show of a model with its Run (the twin, importance, the walk's q, k, v, for
-# the open tab and view); what a tab or view change finds missing, it asks of a model event (judge, walk_ask), and
-# draws once that is done.
+# A model event makes what the page will show of a model with its Run (the twin and importance, for the open tab);
+# what a tab opened later finds missing, it asks of a model event (make_twin, judge). The page's viewer
+# (anatomy/viewer/host.js) draws the trace's views from its payload: a view change runs in the browser only, and the
+# viewer asks for the softmax walk (walk_btn), whose q, k, v need the model.
 MODEL = dict(concurrency_id="model", concurrency_limit=1, api_visibility="undocumented")
 # Drawing figures: no model, no shared limit.
 DRAW = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")
 # Slow-motion replays: a replay waits between frames without a thread, but each running event holds one of the
-# queue's max_threads (40) slots, and each frame is drawn in Python beside the model's run: at most REPLAYS replay at
-# once (the rest wait their turn), so that they never hold every slot and a translation still runs at near its idle
-# pace (8 at once slowed one by 2-2.4x on 2 cores; 4, by 1.2-1.6x). tests/test_wiring.py checks it.
+# queue's max_threads (40) slots, and each frame's payload is made in Python beside the model's run: at most REPLAYS
+# replay at once (the rest wait their turn), so that they never hold every slot and a translation still runs at near
+# its idle pace. tests/test_wiring.py checks it.
 REPLAYS = 4
 REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility="undocumented",
               show_progress="hidden")
-# View changes: per visitor, the latest wins (a change that comes while one is drawn waits, and only the last
-# waiting one runs), so figures never disagree with the controls and a visitor never waits on anyone else's.
-VIEW = dict(DRAW, trigger_mode="always_last")
+# What the viewer draws from: the data the server sends, then the view controls (figures.js `View`, in this order).
+
+
+def viewed(p: Page) -> list:
+    """The view controls in the order the viewer's draw reads them (ui/static/app.js `draw`)."""
+    return [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query]
 
 
 def js(call: str) -> str:
@@ -41,16 +45,12 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     controls = set(p.view_controls.values())
     asked = {*p.settings.values(), p.signal, p.tab}  # what a translation is asked with
     asked |= controls  # the walk's q, k, v for the view (and the step the run opens at)
-    view_inputs = {p.run, p.twin, p.tab, p.drawn, p.vectors, *controls}
     tab_inputs = {p.run, p.twin, p.judged, p.tab, p.direction, p.pe_dims, *controls}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
-             p.offline.file,
-             p.step, p.partial, p.step_cross, p.step_self, p.step_topk, p.layer, p.head, p.heat, p.pick_head, p.run,
-             p.walk_query, p.walk_ask]
-    tab_outputs = [p.drawn, p.grid, p.pick_head, p.summary, p.stats, p.topk_table, p.importance, p.importance_list,
-                   p.log_probs, p.corpus_row, p.corpus_map, p.pruning, p.cmp_trained, p.cmp_untrained,
-                   p.compare_text, p.pe, p.pe_sim, p.pe_rows, p.arch, p.card, p.params, p.curves, p.training_md]
-    view_outputs = [p.heat, p.step_cross, p.step_self, p.step_topk, p.partial, p.walk_ask, *tab_outputs]
+             p.offline.file, p.step, p.layer, p.head, p.pick_head, p.run, p.walk_query, p.trace_data]
+    tab_outputs = [p.pick_head, p.stats, p.importance, p.importance_list, p.log_probs, p.corpus_row, p.corpus_map,
+                   p.pruning, p.twin_data, p.compare_text, p.pe, p.pe_sim, p.pe_rows, p.arch, p.card, p.params,
+                   p.curves, p.training_md]
     made = [p.run, p.twin, p.judged, p.vectors, p.run_info]
     # a new Run opens at its own step (the last, or a link's), whatever the step slider says
     opening = controls - {p.step}
@@ -62,8 +62,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     p.replay.change(h.replay, {p.run, p.signal, p.vectors, *opening}, [*shown, p.vectors], **REPLAY).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
-    p.walk_ask.change(h.walk_vectors, {p.run, p.vectors, *controls}, [p.vectors], **MODEL).success(
-        h.view, view_inputs, view_outputs, **VIEW)
+    p.walk_btn.click(h.walk, {p.run, p.vectors, *controls}, [p.vectors, p.walk_data], **MODEL)
 
     streamed = [*made, p.translation, p.out_chips, p.src_chips, p.text_hint]
     draw(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL))
@@ -76,17 +75,16 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
                                                p.merge, p.hide, p.display, p.kind_help], **DRAW).then(
             h.translate_page, asked, streamed, **MODEL))
 
-    # View controls: .input (a visitor's own change: arrow keys and typed numbers too), not .change (which the
-    # handlers' own updates of these controls would trigger).
-    gr.on([c.input for c in p.view_controls.values()], h.view, view_inputs, view_outputs, **VIEW)
+    # The viewer draws on any change of its data or of a view control, a visitor's or a handler's: in the browser.
+    drawn = [p.trace_data, p.twin_data, p.walk_data, *viewed(p)]
+    gr.on([c.change for c in drawn], None, drawn, None, js=js("draw(...args)"), show_progress="hidden",
+          api_visibility="private")
     p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
     # .input: a visitor's choice; a handler that sets the kind or direction sets the layer slider's range in the
     # same update (on .change, this would read the layer before that update's own value, and undo it)
     gr.on([p.kind.input, p.direction.input], h.layer_range, {p.kind, p.layer, p.run, p.direction}, [p.layer], **DRAW)
-    p.stats.select(h.stat_pick, {p.run}, [p.kind, p.layer, p.head], **DRAW).then(
-        h.view, view_inputs, view_outputs, **VIEW)
-    p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).then(
-        h.view, view_inputs, view_outputs, **VIEW)
+    p.stats.select(h.stat_pick, {p.run}, [p.kind, p.layer, p.head], **DRAW)
+    p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW)
 
     # Tabs: computed when opened; the untrained twin and head importance only for their own tabs (model passes).
     compare, importance = (next(t for t in p.tabs if t.id == tab) for tab in (Tab.COMPARE, Tab.IMPORTANCE))
@@ -109,7 +107,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
                         js="(off, clicked) => [off, window.anatomy.clickedHead]").then(h.ablate_page, ablate, **ablated)
     p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate_page, ablate, **ablated)
-    p.pe_dims.input(h.dims, {p.direction, p.pe_dims}, [p.pe], **VIEW)
+    p.pe_dims.input(h.dims, {p.direction, p.pe_dims}, [p.pe], **DRAW, trigger_mode="always_last")
 
     draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,
                                        p.beam, p.max_new, p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display,

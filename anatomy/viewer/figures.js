@@ -11,10 +11,10 @@ import {axesOf, mergedWords, picked, renormalised} from "./words.js";
  * @typedef {import("./payload.js").Kind} Kind
  * @typedef {{data: Object[], layout: Object}} Figure
  * @typedef {{template: Object, attention: Array, diverging: Array, probability: Array, masked: string,
- *   heads: string[], hide_title: string}} Look  the page's template, colour scales and the hidden-tokens title
+ *   heads: string[], hide_title: string, stats: {labels: Object<string, string>, panels: string[],
+ *   signed: string[]}}} Look  the page's template and colour scales, the hidden-tokens title, the statistics' names
  * @typedef {{kind: string, layer: number, head: string, step: number, merge: boolean, plain: boolean,
  *   hide: boolean, display: string}} View  layer and step from 1 (step 0: the last); head "mean" or "1", "2", …
- * @typedef {{headers: string[], rows: Array[], keys: string[], panels: string[], signed: string[]}} StatsTable
  * @typedef {{d_model: number, max_len: number, layout: string, dims: number[]}} Positional
  */
 
@@ -169,9 +169,10 @@ export function heatmapFigure(look, w, queries, keys, o) {
  * @param {TracePayload} payload
  * @param {View} view  fitted
  * @param {Look} look
+ * @param {string} [prefix]  said first in the title ("Trained")
  * @returns {Figure}
  */
-export function heatmap(payload, view, look) {
+export function heatmap(payload, view, look, prefix = "") {
   const kind = kindOf(payload, view.kind), s = shownMatrix(payload, view), T = steps(payload);
   let highlight = null;
   if (kind.stepped && !view.merge && T) {
@@ -180,7 +181,8 @@ export function heatmap(payload, view, look) {
   }
   return heatmapFigure(look, s.w, s.queries, s.keys, {
     queryTitle: kind.query_title, keyTitle: kind.key_title, hidden: s.hidden, highlight,
-    title: viewTitle(kind, view, s.caption, look) + offNote(kind, view), note: emptyNote(s.hidden, s.queries, view.hide)});
+    title: (prefix ? `${prefix}: ` : "") + viewTitle(kind, view, s.caption, look) + offNote(kind, view),
+    note: emptyNote(s.hidden, s.queries, view.hide)});
 }
 
 // ---- lines (viz.attention_lines) ----
@@ -394,13 +396,14 @@ export function stepFigures(payload, view, look) {
 
 /**
  * Every layer × head of the view's kind, on one 0-1 scale (in whole percents); a head switched off greyed. Each
- * thumbnail's meta is "LAYER:HEAD" (from 1), for a click to read.
+ * thumbnail's meta names its head as "head=KIND:LAYER.HEAD" (from 1), for a click to read.
  * @param {TracePayload} payload
  * @param {View} view  fitted
  * @param {Look} look
+ * @param {string} click  what a click on a thumbnail does, for its hover
  * @returns {Figure}
  */
-export function grid(payload, view, look) {
+export function grid(payload, view, look, click) {
   const kind = kindOf(payload, view.kind), att = attention(payload, view.kind), [L, H] = att.shape;
   const axes = axesOf(kind, view.hide), tokens = axisTokens(axes, view.merge, view.plain);
   const title = `${kind.title}: every layer × head` + (view.hide ? look.hide_title : "");
@@ -426,9 +429,9 @@ export function grid(payload, view, look) {
       const picked1 = picked(att, l, h, view.hide), s = view.merge ? mergedWords(picked1, axes) : picked1;
       const percent = s.w.map((row) => Array.from(row, (x) => Math.round(clamp(x, 0, 1) * 100)));
       data.push({type: "heatmap", z: percent, x: kPos, y: qPos, coloraxis: "coloraxis", xaxis: `x${n}`,
-                 yaxis: `y${n}`, meta: `${l + 1}:${h + 1}`,
+                 yaxis: `y${n}`, meta: `head=${kind.name}:${l + 1}.${h + 1}`,
                  hovertemplate: `layer ${l + 1} head ${h + 1}` + (off ? " (off)" : "") +
-                                "<br>%{y} \u2192 %{x}: %{z}%<br>click: open in the large view<extra></extra>"});
+                                `<br>%{y} \u2192 %{x}: %{z}%<br>click: ${click}<extra></extra>`});
       if (off) { // the weights are still computed; only the head's output was zeroed
         shapes.push({type: "rect", xref: `x${n} domain`, yref: `y${n} domain`, x0: 0, x1: 1, y0: 0, y1: 1,
                      fillcolor: look.masked, opacity: 0.7, line: {color: "#52525b", width: 2}});
@@ -449,30 +452,29 @@ export function grid(payload, view, look) {
 // ---- head statistics (viz.head_multiples) ----
 
 /**
- * Every statistic of the view's kind per layer × head, a panel each.
+ * Every statistic of a kind per layer × head, a panel each (the payload's `stats`, named by `look.stats`).
  * @param {TracePayload} payload
- * @param {StatsTable} stats  the table of every head (anatomy/head_views.head_table)
  * @param {string} name  the kind
  * @param {Look} look
  * @returns {Figure}
  */
-export function summary(payload, stats, name, look) {
-  const kind = kindOf(payload, name), column = (key) => 3 + stats.keys.indexOf(key);
-  const records = stats.rows.filter((r) => r[0] === kind.label);
+export function summary(payload, name, look) {
+  const kind = kindOf(payload, name), st = look.stats;
+  const records = payload.stats.filter((r) => r.kind === name);
   const title = `${kind.title}: what each head does (every statistic per layer × head)`;
   if (!records.length) return emptyFigure(look, `No ${kind.label} heads to show`);
-  const L = Math.max(...records.map((r) => r[1])), H = Math.max(...records.map((r) => r[2]));
-  const panels = stats.panels.filter((p) => records.some((r) => r[column(p)] !== null));
+  const L = Math.max(...records.map((r) => r.layer)), H = Math.max(...records.map((r) => r.head));
+  const panels = st.panels.filter((p) => records.some((r) => r[p] !== null));
   const nRows = Math.ceil(panels.length / 3), nCols = Math.ceil(panels.length / nRows);
   const panel = Math.max(90, 26 * L), top = 70, bottom = 50, gap = 64;
   const height = nRows * panel + (nRows - 1) * gap + top + bottom;
   const hs = 0.07, vs = nRows > 1 ? gap / (height - top - bottom) : 0;
   const w = (1 - hs * (nCols - 1)) / nCols, h = (1 - vs * (nRows - 1)) / nRows;
   const data = [], layout = {annotations: []};
-  const signed = panels.some((p) => stats.signed.includes(p));
+  const signed = panels.some((p) => st.signed.includes(p));
   panels.forEach((stat, n) => {
     const r = Math.floor(n / nCols), c = n % nCols, a = n ? String(n + 1) : "";
-    const left = c * (w + hs), topY = 1 - r * (h + vs), name = stats.headers[column(stat)];
+    const left = c * (w + hs), topY = 1 - r * (h + vs), label = st.labels[stat];
     const axis = {dtick: 1, ticks: "", showline: false, tickfont: {size: 10}};
     layout[`xaxis${a}`] = Object.assign({}, axis, {domain: [left, left + w], anchor: `y${a}`},
                                         r === nRows - 1 ? {title: {text: "head", standoff: 4}} : {});
@@ -480,13 +482,13 @@ export function summary(payload, stats, name, look) {
                                         c === 0 ? {title: {text: "layer", standoff: 4}} : {});
     const z = range(L).map(() => range(H).map(() => null));
     records.forEach((rec) => {
-      if (rec[column(stat)] !== null) z[rec[1] - 1][rec[2] - 1] = rec[column(stat)];
+      if (rec[stat] !== null) z[rec.layer - 1][rec.head - 1] = rec[stat];
     });
     data.push({type: "heatmap", z, x: range(H).map((i) => i + 1), y: range(L).map((i) => i + 1), xaxis: `x${a}`,
-               yaxis: `y${a}`, coloraxis: stats.signed.includes(stat) ? "coloraxis2" : "coloraxis", xgap: 1, ygap: 1,
+               yaxis: `y${a}`, coloraxis: st.signed.includes(stat) ? "coloraxis2" : "coloraxis", xgap: 1, ygap: 1,
                texttemplate: "%{z:.2f}", textfont: {size: 10}, hoverongaps: false,
-               hovertemplate: `layer %{y}, head %{x}: ${name} %{z:.2f}<extra></extra>`});
-    layout.annotations.push({text: name, x: left + w / 2, y: topY, xref: "paper", yref: "paper", xanchor: "center",
+               hovertemplate: `layer %{y}, head %{x}: ${label} %{z:.2f}<extra></extra>`});
+    layout.annotations.push({text: label, x: left + w / 2, y: topY, xref: "paper", yref: "paper", xanchor: "center",
                              yanchor: "bottom", showarrow: false, font: {size: 12}});
   });
   const placement = signed ? {len: 0.45, yanchor: "top", y: 1} : {len: 0.8};
@@ -628,3 +630,33 @@ export function positional(p, source, look) {
   return {curves, similarity, rows};
 }
 
+
+// ---- export names (attention_views.export_name) ----
+
+/**
+ * A figure's download name without extension: direction, step for the step panels, kind, layer, head, how the
+ * large view draws it when not as a heatmap, "no-special" when special tokens are hidden; `figure` names one that
+ * is not the large view ("step-cross", "step-self", "step-topk", "grid", "trained", "untrained").
+ * @param {TracePayload} payload
+ * @param {View & {query: number}} view  fitted
+ * @param {string} [figure]
+ */
+export function exportName(payload, view, figure = "") {
+  const key = payload.model.key;
+  const shown = kindOf(payload, {"step-cross": "cross", "step-self": "decoder"}[figure] || view.kind);
+  const kind = shown.label.replace(/ /g, "-");
+  let head = view.head === MEAN ? "mean-of-heads" : `head${view.head}`;
+  const step = figure.startsWith("step") ? `step${view.step}_` : "";
+  const special = view.hide && figure !== "step-topk" ? ["no-special"] : [];
+  const words = view.merge ? ["words"] : [];
+  if (figure === "step-topk") return `${key}_${step}next-piece-probabilities`;
+  if (figure === "grid") return [`${key}_${kind}_all-heads`, ...words, ...special].join("_");
+  if (!figure && view.display === "walk") {
+    head = view.head === MEAN ? "head1" : head;
+    const where = shown.stepped ? `step${view.step}` : `query${view.query}`;
+    return `${key}_${kind}_layer${view.layer}_${head}_walk-${where}`;
+  }
+  const display = !figure && view.display === "lines" ? ["lines"] : [];
+  return [`${key}_${step}${kind}`, `layer${view.layer}`, head, ...words, ...display,
+          ...(["trained", "untrained"].includes(figure) ? [figure] : []), ...special].join("_");
+}

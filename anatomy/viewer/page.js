@@ -144,7 +144,10 @@ export function showPage(data) {
                     shownLines = v.display === "lines" ? gd.data.map((t) => ({meta: t.meta, x: t.x, y: t.y})) : null;
                   }),
                   draw("step-cross", s.cross), draw("step-self", s.self), draw("step-topk", s.topk)];
-    if (all) jobs.push(draw("grid", grid(P, v, look)), draw("summary", summary(P, G.stats, v.kind, look)));
+    if (all) {
+      jobs.push(draw("grid", grid(P, v, look, "open in the large view")),
+                draw("summary", summary(P, v.kind, look)));
+    }
     return Promise.all(jobs).then(() => { document.body.dataset.drawn = String(++drawn); });
   }
 
@@ -214,10 +217,8 @@ export function showPage(data) {
     $("heatmap").on("plotly_hover", keepLines);
     $("heatmap").on("plotly_unhover", allLines);
     $("grid").on("plotly_click", (event) => { // a thumbnail opens its head in the large view
-      const meta = event.points[0].data.meta;
-      if (!meta) return;
-      const [layer, head] = meta.split(":");
-      open({layer: +layer, head}, false);
+      const named = /^head=\w+:(\d+)\.(\d+)$/.exec(event.points[0].data.meta || "");
+      if (named) open({layer: +named[1], head: named[2]}, false);
     });
   });
   return Promise.all([first, draw("topk-table", topkTable(P, look)), draw("pe", p.curves),

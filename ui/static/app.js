@@ -1,10 +1,20 @@
-// Transformer Anatomy in the browser: presenter mode, keyboard stepping, figure export, share links and the line
-// view's hover. Loaded once with the page (launch(js=...)); the page's events call window.anatomy.*.
-() => {
+// Transformer Anatomy in the browser: the viewer's drawing, presenter mode, keyboard stepping, figure export, share
+// links and the line view's hover. Loaded once with the page (launch(js=...), after the viewer's bundle, which
+// made `viewer`: anatomy/viewer/host.js); the page's events call window.anatomy.*.
+(viewer) => {
   const STEP_FRAME = 'step-frame';  // viz/attention.py names the orange step frame so
   const NARROW = 560;  // px: a figure narrower than this (a phone) gets small margins and short labels
   const A = window.anatomy = {
-    scale: 1.5, on: false,
+    scale: 1.5, on: false, viewer,
+    // The data the server sent and the view controls, in ui/wiring.py `viewed`'s order: the viewer draws what
+    // changed (anything not in view, once it comes into view: scan).
+    draw(payload, twin, walk, kind, layer, head, merge, step, plain, hide, display, query) {
+      viewer.set('payload', payload);
+      viewer.set('twin', twin);
+      viewer.set('walk', walk);
+      viewer.view({kind, layer, head, merge, step, plain, hide, display, query});
+      viewer.refresh();
+    },
     // Presenter mode (a talk must not wait on the server): toggles the page's class and scales every Plotly
     // figure's fonts and margins by `scale`, figures no taller than the window (the large view exactly as tall),
     // re-applied whenever a figure is replaced or the window resized.
@@ -146,6 +156,7 @@
     },
     scan() {
       A.wrap();
+      viewer.refresh();
       // the page's figures only, not the offscreen copies Plotly.toImage draws for an export
       document.querySelectorAll('.js-plotly-plot[data-testid=plotly]').forEach(gd => {
         if (!gd.anatomyHooked && gd.on) {

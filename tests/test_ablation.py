@@ -13,7 +13,9 @@ import pytest
 from anatomy import ablation_views, engine
 from anatomy.inputs import View, build_link, heads_off, parse_link
 from anatomy.run import StopSignal
+from tests import viewer
 from tests.app_fixtures import SENTENCE, configs, replayed, run_of, show
+from tests.viewer import needs_node
 from transformer import HeadMask
 from transformer.heads import sentence_importance
 from ui.values import Inputs, PageSettings, Tab
@@ -51,13 +53,8 @@ def test_switching_heads_off_translates_again_beside_the_all_heads_translation(t
     html = page[tiny.page.ablation]["value"]
     change = ablated.ablation.ablated_log_probs.sum() - ablated.ablation.log_probs.sum()
     assert "2 heads off" in html and f"{change:+.2f}" in html
-    # switched-off heads are drawn as off: the grid and the large view of that layer say so
-    grid = json.loads(tiny._tab(Inputs(run=ablated, tab=Tab.HEADS, view=View().fit(2, 2, 99)), "de-en")[
-        tiny.page.grid].plot)
-    titles = [a["text"] for a in grid["layout"]["annotations"]]
-    assert [t for t in titles if "OFF" in t] == ["layer 2 · head 1 · <b>OFF</b>", "layer 2 · head 2 · <b>OFF</b>"]
-    assert {t.get("meta") for t in grid["data"]} >= {"head=cross:1.1", "head=cross:2.2"}  # what a click names
-    assert "heads 1, 2 off" in json.loads(page[tiny.page.heat].plot)["layout"]["title"]["text"]
+    # the viewer is told which heads are off (test_switched_off_heads_are_drawn_as_off draws them)
+    assert {k["name"]: k["off"] for k in page[tiny.page.trace_data]["kinds"]}["cross"] == [[2, 1], [2, 2]]
     # every head on again: the all-heads translation comes back without a model pass
     back = _ablate(tiny, ablated, [])[tiny.page.run]
     assert back.trace is run.trace and back.ablation is None and back.request.heads_off == ""
@@ -65,10 +62,22 @@ def test_switching_heads_off_translates_again_beside_the_all_heads_translation(t
     assert show(tiny, back)[-1][tiny.page.ablation] == {"__type__": "update", "value": "", "visible": "hidden"}
 
 
+@pytest.mark.slow  # node draws
+@needs_node
+def test_switched_off_heads_are_drawn_as_off(tiny):
+    """The grid greys the heads off and names each head for a click; the large view of their layer says so."""
+    ablated = _ablate(tiny, run_of(tiny, SENTENCE), OFF)[tiny.page.run]
+    page = viewer.drawn(show(tiny, ablated)[-1][tiny.page.trace_data], [View.of("cross", 2, "mean", False)])[0]
+    titles = [a["text"] for a in page["grid"]["layout"]["annotations"]]
+    assert [t for t in titles if "OFF" in t] == ["layer 2 · head 1 · <b>OFF</b>", "layer 2 · head 2 · <b>OFF</b>"]
+    assert {t.get("meta") for t in page["grid"]["data"]} >= {"head=cross:1.1", "head=cross:2.2"}  # what a click names
+    assert "heads 1, 2 off" in viewer.title(page["heatmap"])
+
+
 @pytest.mark.parametrize("tab", [Tab.HEADS, Tab.COMPARE, Tab.IMPORTANCE])
 def test_a_head_switched_off_is_drawn_in_its_own_event_as_the_chained_events_drew_it(tiny, monkeypatch, tab):
     """ablate_page (one event) gives what ablate, then show, then tab_view (reading the controls show set) gave, the
-    large view first."""
+    new trace first."""
     run = run_of(tiny, SENTENCE)
     p, view = tiny.page, View.of("encoder", 9, "2", True, step=1, query=40)  # the new Run opens at its last step
     asked = Inputs(settings=PageSettings(key="de-en", heads_off=OFF), run=run, tab=tab, view=view)
@@ -82,9 +91,9 @@ def test_a_head_switched_off_is_drawn_in_its_own_event_as_the_chained_events_dre
                                      settings=PageSettings(key="de-en"), view=controls))
     first, then = tiny.ablate_page(asked)
     assert {**first, **then} == {**made, **shown, **tab_drawn}
-    # the translations and the large view come first, the step panels (and the tab) after them
-    assert {p.translation, p.ablation, p.heat} <= set(first) and not {p.step_cross, p.step_self} & set(first)
-    assert (p.twin in made) == (p.cmp_untrained in tab_drawn) == (tab == Tab.COMPARE)  # the new Run's twin drawn
+    # the translations and the trace the viewer draws come first, the tab after them
+    assert {p.translation, p.ablation, p.trace_data} <= set(first) and set(then) == set(tab_drawn)
+    assert (p.twin in made) == (p.twin_data in tab_drawn) == (tab == Tab.COMPARE)  # the new Run's twin sent
     monkeypatch.setattr(tiny, "ablate", lambda values: gr.skip())
     assert list(tiny.ablate_page(asked)) == [gr.skip()]  # unchanged heads: nothing redrawn
 

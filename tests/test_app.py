@@ -22,12 +22,14 @@ import gradio as gr  # noqa: E402
 from gradio.components.plot import PlotData  # noqa: E402
 
 import ui  # noqa: E402
-from anatomy import architecture_views, training_views, views  # noqa: E402
+from anatomy import architecture_views, attention_views, payload, training_views, views  # noqa: E402
 from anatomy.inputs import View  # noqa: E402
 from anatomy.registry import ModelRegistry, cuda_available, default_sources, device_choices  # noqa: E402
 from anatomy.run import StopSignal  # noqa: E402
-from tests.app_fixtures import (SENTENCE, make_checkpoint, make_tokenizer, replayed, run_of, show, title,  # noqa: E402
+from tests.app_fixtures import (SENTENCE, make_checkpoint, make_tokenizer, replayed, run_of, show,  # noqa: E402
                                  translate)
+from tests import viewer  # noqa: E402
+from tests.viewer import needs_node  # noqa: E402
 from transformer import Trace  # noqa: E402
 from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY  # noqa: E402
 from ui.values import Inputs, PageSettings, Tab  # noqa: E402
@@ -163,7 +165,7 @@ def test_translate_streams_then_show_draws_the_run(tiny, monkeypatch):
     assert outs[0][p.src_chips] and outs[0][p.translation] == ""
     streamed = [o for o in outs[1:-1]]
     assert [len(o[p.out_chips]) for o in streamed] == list(range(1, 7))  # one yield per generated piece
-    assert not any(isinstance(v, PlotData) for o in outs for v in o.values())  # no figure in the model's slot
+    assert not any(isinstance(v, PlotData) or p.trace_data in o for o in outs for v in o.values())  # no drawing
     run = outs[-1][p.run]
     expected = tiny.registry.get("de-en").cpu.translate(SENTENCE, max_new_tokens=6)
     assert run.trace.output_tokens == expected.output_tokens and run.trace.settings.direction == "de-en"
@@ -171,9 +173,9 @@ def test_translate_streams_then_show_draws_the_run(tiny, monkeypatch):
     assert_complete(run.trace)
     last = show(tiny, run)[-1]
     assert last[p.translation] == expected.text
-    for comp in (p.heat, p.step_cross, p.step_self, p.step_topk):
-        assert isinstance(last[comp], PlotData) and len(last[comp].plot) < 500_000
-        assert json.loads(last[comp].plot)["config"]["toImageButtonOptions"]["scale"] >= 2
+    # the viewer draws from the trace payload (anatomy/payload.py), the same one the offline page and notebooks get
+    assert last[p.trace_data] == payload.trace_payload(run.trace, tiny.registry.get("de-en"), SENTENCE,
+                                                       list(run.notices))
     assert last[p.step]["value"] == 6 and "length limit" in last[p.run_info]
     assert "link to this view" in last[p.run_info] and Path(last[p.download]).is_file()
     downloaded = Trace.from_json(Path(last[p.download]).read_text())
@@ -210,6 +212,8 @@ def dataclass_replace(obj, **changes):
     return dataclasses.replace(obj, **changes)
 
 
+@pytest.mark.slow  # node draws the frames
+@needs_node
 def test_slow_motion_shows_rows_only_up_to_the_current_step(tiny):
     p = tiny.page
     run = run_of(tiny, slow=0.1, max_new=4)
@@ -218,10 +222,10 @@ def test_slow_motion_shows_rows_only_up_to_the_current_step(tiny):
     T = len(run.trace.output_tokens)
     assert len(frames) == T + 1
     for t, frame in enumerate(frames[:-1], start=1):
-        heat = json.loads(frame[p.heat].plot)
-        assert len(heat["layout"]["yaxis"]["ticktext"]) == t  # no row before it is generated
+        page = viewer.drawn(frame[p.trace_data], [View.of("cross", 1, "mean", False, t)])[0]
+        assert len(page["heatmap"]["layout"]["yaxis"]["ticktext"]) == t  # no row before it is generated
         assert frame[p.step]["value"] == t and len(frame[p.out_chips]) == t
-        assert f"Step {t} " in title(frame[p.step_cross])
+        assert f"Step {t} " in viewer.title(page["step-cross"])
     assert frames[-1][p.run].replay is False and "source pieces" in frames[-1][p.run_info]
 
 
@@ -233,11 +237,8 @@ def test_stop_during_slow_motion_keeps_the_steps_so_far(tiny):
     kept = last[p.run]
     assert len(kept.trace.output_tokens) == 2 and not kept.replay
     assert "stopped at step 2 of 5" in last[p.run_info] and "Error" not in last[p.run_info]
-    assert len(json.loads(last[p.heat].plot)["layout"]["yaxis"]["ticktext"]) == 2
+    assert last[p.trace_data]["pieces"]["output"] == kept.trace.output_tokens  # what the viewer draws from now
     assert last[p.translation] == kept.trace.text and last[p.step]["value"] == 2
-    # later views draw what is on screen, not the whole trace
-    assert len(json.loads(tiny.view(Inputs(run=kept, view=View.of("cross", 1, "mean", False)))[p.heat].plot)
-               ["layout"]["yaxis"]["ticktext"]) == 2
 
 
 def test_stop_during_streaming_keeps_the_pieces_so_far(tiny):
@@ -273,61 +274,42 @@ def test_bad_ui_input_raises_a_visible_error(tiny):
         translate(tiny, key="xx-yy")
 
 
+@pytest.mark.slow  # node draws the views
+@needs_node
 def test_view_controls(tiny):
-    p = tiny.page
+    """What the page's viewer draws for each kind, and for the step; the all-heads list opens a head."""
     run = run_of(tiny, max_new=5)
-    for _, kind in views.kind_choices():
-        out = tiny.view(Inputs(run=run, view=View.of(kind, 2, "1", False, 2)))
-        fig = json.loads(out[p.heat].plot)
+    data = show(tiny, run)[-1][tiny.page.trace_data]
+    kinds = [kind for _, kind in views.kind_choices()]
+    pages = viewer.drawn(data, [View.of(kind, 2, "1", False, 2) for kind in kinds])
+    for kind, page in zip(kinds, pages):
+        fig = page["heatmap"]
         assert fig["layout"]["yaxis"]["title"]["text"].startswith("query")
         assert fig["layout"]["xaxis"]["title"]["text"].startswith("key")
-        assert f"{views.name(kind)} · layer 2, head 1" == fig["layout"]["title"]["text"]
-        assert sum(t["type"] == "heatmap" for t in json.loads(out[p.grid].plot)["data"]) >= 4
-    out = tiny.view(Inputs(run=run, tab=Tab.PREDICTIONS, view=View.of("decoder", 1, "mean", True, 1)))
-    assert "words" in title(out[p.heat]) and p.grid not in out  # a closed tab is not drawn
-    out = tiny.view(Inputs(run=run, view=View.of("cross", 1, "mean", False, 2)))
-    assert len(out[p.partial]) == 2 and out[p.partial][-1][1] == views.CURRENT
-    assert "Step 2" in title(out[p.step_topk])
+        assert f"{views.name(kind)} · layer 2, head 1" == viewer.title(fig)
+        assert sum(t["type"] == "heatmap" for t in page["grid"]["data"]) >= 4
+        assert fig["layout"]["meta"]["export"] == attention_views.export_name("de-en", page_view(page))
+    words, step = viewer.drawn(data, [View.of("decoder", 1, "mean", True, 1), View.of("cross", 1, "mean", False, 2)])
+    assert "words" in viewer.title(words["heatmap"])
+    assert step["partial"] == run.trace.output_tokens[:2] and "Step 2" in viewer.title(step["step-topk"])
     assert tiny.pick_head("2:1") == (2, "1")
-    assert tiny.view(Inputs(view=View.of("cross", 1, "mean", False, 1))) == gr.skip()
 
 
-def test_a_view_change_redraws_only_the_figures_it_changes(tiny):
-    p = tiny.page
-    run = run_of(tiny, max_new=5)
-    drawn = tiny.tab_view(Inputs(run=run, settings=PageSettings(key="de-en"),
-                                 view=View.of("cross", 1, "mean", False)))[p.drawn]
-    moved = tiny.view(Inputs(run=run, drawn=drawn, view=View.of("cross", 2, "1", False, 2)))
-    assert {p.heat, p.step_cross, p.step_self, p.step_topk} <= set(moved) and p.grid not in moved
-    assert moved[p.drawn].tab == drawn.tab
-    # the step stays: so do its probabilities and the output so far
-    head = tiny.view(Inputs(run=run, drawn=moved[p.drawn], view=View.of("cross", 2, "2", False, 2)))
-    assert {p.heat, p.step_cross, p.step_self} <= set(head)
-    assert p.step_topk not in head and p.partial not in head and p.grid not in head
-    step = tiny.view(Inputs(run=run, drawn=head[p.drawn], view=View.of("cross", 2, "2", False, 3)))
-    assert p.step_topk in step and p.partial in step
-    other_kind = tiny.view(Inputs(run=run, drawn=step[p.drawn], view=View.of("encoder", 2, "1", False, 3)))
-    assert p.grid in other_kind and other_kind[p.drawn].tab != drawn.tab
-    stats = tiny.view(Inputs(run=run, tab=Tab.STATS, drawn=other_kind[p.drawn],  # another tab
-                             view=View.of("cross", 1, "mean", False, 1)))
-    assert p.stats in stats
-    assert p.stats not in tiny.view(Inputs(run=run, tab=Tab.STATS, drawn=stats[p.drawn],
-                                           view=View.of("cross", 2, "mean", False, 3)))
-    again = run_of(tiny, max_new=4)  # another translation: everything anew
-    out = tiny.view(Inputs(run=again, drawn=head[p.drawn], view=View.of("cross", 2, "2", False, 2)))
-    assert p.grid in out and p.step_topk in out
+def page_view(page: dict) -> View:
+    v = page["view"]
+    return View.of(v["kind"], v["layer"], v["head"], v["merge"], v["step"], v["plain"], v["hide"], v["display"],
+                   v["query"])
 
 
 def test_tabs_are_drawn_when_opened(tiny):
     p = tiny.page
     run = run_of(tiny, max_new=5)
     de_en, en_de, cross = PageSettings(key="de-en"), PageSettings(key="en-de"), View.of("cross", 1, "mean", False)
+    # the grid, the statistics' figure and the predictions are the page viewer's: the server sends their tables
     heads = tiny.tab_view(Inputs(run=run, settings=de_en, view=View.of("encoder", 1, "mean", False)))
-    assert set(heads) == {p.grid, p.pick_head, p.drawn}
-    assert set(tiny.tab_view(Inputs(run=run, tab=Tab.STATS, settings=de_en, view=cross))) == {
-        p.summary, p.stats, p.drawn}
-    assert set(tiny.tab_view(Inputs(run=run, tab=Tab.PREDICTIONS, settings=de_en, view=cross))) == {
-        p.topk_table, p.drawn}
+    assert set(heads) == {p.pick_head}
+    assert set(tiny.tab_view(Inputs(run=run, tab=Tab.STATS, settings=de_en, view=cross))) == {p.stats}
+    assert tiny.tab_view(Inputs(run=run, tab=Tab.PREDICTIONS, settings=de_en, view=cross)) == {}
     positional = tiny.tab_view(Inputs(run=run, tab=Tab.POSITIONAL, settings=de_en, view=cross, dims=(0, 1, 9)))
     assert len(json.loads(positional[p.pe].plot)["data"]) == 1 + 3
     assert len(json.loads(positional[p.pe_rows].plot)["layout"]["yaxis"]["ticktext"]) == len(run.trace.source_tokens)

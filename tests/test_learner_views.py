@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 import viz
-from anatomy import attention_views, engine, views
+from anatomy import attention_views, engine, offline, payload, views
 from anatomy.inputs import Request, View, build_link, parse_link
-from tests.app_fixtures import CONFIGS, SENTENCE, replayed, run_of, title
+from tests import viewer
+from tests.app_fixtures import CONFIGS, SENTENCE, replayed, run_of
+from tests.viewer import needs_node
 from transformer.analysis import HIDDEN_PIECES, head_statistics
 from ui.values import Inputs, PageSettings
 
@@ -21,10 +23,6 @@ KINDS = ("encoder", "decoder", "cross")
 @pytest.fixture(scope="module")
 def run(tiny):
     return run_of(tiny, max_new=8)
-
-
-def figure(plot) -> dict:
-    return json.loads(plot.plot)
 
 
 # ---- special tokens hidden ----
@@ -61,19 +59,26 @@ def test_hidden_special_tokens_drop_the_query_rows_of_special_pieces(run):
     assert "</s>" not in produced and len(produced) == sum(p != "</s>" for p in trace.output_tokens)
 
 
+@pytest.mark.slow  # node draws
+@needs_node
 def test_every_view_says_special_tokens_are_hidden(tiny, run):
-    p = tiny.page
+    data = payload_of(tiny, run)
     for display in ("heatmap", "lines"):
-        out = tiny.view(Inputs(run=run, view=View.of("decoder", 1, "1", False, 1, False, True, display)))
-        assert title(out[p.heat]).endswith(attention_views.HIDE_TITLE)
-        notes = [a["text"] for a in figure(out[p.heat])["layout"]["annotations"]]
+        page = viewer.drawn(data, [View.of("decoder", 1, "1", False, 1, False, True, display)])[0]
+        assert viewer.title(page["heatmap"]).endswith(attention_views.HIDE_TITLE)
+        notes = [a["text"] for a in page["heatmap"]["layout"]["annotations"]]
         assert any("sees only hidden special tokens" in n for n in notes), notes
-        assert title(out[p.grid]).endswith(attention_views.HIDE_TITLE)
+        assert viewer.title(page["grid"]).endswith(attention_views.HIDE_TITLE)
     # step 1 of the decoder sees only <s>: an empty panel that says why
-    assert "sees only &lt;s&gt;, which is hidden" in json.dumps(figure(out[p.step_self]))
-    assert "special tokens hidden" in title(out[p.step_cross])
-    bars = figure(out[p.step_cross])["data"][0]
-    assert "&lt;/s&gt;" not in bars["text"][-1] and abs(sum(viz_numbers(bars["y"])) - 1) < 1e-5
+    assert "sees only &lt;s&gt;, which is hidden" in json.dumps(page["step-self"])
+    assert "special tokens hidden" in viewer.title(page["step-cross"])
+    bars = page["step-cross"]["data"][0]
+    assert "&lt;/s&gt;" not in bars["text"][-1] and abs(sum(bars["y"]) - 1) < 1e-5
+
+
+def payload_of(h, run) -> dict:
+    """The trace payload the page's viewer draws `run` from."""
+    return h.show(Inputs(run=run))[h.page.trace_data]
 
 
 def viz_numbers(values) -> list[float]:
@@ -154,67 +159,81 @@ def test_head_vectors_are_the_model_s_attention(tiny, run):
         translator.model.attention_inputs(*[__import__("torch").tensor([[5, 3]])] * 2, "encoder", 9)
 
 
-def walked(h, run, view: View) -> dict:
-    """A view change to a walk, as the page runs it: `view` finds the q, k, v missing and asks for them
-    (walk_ask), walk_vectors makes them in the model's slot, `view` draws the walk with them."""
-    p = h.page
-    asked = h.view(Inputs(run=run, view=view))
-    assert p.walk_ask in asked and "Computing q, k and v" in asked[p.heat].plot
-    vectors = h.walk_vectors(Inputs(run=run, view=view))
-    out = h.view(Inputs(run=run, view=view, vectors=vectors))
-    assert p.walk_ask not in out
+def walked(h, run, view: View, vectors=None) -> dict:
+    """The walk of `view` as the page gets it: the viewer finds it missing and clicks the hidden button, whose event
+    (`walk`, in the model's slot) makes the q, k, v when not at hand and draws it."""
+    out = h.walk(Inputs(run=run, view=view, vectors=vectors))
+    walk = out[h.page.walk_data]
+    fitted = views.fitted(view, run.trace)
+    assert walk["view"] == {f: getattr(fitted, f) for f in ("kind", "layer", "head", "step", "query", "plain", "merge",
+                                                            "hide")}
     return out
 
 
-def test_a_view_change_to_the_walk_asks_the_model_s_slot_for_q_k_v_once(tiny, run):
-    """The view change draws no model pass: it asks for the walk's q, k, v (walk_ask) and shows a note; they are
-    made once per trace, kind and layer, and kept for the next view of the same ones."""
+def test_the_walk_makes_q_k_v_in_the_model_s_slot_once(tiny, run):
+    """q, k, v are made once per trace, kind and layer, and kept for the next walk of the same ones."""
     p = tiny.page
     view = View.of("decoder", 2, "1", False, 2, False, False, "walk")
-    vectors = tiny.walk_vectors(Inputs(run=run, view=view))
+    vectors = walked(tiny, run, view)[p.vectors]
     assert vectors.of is run.trace and set(vectors.by) == {("decoder", 2)}
-    other_step = dataclasses.replace(view, step=3)
-    assert tiny.walk_vectors(Inputs(run=run, view=other_step, vectors=vectors)) == gr.skip()
-    assert p.walk_ask not in tiny.view(Inputs(run=run, view=other_step, vectors=vectors))
-    cross = tiny.walk_vectors(Inputs(run=run, view=View.of("cross", 1, "1", False, 2, display="walk"),
-                                     vectors=vectors))
+    monkey = walked(tiny, run, dataclasses.replace(view, step=3), vectors)
+    assert monkey[p.vectors] is vectors  # at hand: no model pass
+    cross = walked(tiny, run, View.of("cross", 1, "1", False, 2, display="walk"), vectors)[p.vectors]
     assert set(cross.by) == {("decoder", 2), ("cross", 1)}
-    assert walked(tiny, run, view)[p.heat] == tiny.view(Inputs(run=run, view=view, vectors=cross))[p.heat]
+    assert tiny.walk(Inputs(run=run, view=dataclasses.replace(view, display="heatmap"))) == gr.skip()
 
 
 def test_the_walk_of_the_mean_of_heads_says_it_shows_head_one(tiny, run):
-    p = tiny.page
-    out = walked(tiny, run, View.of("cross", 1, "mean", False, 2, False, False, "walk"))
-    assert "head 1" in title(out[p.heat])
-    assert any("no single q" in a["text"] for a in figure(out[p.heat])["layout"]["annotations"])
+    fig = walked(tiny, run, View.of("cross", 1, "mean", False, 2, False, False, "walk"))[tiny.page.walk_data]["figure"]
+    assert "head 1" in fig["layout"]["title"]["text"]
+    assert any("no single q" in a["text"] for a in fig["layout"]["annotations"])
+
+
+@pytest.mark.slow  # node draws
+@needs_node
+def test_the_viewer_draws_the_walk_the_server_made_for_its_view_only(tiny, run):
+    view = View.of("decoder", 2, "1", False, 2, False, False, "walk")
+    walk = walked(tiny, run, view)[tiny.page.walk_data]
+    data = payload_of(tiny, run)
+    same, other = viewer.drawn(data, [view, dataclasses.replace(view, step=3)], walk=walk)
+    assert same["heatmap"]["data"] == walk["figure"]["data"]
+    assert same["heatmap"]["layout"]["meta"]["export"] == attention_views.export_name("de-en", same_view(same))
+    assert "Computing q, k and v" in json.dumps(other["heatmap"]) and other["heatmap"]["asks"]
+
+
+def same_view(page: dict) -> View:
+    v = page["view"]
+    return View.of(v["kind"], v["layer"], v["head"], v["merge"], v["step"], v["plain"], v["hide"], v["display"],
+                   v["query"])
 
 
 # ---- the line view ----
 
+@pytest.mark.slow  # node draws
+@needs_node
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_line_view_draws_each_weight_with_its_opacity(tiny, run, kind):
-    p = tiny.page
     L, H, _ = views.shape(run.trace, kind)
-    out = tiny.view(Inputs(run=run, view=View.of(kind, 1, "2", False, None, False, False, "lines")))
-    fig = figure(out[p.heat])
-    assert title(out[p.heat]).endswith("layer 1, head 2 · lines")
-    weights = run.trace.attention(kind).weights[0, 1]
+    one, mean = viewer.drawn(payload_of(tiny, run), [View.of(kind, 1, "2", False, None, False, False, "lines"),
+                                                     View.of(kind, 1, "mean", False, None, False, False, "lines")])
+    fig = one["heatmap"]
+    assert viewer.title(fig).endswith("layer 1, head 2 · lines")
+    weights = payload.quantised(run.trace.attention(kind).weights[0, 1]) / 255  # as the payload carries them
     lines = [t for t in fig["data"] if t.get("meta") == "lines"]
     drawn = {}
     for t in lines:
-        y = t["y"]  # a list: app.js filters it
+        y = t["y"]
         for s in range(0, len(y), 3):
             drawn[(int(-y[s]), int(-y[s + 1]))] = t["opacity"]
     expected = {(i, j): w for (i, j), w in np.ndenumerate(weights) if w >= 0.02}
     assert drawn.keys() == expected.keys()
     assert all(abs(drawn[c] - w) <= 0.1 + 1e-6 for c, w in expected.items())
-    assert {t["line"]["color"] for t in lines} == {viz.lines.head_colors(H)[1]}
+    assert {t["line"]["color"] for t in lines} == {offline.look()["heads"][1]}
     labels = {t["meta"]: t for t in fig["data"] if t.get("meta") in ("queries", "keys")}
     assert len(labels["keys"]["text"]) == weights.shape[1] and labels["keys"]["textfont"]["size"] >= 12
     # the mean of heads: every head over the others, each in its colour
-    out = tiny.view(Inputs(run=run, view=View.of(kind, 1, "mean", False, None, False, False, "lines")))
-    colours = {t["line"]["color"] for t in figure(out[p.heat])["data"] if t.get("meta") == "lines"}
-    assert colours == set(viz.lines.head_colors(H)) and f"all {H} heads" in title(out[p.heat])
+    colours = {t["line"]["color"] for t in mean["heatmap"]["data"] if t.get("meta") == "lines"}
+    assert colours == set(offline.look()["heads"][:H]) and f"all {H} heads" in viewer.title(mean["heatmap"])
 
 
 def test_export_names_say_how_the_large_view_is_drawn():
@@ -248,32 +267,36 @@ def test_attention_inputs_match_the_model_s_own_pass(norm_first):
                 assert got.q.shape[-1] == 8 and got.heads.shape == got.q.shape
 
 
+@pytest.mark.slow  # node draws
+@needs_node
 def test_every_view_draws_beam_search_and_slow_motion_frames(tiny):
     """A beam search's best candidate and each frame of a slow-motion replay, in lines and as a walk."""
     from anatomy.run import StopSignal
 
     p = tiny.page
     beam = run_of(tiny, beam=3, max_new=5)
+    data = payload_of(tiny, beam)
     for kind in KINDS:
-        lines = tiny.view(Inputs(run=beam, view=View.of(kind, 2, "1", False, 2, False, True, "lines", 3)))
-        keys = next(t for t in figure(lines[p.heat])["data"] if t.get("meta") == "keys")["text"]
+        lines = viewer.drawn(data, [View.of(kind, 2, "1", False, 2, False, True, "lines", 3)])[0]
+        keys = next(t for t in lines["heatmap"]["data"] if t.get("meta") == "keys")["text"]
         assert keys == views.arrays(beam.trace, kind, hide=True).keys  # the best candidate's, specials hidden
-        walk = walked(tiny, beam, View.of(kind, 2, "1", False, 2, False, True, "walk", 3))
+        walk = walked(tiny, beam, View.of(kind, 2, "1", False, 2, False, True, "walk", 3))[p.walk_data]["figure"]
         # the query: walk query 3 of the encoder, else step 2 (what it read ▸ what it produced)
         queries = beam.trace.attention(kind).queries
         query = queries[2] if kind == "encoder" else " ▸ ".join(queries[1])
-        assert f"q ({query})" in [a["text"] for a in figure(walk[p.heat])["layout"]["annotations"]]
+        assert f"q ({query})" in [a["text"] for a in walk["layout"]["annotations"]]
     walk = View.of("decoder", 1, "1", False, hide=True, display="walk", query=1)
-    # the translation makes the walk's q, k, v for the view it is asked with, in the model's slot
     *_, made = tiny.translate_page(Inputs(PageSettings("de-en", SENTENCE, 1, 3, "cpu", 5, 1.0, 0.1), view=walk,
                                           signal=StopSignal()))
     slow = made[p.run]
-    assert made[p.vectors].of is slow.trace and set(made[p.vectors].by) == {("decoder", 1)}
-    frames = replayed(tiny, Inputs(run=slow, view=walk, vectors=made[p.vectors], signal=StopSignal()))
+    frames = replayed(tiny, Inputs(run=slow, view=walk, signal=StopSignal()))
     steps = [f[p.step]["value"] for f in frames[:-1]]
     assert steps == list(range(1, views.steps(slow.trace) + 1))
+    # each frame's payload holds the steps so far, and the walk of each is the model's at that step
+    assert [len(f[p.trace_data]["pieces"]["output"]) for f in frames] == [*steps, steps[-1]]
     queries = slow.trace.attention("decoder").queries  # (read, produced) of each step
-    walks = [title(f[p.heat]) for f in frames if p.heat in f]
-    assert len(walks) == len(steps) + 1  # each step, then the whole trace at its last step
-    for text, step in zip(walks, steps + [steps[-1]]):
-        assert f"query {viz.escape(queries[step - 1][0])} ▸ {viz.escape(queries[step - 1][1])}:" in text
+    done = frames[-1][p.run]
+    for step in steps:
+        fig = walked(tiny, done, dataclasses.replace(walk, step=step))[p.walk_data]["figure"]
+        assert f"query {viz.escape(queries[step - 1][0])} ▸ {viz.escape(queries[step - 1][1])}:" in \
+            fig["layout"]["title"]["text"]

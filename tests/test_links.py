@@ -12,7 +12,7 @@ import app
 from anatomy import offline
 from anatomy.inputs import View, parse_link
 from anatomy.run import StopSignal
-from tests.app_fixtures import SENTENCE, configs, make_checkpoint, run_of, show, title, translate
+from tests.app_fixtures import SENTENCE, configs, make_checkpoint, run_of, show, translate
 from ui.values import Inputs, PageSettings, Tab
 
 ENCODER_LAYERS, DECODER_LAYERS, HEADS = 3, 2, 2
@@ -39,10 +39,10 @@ def test_each_kind_keeps_its_own_layers_after_a_translation(uneven):
     assert run.trace.encoder_self_attn.shape[0] == ENCODER_LAYERS and run.trace.cross_attn.shape[0] == DECODER_LAYERS
     drawn = show(uneven, run, "encoder", ENCODER_LAYERS)[-1]
     assert drawn[p.layer]["maximum"] == ENCODER_LAYERS and drawn[p.layer]["value"] == ENCODER_LAYERS
-    assert f"layer {ENCODER_LAYERS}," in title(drawn[p.heat])
-    # a later view change, the open tab and a link to the view keep the encoder's top layer too
+    layers = {k["name"]: k["attention"]["shape"][0] for k in drawn[p.trace_data]["kinds"]}  # the viewer's
+    assert layers == {"cross": DECODER_LAYERS, "encoder": ENCODER_LAYERS, "decoder": DECODER_LAYERS}
+    # the open tab and a link to the view keep the encoder's top layer too
     top = View.of("encoder", ENCODER_LAYERS, "1", False)
-    assert f"layer {ENCODER_LAYERS}," in title(uneven.view(Inputs(run=run, view=top))[p.heat])
     grid = uneven.tab_view(Inputs(run=run, tab=Tab.HEADS, settings=PageSettings(key="de-en"), view=top))
     assert len(grid[p.pick_head]["choices"]) == ENCODER_LAYERS * HEADS
     assert f"layer={ENCODER_LAYERS}" in uneven.share(Inputs(run=run, view=top))
@@ -52,7 +52,6 @@ def test_each_kind_keeps_its_own_layers_after_a_translation(uneven):
 
 
 def test_the_layer_slider_follows_the_kind(uneven):
-    p = uneven.page
     for kind, layers in (("encoder", ENCODER_LAYERS), ("cross", DECODER_LAYERS), ("decoder", DECODER_LAYERS)):
         before = uneven.layer_range(Inputs(settings=PageSettings(key="de-en"), view=View.of(kind, 64, "mean", 0)))
         assert (before["maximum"], before["value"]) == (layers, layers), kind
@@ -76,7 +75,7 @@ def test_a_link_opens_each_kinds_own_layers(uneven):
     assert loaded[p.link].notices == ()
     run = uneven.translate_link(Inputs(signal=StopSignal(), link=loaded[p.link]))[p.run]
     drawn = show(uneven, run, "encoder", ENCODER_LAYERS)[-1]
-    assert f"layer {ENCODER_LAYERS}," in title(drawn[p.heat])
+    assert drawn[p.layer]["value"] == ENCODER_LAYERS
     cross = parse_link({"text": SENTENCE, "layer": str(ENCODER_LAYERS)}, configs(uneven))
     assert cross.view.layer == DECODER_LAYERS
     assert f"layer={ENCODER_LAYERS} (allowed: 1 to {DECODER_LAYERS}" in cross.notices[0]
@@ -90,8 +89,8 @@ def test_the_api_and_the_offline_page_keep_each_kinds_layers(uneven, tmp_path):
     run = run_of(uneven, max_new=3)
     data = offline.payload(run.trace, uneven.registry.get("de-en"), SENTENCE, [],
                            View.of("encoder", ENCODER_LAYERS, "mean", False))
-    assert data["view"]["layer"] == ENCODER_LAYERS
-    assert {k["name"]: k["shape"][0] for k in data["kinds"]} == {
+    assert data["page"]["view"]["layer"] == ENCODER_LAYERS
+    assert {k["name"]: k["attention"]["shape"][0] for k in data["payload"]["kinds"]} == {
         "cross": DECODER_LAYERS, "encoder": ENCODER_LAYERS, "decoder": DECODER_LAYERS}
 
 

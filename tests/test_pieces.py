@@ -109,17 +109,18 @@ def test_the_ablation_comparison_and_a_slow_motion_frame_write_the_final_text(un
     assert views.prefix(trace, 3).text == detokenize(trace.output_tokens[:3])
 
 
-def test_the_offline_page_labels_words_with_the_app_s_piece_texts(unknowing):
+def test_the_viewer_s_payload_writes_pieces_as_the_app_s_detokenisation(unknowing):
     trace = run_of(unknowing, max_new=6).trace
-    data = offline.payload(trace, unknowing.registry.get("de-en"), SENTENCE, [])
+    data = offline.payload(trace, unknowing.registry.get("de-en"), SENTENCE, [])["payload"]
     assert data["translation"] == trace.text
-    pieces = {*trace.source_tokens, *trace.target_tokens, *trace.output_tokens}
-    assert set(data["piece_text"]) == pieces and data["piece_text"]["</s>"] == ""
-    spaced = [q for q in pieces if q.startswith("\u2581") and len(q) > 1]
-    inner = [q for q in pieces if q not in SPECIAL and not q.startswith("\u2581")]
+    texts = {q: t for side in ("source", "target", "output")
+             for q, t in zip(data["pieces"][side], data["piece_texts"][side])}
+    assert texts["</s>"] == ""
+    spaced = [q for q in texts if q.startswith("\u2581") and len(q) > 1]
+    inner = [q for q in texts if q not in SPECIAL and not q.startswith("\u2581")]
     assert spaced and inner  # a word's first piece and a piece inside a word, whichever the tokenizer made
-    assert all(data["piece_text"][q] == " " + q[1:] for q in spaced)
-    assert all(data["piece_text"][q] == q for q in inner)
+    assert all(texts[q] in (" " + q[1:], q[1:]) for q in spaced)  # a text's first word has no space before it
+    assert all(texts[q] == q for q in inner)
 
 
 # ---- a typed translation cut to the model's length ------------------------------------------------

@@ -2,7 +2,6 @@
 attention kind; steps counted from 1; token text escaped everywhere it is shown."""
 from __future__ import annotations
 
-import base64
 import json
 import urllib.parse
 from pathlib import Path
@@ -16,18 +15,18 @@ import viz
 from anatomy import attention_views, head_views, views
 from anatomy.inputs import MAX_CHARS, Request, View, build_link, parse_link
 from anatomy.run import StopSignal
-from tests.app_fixtures import CONFIGS, drawn, run_of, show, title
+from tests import viewer
+from tests.app_fixtures import CONFIGS, drawn, run_of, show
+from tests.viewer import needs_node, title
 from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
 from transformer.analysis import trace_head_statistics
 from transformer.kinds import CROSS, DECODER, KINDS
 from ui.values import Inputs, PageSettings, Tab
 
 
-def cells(plot) -> np.ndarray:
-    """The cells of a drawn heatmap (Plotly sends arrays as base64)."""
-    z = json.loads(plot.plot)["data"][0]["z"]
-    shape = [int(n) for n in z["shape"].split(",")]
-    return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+def cells(figure: dict) -> np.ndarray:
+    """The cells of a heatmap the viewer drew."""
+    return np.array(figure["data"][0]["z"], dtype=float)
 
 
 class Req:
@@ -52,24 +51,23 @@ def test_head_statistics_table_opens_the_picked_head(tiny):
                                                                               "row_value": row}))
     assert (kind, layer["value"], head) == ("decoder", 2, "1")
     assert tiny.stat_pick(Inputs(run=run), gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
-    summary = tiny.view(Inputs(run=run, tab=Tab.STATS, view=View.of("decoder", 2, "1", False)))[p.summary]
-    assert title(summary).startswith("Decoder masked self-attention")
 
 
+@pytest.mark.slow  # node draws
+@needs_node
 def test_one_name_per_attention_kind_everywhere(tiny):
     """transformer.kinds is the one source of the kinds: the radio offers each by its name and label, links keep
     each, and figure titles, step panels, table and help use its label."""
-    p = tiny.page
     run = run_of(tiny, max_new=4)
     choices = views.kind_choices()
     assert sorted((label.lower(), kind) for label, kind in choices) == sorted((k.label, k.name) for k in KINDS)
     assert [View.of(kind, 1, "1", False).kind for _, kind in choices] == [kind for _, kind in choices]
-    for kind in KINDS:
+    pages = page_of(tiny, run, *[View.of(kind.name, 1, "mean", False) for kind in KINDS])
+    for kind, out in zip(KINDS, pages):
         name = kind.label
-        out = tiny.view(Inputs(run=run, tab=Tab.STATS, view=View.of(kind.name, 1, "mean", False)))
-        assert title(out[p.heat]).lower().startswith(name) and title(out[p.summary]).lower().startswith(name)
+        assert title(out["heatmap"]).lower().startswith(name) and title(out["summary"]).lower().startswith(name)
         assert attention_views.kind_help(kind.name).lower().startswith(f"**{name}.**")
-    step_titles = [title(out[p.step_cross]), title(out[p.step_self])]
+    step_titles = [title(out["step-cross"]), title(out["step-self"])]
     assert CROSS.label in step_titles[0] and DECODER.label in step_titles[1]
     rows = head_views.head_table(run.trace)[1]
     assert {r[0] for r in rows} == {k.label for k in KINDS}
@@ -77,24 +75,32 @@ def test_one_name_per_attention_kind_everywhere(tiny):
     assert not [n for n in names if n in attention_views.kind_help("cross") + head_views.stats_help()]
 
 
+@pytest.mark.slow  # node draws
+@needs_node
 def test_steps_count_from_one_everywhere(tiny):
-    p = tiny.page
     run = run_of(tiny, max_new=4)
-    table = json.loads(views.topk_table(run.trace).to_json())
+    first = page_of(tiny, run, View.of("cross", 1, "mean", False, 1))[0]
+    table = first["topk-table"]
     assert table["layout"]["yaxis"]["ticktext"][0].startswith("1 ")
     assert table["data"][0]["customdata"][0][0].startswith("step 1:")
-    grid = json.loads(attention_views.grid(run.trace, View()).to_json())
+    grid = first["grid"]
     assert grid["data"][0]["y"][0].startswith("1 ") and grid["data"][0]["x"][0].startswith("1 ")
-    first = tiny.view(Inputs(run=run, view=View.of("cross", 1, "mean", False, 1)))
-    assert title(first[p.step_topk]).startswith("Step 1:") and len(first[p.partial]) == 1
+    assert title(first["step-topk"]).startswith("Step 1:") and len(first["partial"]) == 1
 
 
+@pytest.mark.slow  # node draws
+@needs_node
 def test_merged_words_label_decoder_positions_alike_in_cross_and_decoder_attention(tiny):
     run = run_of(tiny, max_new=8)
-    figures = [json.loads(attention_views.heatmap(run.trace, View(kind=k, merge=True)).to_json())
-               for k in ("cross", "decoder")]
-    labels = [f["layout"]["yaxis"]["ticktext"] for f in figures]
+    pages = page_of(tiny, run, *[View(kind=k, merge=True) for k in ("cross", "decoder")])
+    labels = [page["heatmap"]["layout"]["yaxis"]["ticktext"] for page in pages]
     assert labels[0] == labels[1]
+
+
+def page_of(h, run, *shown: View, twin=None) -> list[dict]:
+    """What the page's viewer draws of `run` in each view (tests/viewer.py)."""
+    data = h.show(Inputs(run=run))[h.page.trace_data]
+    return viewer.drawn(data, list(shown), twin=twin)
 
 
 def test_unknown_pieces_and_tokens_are_escaped_in_markdown(tiny):
@@ -121,8 +127,7 @@ def test_link_restores_the_exact_view(tiny):
     assert again.request.key == "en-de" and again.request.beam == 3
     out = show(tiny, again, "decoder", 2, "2", True)[-1]
     assert out[p.step]["value"] == 4  # the step from the link, not the last one
-    assert "layer 2, head 2" in title(out[p.heat]) and "words" in title(out[p.heat])
-    assert "Step 4" in title(out[p.step_cross])
+    assert (out[p.layer]["value"], out[p.head]["value"]) == (2, "2")
     assert "step=4" in out[p.run_info] and "view=decoder" in out[p.run_info]
     with pytest.raises(gr.Error):
         tiny.share(Inputs(view=View.of("cross", 1, "mean", False, 1)))
@@ -165,7 +170,7 @@ def test_every_link_opens_a_working_page(tiny, query):
         assert made == gr.skip()  # nothing to translate: the page keeps its defaults
     else:
         out = show(tiny, made[p.run], loaded[p.kind], loaded[p.layer]["value"], loaded[p.head], loaded[p.merge])[-1]
-        assert isinstance(out[p.heat].plot, str) and out[p.translation] == made[p.run].trace.text
+        assert out[p.trace_data]["translation"] == out[p.translation] == made[p.run].trace.text
 
 
 def test_link_text_is_capped_and_cleaned():
@@ -176,6 +181,8 @@ def test_link_text_is_capped_and_cleaned():
     assert len(link.text) == MAX_CHARS and "\x1b" not in link.text
 
 
+@pytest.mark.slow  # node draws
+@needs_node
 def test_trained_vs_untrained_side_by_side(tiny):
     p = tiny.page
     run = run_of(tiny, key="en-de", max_new=6)
@@ -186,14 +193,15 @@ def test_trained_vs_untrained_side_by_side(tiny):
     assert tiny.make_twin(Inputs(run=run, twin=twin)) == gr.skip()  # once per trace
     out = tiny.tab_view(Inputs(run=run, twin=twin, tab=Tab.COMPARE, settings=PageSettings(key="en-de"),
                                view=View.of("cross", 2, "1", False)))
-    # each side draws its own model's weights of the chosen layer and head
-    np.testing.assert_allclose(cells(out[p.cmp_trained]), run.trace.cross_attn[1, 0], atol=1e-6)
-    np.testing.assert_allclose(cells(out[p.cmp_untrained]), twin.trace.cross_attn[1, 0], atol=1e-6)
     assert "Untrained, left to itself" in out[p.compare_text]
-    # the view controls redraw both sides
-    out = tiny.view(Inputs(run=run, twin=twin, tab=Tab.COMPARE, view=View.of("encoder", 1, "2", False)))
-    np.testing.assert_allclose(cells(out[p.cmp_trained]), run.trace.encoder_self_attn[0, 1], atol=1e-6)
-    np.testing.assert_allclose(cells(out[p.cmp_untrained]), twin.trace.encoder_self_attn[0, 1], atol=1e-6)
+    # each side draws its own model's weights of the chosen layer and head, and follows the view
+    pages = page_of(tiny, run, View.of("cross", 2, "1", False), View.of("encoder", 1, "2", False),
+                    twin=out[p.twin_data])
+    for page, trained, untrained in ((pages[0], run.trace.cross_attn[1, 0], twin.trace.cross_attn[1, 0]),
+                                     (pages[1], run.trace.encoder_self_attn[0, 1], twin.trace.encoder_self_attn[0, 1])):
+        np.testing.assert_allclose(cells(page["compare-trained"]), trained, atol=0.5 / 255 + 1e-6)
+        np.testing.assert_allclose(cells(page["compare-untrained"]), untrained, atol=0.5 / 255 + 1e-6)
+        assert title(page["compare-untrained"]).startswith("Untrained: ")
     # the twin is made in the model's event when its tab is open, and only then
     assert p.twin in tiny.force(Inputs(run=run, tab=Tab.COMPARE, forced="Zwei Hunde"))
     assert p.twin not in tiny.force(Inputs(run=run, forced="Zwei"))
@@ -250,29 +258,31 @@ def test_training_view_shows_curves_and_the_model_card(tmp_path):
     assert h.registry.choices() == [("English → German · image captions", "en-de")]
 
 
+@pytest.mark.slow  # node draws
+@needs_node
 def test_a_step_change_redraws_the_step_and_keeps_the_view(tiny):
-    p = tiny.page
     run = run_of(tiny, max_new=6)
-    out = tiny.view(Inputs(run=run, view=View.of("encoder", 1, "mean", False, 2)))
-    assert "Step 2" in title(out[p.step_cross]) and "Step 2" in title(out[p.step_topk]) and len(out[p.partial]) == 2
-    assert title(out[p.heat]).startswith("Encoder self-attention")
-    heat = json.loads(tiny.view(Inputs(run=run, view=View.of("decoder", 1, "mean", False, 2)))[p.heat].plot)
-    assert heat["layout"]["shapes"][0]["y0"] == 0.5  # the frame on row 2
+    out, decoder = page_of(tiny, run, View.of("encoder", 1, "mean", False, 2), View.of("decoder", 1, "mean", False, 2))
+    assert "Step 2" in title(out["step-cross"]) and "Step 2" in title(out["step-topk"]) and len(out["partial"]) == 2
+    assert title(out["heatmap"]).startswith("Encoder self-attention")
+    assert decoder["heatmap"]["layout"]["shapes"][0]["y0"] == 0.5  # the frame on row 2
 
 
+@pytest.mark.slow  # node draws
+@needs_node
 def test_hide_marker_takes_the_piece_marker_out_of_every_attention_figure(tiny):
     """View(plain=True): no ▁ in the heatmap, grid or step panels; word starts bare, pieces inside a word after ·."""
     assert viz.plain_labels(["▁Schn", "ee", "</s>", "▁"]) == ["Schn", "·ee", "</s>", "␣"]
     assert viz.plain_labels([("<s>", "▁Two")]) == [("<s>", "Two")]
     run = run_of(tiny, max_new=6)
-    for _, kind in views.kind_choices():
-        marked, plain = View(kind=kind), View(kind=kind, plain=True)
-        figures = [attention_views.heatmap(run.trace, plain), attention_views.grid(run.trace, plain),
-                   *attention_views.step_figures(run.trace, plain)]
-        shown = json.dumps([f.to_plotly_json() for f in figures], ensure_ascii=False)
+    kinds = [kind for _, kind in views.kind_choices()]
+    pages = page_of(tiny, run, *[View(kind=kind) for kind in kinds], *[View(kind=kind, plain=True) for kind in kinds])
+    for kind, marked, plain in zip(kinds, pages[:len(kinds)], pages[len(kinds):]):
+        shown = json.dumps([plain[box] for box in ("heatmap", "grid", "step-cross", "step-self", "step-topk")],
+                           ensure_ascii=False)
         assert "▁" not in shown
         if kind != "decoder":  # the random model's output may hold no ▁; the source pieces do
-            assert "▁" in json.dumps(attention_views.heatmap(run.trace, marked).to_plotly_json(), ensure_ascii=False)
+            assert "▁" in json.dumps(marked["heatmap"], ensure_ascii=False)
     assert View.of("cross", 1, "mean", False, None, "1").plain
 
 

@@ -1,0 +1,87 @@
+// What each of the app's figure boxes shows, as a pure function of the data (the shown trace's payload, its
+// untrained twin's, the softmax walk the server drew) and the view: the host (host.js) draws them in the page, and
+// tests/js/draw.mjs prints them for tests/test_app.py and the others.
+
+import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, large, stepFigures, steps, summary, topkTable}
+  from "./figures.js";
+
+export const PLACEHOLDER = "Translate a sentence to see this";
+// The fields of a view that a softmax walk depends on (the server says which view it drew: ui/handlers.py `walk`).
+export const WALK_FIELDS = ["kind", "layer", "head", "step", "query", "plain", "merge", "hide"];
+
+/**
+ * @typedef {import("./figures.js").Look} Look
+ * @typedef {import("./figures.js").View} View
+ * @typedef {import("./figures.js").Figure} Figure
+ * @typedef {{view: Object, figure: Figure}} Walk  a walk the server drew, and for which view
+ * @typedef {{payload: Object | null, twin: Object | null, walk: Walk | null}} Data
+ * @typedef {View & {query: number}} Shown  a view with the walk's query (from 1)
+ */
+
+/**
+ * The view fitted to the data: its kind's layers and heads, its steps, the walk query within the source.
+ * @param {Object} payload
+ * @param {Shown} view
+ * @returns {Shown}
+ */
+export function fittedView(payload, view) {
+  const v = fitted(payload, Object.assign({}, view, {head: view.head === MEAN ? MEAN : String(view.head)}));
+  return Object.assign(v, {query: Math.min(Math.max(Math.round(+view.query) || 1, 1),
+                                           Math.max(payload.pieces.source.length, 1))});
+}
+
+const named = (figure, name) => {
+  figure.layout.meta = Object.assign({}, figure.layout.meta, {export: name});
+  return figure;
+};
+
+/**
+ * The walk as the server drew it for this view; or, when it has not (yet), a figure saying so whose `asks` is the
+ * view's walk key (the host asks the server once per key).
+ * @param {Data} d
+ * @param {Shown} v
+ * @param {Look} look
+ * @returns {Figure & {asks?: string}}
+ */
+function walkFigure(d, v, look) {
+  const P = d.payload, kind = P.kinds.find((k) => k.name === v.kind);
+  if (kind.stepped ? !steps(P) : !P.pieces.source.length) {
+    return emptyFigure(look, "No query to follow: nothing was decoded", 300);
+  }
+  const want = JSON.stringify(WALK_FIELDS.map((f) => v[f]));
+  if (d.walk && JSON.stringify(WALK_FIELDS.map((f) => d.walk.view[f])) === want) {
+    return named({data: d.walk.figure.data, layout: Object.assign({}, d.walk.figure.layout)}, exportName(P, v));
+  }
+  return Object.assign(emptyFigure(look, "Computing q, k and v for the softmax walk…", 300), {asks: want});
+}
+
+const step = (part) => ({
+  depends: (v, versions) => [versions.payload, v.layer, v.head, v.step, v.merge, v.plain, v.hide],
+  make: (v, d, look) => named(stepFigures(d.payload, v, look)[part], exportName(d.payload, v, `step-${part}`))});
+const twinned = (v, versions) => [versions.payload, versions.twin, ...Object.values(v)];
+
+/**
+ * The boxes by element id: what each one's drawing depends on (the data's versions and the view's fields), and
+ * the drawing. `v` is fitted (fittedView); every box needs the payload.
+ * @type {Object<string, {depends: function(Shown, Object): Array, make: function(Shown, Data, Look): Figure}>}
+ */
+export const BOXES = {
+  heatmap: {depends: (v, versions) => [versions.payload, versions.walk, ...Object.values(v)],
+            make: (v, d, look) => v.display === "walk" ? walkFigure(d, v, look)
+              : named(large(d.payload, v, look), exportName(d.payload, v))},
+  "step-cross": step("cross"), "step-self": step("self"),
+  "step-topk": {depends: (v, versions) => [versions.payload, v.step, v.plain],
+                make: (v, d, look) => named(stepFigures(d.payload, v, look).topk,
+                                            exportName(d.payload, v, "step-topk"))},
+  grid: {depends: (v, versions) => [versions.payload, v.kind, v.merge, v.plain, v.hide],
+         make: (v, d, look) => named(grid(d.payload, v, look, "switch this head off/on"),
+                                     exportName(d.payload, v, "grid"))},
+  summary: {depends: (v, versions) => [versions.payload, v.kind], make: (v, d, look) => summary(d.payload, v.kind, look)},
+  "topk-table": {depends: (v, versions) => [versions.payload], make: (v, d, look) => topkTable(d.payload, look)},
+  "compare-trained": {depends: twinned, make: (v, d, look) => d.twin
+    ? named(heatmap(d.payload, v, look, "Trained"), exportName(d.payload, v, "trained"))
+    : emptyFigure(look, PLACEHOLDER, 300)},
+  "compare-untrained": {depends: twinned, make: (v, d, look) => d.twin
+    ? named(heatmap(d.twin, fitted(d.twin, v), look, "Untrained"), exportName(d.payload, v, "untrained"))
+    : emptyFigure(look, PLACEHOLDER, 300)},
+};

@@ -1,8 +1,9 @@
-"""The attention explorer as pure functions: (trace, view) -> the large view (heatmap, lines, softmax walk), the
-all-heads grid, the decoding-step panels, the kind's help and a figure's export name.
+"""The attention explorer's arithmetic in Python: one kind's layer and head as shown (words, special tokens
+hidden) and a decoding step's row, which the animation draws and tests hold equal to the viewer's
+(anatomy/viewer/figures.js draws every view of a trace in the browser); the softmax walk, which needs the model's
+q, k, v; the kinds' help; the export names of figures and animations.
 
-Figures come from viz/; this module decides which arrays, labels and titles they get. transformer.kinds defines
-the attention kinds (name, label, sides); their axis titles and help are here.
+transformer.kinds defines the attention kinds (name, label, sides); their axis titles and help are here.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from transformer.kinds import CROSS, DECODER, ENCODER, AttentionKind, by_name
 from transformer.pieces import word_label
 
 from .inputs import MEAN_HEAD, PAGE_KINDS, View
-from .views import Arrays, arrays, name, off_in, steps, without_special
+from .views import Arrays, arrays, name, steps, without_special
 
 # Axis titles by the side that a kind's queries or keys come from (AttentionKind.queries, .keys).
 QUERY_TITLES = {"source": "query: source piece", "target": "query: decoder position (read ▸ produced)"}
@@ -94,16 +95,6 @@ def _shown(a: Arrays, weights: np.ndarray, merge: bool, plain: bool = False):
     return w, merge_labels(a.queries, a.query_groups), merge_labels(a.keys, a.key_groups), hidden
 
 
-def _empty_note(hidden, queries, special_hidden: bool) -> str | None:
-    """The note for rows that see no key once special tokens are hidden, or None."""
-    if hidden is None or not special_hidden:
-        return None
-    empty = [viz.query_label(q) for q, row in zip(queries, hidden) if len(row) and row.all()]
-    if not empty:
-        return None
-    return f"row {', '.join(empty)}: sees only hidden special tokens (empty) · grey: hidden"
-
-
 @dataclass(frozen=True)
 class Shown:
     """One layer's head (or the mean of its heads) of one kind, as the large view's heatmap shows it."""
@@ -125,58 +116,9 @@ def matrix(trace: Trace, view: View) -> Shown:
 
 
 def view_title(view: View, caption: str) -> str:
-    """What a view of one layer's head shows: "Cross-attention · layer 3, mean of 4 heads · words"."""
+    """What a view of one layer's head shows, as the animation titles it and the viewer's figures do:
+    "Cross-attention · layer 3, mean of 4 heads · words"."""
     return f"{name(view.kind)} · {caption}" + (" · words" if view.merge else "") + (HIDE_TITLE if view.hide else "")
-
-
-def heatmap(trace: Trace, view: View, prefix_title: str = "") -> go.Figure:
-    """The large view: one layer's head (or mean) of one kind; the chosen step framed."""
-    kind = by_name(view.kind)
-    shown = matrix(trace, view)
-    highlight = None
-    if stepped(kind) and not view.merge and steps(trace):
-        t = min(view.step or steps(trace), steps(trace)) - 1
-        highlight = shown.rows.index(t) if t in shown.rows else None
-    q = shown.queries
-    return viz.attention_heatmap(shown.weights, q, shown.keys, query_title=QUERY_TITLES[kind.queries],
-                                 key_title=KEY_TITLES[kind.keys], hidden=shown.hidden, highlight_row=highlight,
-                                 title=(f"{prefix_title}: " if prefix_title else "") + view_title(view, shown.caption)
-                                 + off_note(trace, view),
-                                 note=_empty_note(shown.hidden, q, view.hide))
-
-
-def grid(trace: Trace, view: View) -> go.Figure:
-    a = arrays(trace, view.kind, view.hide)
-    w, q, k, hidden = _shown(a, a.weights, view.merge, view.plain)
-    return viz.attention_grid(w, q, k, hidden=hidden, title=f"{name(view.kind)}: every layer × head" + (
-        HIDE_TITLE if view.hide else ""), off=off_in(trace.settings.heads_off, view.kind), click_kind=view.kind)
-
-
-def off_note(trace: Trace, view: View) -> str:
-    """What a view of one layer's head (or mean) should say about heads switched off there: " · head 2 off"."""
-    off = sorted(h for l, h in off_in(trace.settings.heads_off, view.kind) if l == view.layer)
-    if not off:
-        return ""
-    if view.head != MEAN_HEAD:
-        return " · this head is switched OFF" if int(view.head) in off else ""
-    return f" · head{'s' if len(off) > 1 else ''} {', '.join(map(str, off))} off" 
-
-
-def lines(trace: Trace, view: View) -> go.Figure:
-    """The line view of one layer: its chosen head, or every head over each other in its own colour."""
-    kind = by_name(view.kind)
-    a = arrays(trace, view.kind, view.hide)
-    L, H = a.weights.shape[:2]
-    l = min(max(view.layer, 1), L) - 1
-    heads = list(range(1, H + 1)) if view.head == MEAN_HEAD else [min(int(view.head), H)]
-    w, q, k, hidden = _shown(a, a.weights[l, [h - 1 for h in heads]], view.merge, view.plain)  # (n, Tq, Tk)
-    caption = f"layer {l + 1}, " + (f"all {H} heads" if len(heads) > 1 else f"head {heads[0]}")
-    title = f"{name(view.kind)} · {caption} · lines" + (" · words" if view.merge else "") + (
-        HIDE_TITLE if view.hide else "")
-    # a decoder position is labelled by the piece it produces (its hover says what it read too)
-    return viz.attention_lines(w, q, k, heads=heads, hidden=hidden, title=title,
-                               note=_empty_note(hidden, q, view.hide),
-                               query_title="produces" if stepped(kind) else "query", key_title="key")
 
 
 @dataclass(frozen=True)
@@ -270,30 +212,6 @@ def step_row(trace: Trace, view: View, kind: AttentionKind, t: int) -> StepRow:
         keys = viz.plain_labels(keys)
     query = (trace.target_tokens[t], trace.output_tokens[t])
     return StepRow(row, keys, viz.plain_labels([query])[0] if view.plain else query, caption)
-
-
-def step_figures(trace: Trace, view: View) -> tuple[go.Figure, go.Figure, go.Figure]:
-    """Decoding step t (view.step, from 1; the last when unset): its cross-attention row over the source, its
-    masked self-attention row over the pieces read so far, and its top-k next pieces."""
-    T = steps(trace)
-    if T == 0:
-        empty = viz.empty_figure("No decoding step", 300)
-        return empty, empty, empty
-    t = min(view.step or T, T) - 1
-    cross, selfw = step_row(trace, view, CROSS, t), step_row(trace, view, DECODER, t)
-    top_k = trace.top_k[t] if t < len(trace.top_k) else []
-    produced = viz.plain_label(trace.output_tokens[t]) if view.plain else trace.output_tokens[t]
-    hidden = " · special tokens hidden" if view.hide else ""
-    titles = [f"Step {t + 1} · {kind.label} ({cross.caption}){hidden}" for kind in (CROSS, DECODER)]
-    return (viz.attention_row(cross.weights, cross.keys, query=cross.query, key_title=KEY_TITLES[CROSS.keys],
-                              color=STEP_COLORS[CROSS], title=titles[0])
-            if cross.keys else viz.empty_figure(f"{titles[0]}: no key left to see", 300),
-            viz.attention_row(selfw.weights, selfw.keys, query=selfw.query, key_title=KEY_TITLES[DECODER.keys],
-                              color=STEP_COLORS[DECODER], title=titles[1])
-            if selfw.keys else viz.empty_figure(f"{titles[1]}: this step sees only <s>, which is hidden (empty row)",
-                                                300),
-            viz.topk_bars([c.token for c in top_k], [c.prob for c in top_k], chosen=produced,
-                          title=f"Step {t + 1}: next-piece probabilities → {viz.label(produced)}"))
 
 
 def export_name(key: str, view: View, figure: str = "") -> str:

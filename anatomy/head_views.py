@@ -1,20 +1,11 @@
-"""The head statistics tab: small multiples for one attention kind, the table of every head, what each statistic
-means (transformer.analysis defines them)."""
+"""The head statistics tab: the table of every head and what each statistic means (transformer.analysis defines
+them); the viewer draws the small multiples (anatomy/viewer/figures.js `summary`)."""
 from __future__ import annotations
-
-import plotly.graph_objects as go
 
 import viz
 from transformer import Trace
 from transformer.analysis import DEFINITIONS, trace_head_statistics
-from transformer.kinds import KINDS, by_name
-
-from .views import name
-
-
-def summary(trace: Trace, kind: str) -> go.Figure:
-    return viz.head_multiples(trace_head_statistics(trace), kind, by_name(kind).label,
-                              title=f"{name(kind)}: what each head does (every statistic per layer × head)")
+from transformer.kinds import KINDS
 
 
 def head_table(trace: Trace) -> tuple[list[str], list[list]]:

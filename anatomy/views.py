@@ -10,7 +10,6 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-import plotly.graph_objects as go
 
 import viz
 from transformer import TopK, Trace
@@ -167,12 +166,6 @@ def candidate_rows(trace: Trace) -> list[list]:
     """The beam candidates as table rows: #, text (EMPTY for none), score, log p, pieces with EOS."""
     return [[i + 1, c.text or EMPTY, round(c.score, 4), round(c.log_prob, 4), len(c.tokens) + 1]
             for i, c in enumerate(trace.candidates)]
-
-
-def topk_table(trace: Trace) -> go.Figure:
-    return viz.topk_table(trace.output_tokens, [[c.token for c in row] for row in trace.top_k],
-                          [[c.prob for c in row] for row in trace.top_k],
-                          title="Top-k next pieces at every step (bold: emitted)")
 
 
 def kind_choices() -> list[tuple[str, str]]:

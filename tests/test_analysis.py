@@ -1,7 +1,6 @@
 """Per-head statistics on hand-made attention whose answers are known, and their figures."""
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 
@@ -196,52 +195,6 @@ def random_stats(L: int = 3, H: int = 4) -> list[HeadStats]:
          "cross": rng.dirichlet(np.ones(len(SRC)), size=(L, H, len(TGT)))}
     keys = {"encoder": SRC, "decoder": TGT, "cross": SRC}
     return [s for kind in ("encoder", "decoder", "cross") for s in head_statistics(w[kind], kind, keys[kind])]
-
-
-def panel_titles(fig) -> list[str]:
-    return [a.text for a in fig.layout.annotations]
-
-
-def test_multiples_have_one_panel_per_applicable_statistic():
-    L, H = 3, 4
-    stats = random_stats(L, H)
-    expected = {"encoder": ["focus", "same position", "previous position", "next position", "first token", "EOS"],
-                "decoder": ["focus", "same position", "previous position", "first token"],
-                "cross": ["focus", "monotonic", "first token", "EOS"]}
-    for kind, titles in expected.items():
-        fig = viz.head_multiples(stats, kind, LABELS[kind], title=kind)
-        assert panel_titles(fig) == titles
-        assert len(fig.data) == len(titles)
-        assert all(np.asarray(t.z).shape == (L, H) for t in fig.data)
-        assert fig.layout.height > 0 and fig.layout.title.text == kind
-    cross = viz.head_multiples(stats, "cross", LABELS["cross"])
-    monotonic = cross.data[1]
-    assert monotonic.coloraxis == "coloraxis2" and cross.data[0].coloraxis == "coloraxis"
-    assert (cross.layout.coloraxis.cmin, cross.layout.coloraxis.cmax) == (0, 1)
-    assert (cross.layout.coloraxis2.cmin, cross.layout.coloraxis2.cmax) == (-1, 1)
-    assert "coloraxis2" not in viz.head_multiples(stats, "encoder", LABELS["encoder"]).to_dict()["layout"]  # no correlation, no bar
-    # cell (layer 2, head 3) of the focus panel is that head's value
-    head = next(s for s in stats if (s.kind, s.layer, s.head) == ("cross", 2, 3))
-    assert float(np.asarray(cross.data[0].z)[1, 2]) == pytest.approx(head.focus, rel=1e-6)
-    assert float(np.asarray(monotonic.z)[1, 2]) == pytest.approx(head.monotonic, rel=1e-6)
-
-
-def test_multiples_hover_values_and_escaping():
-    fig = viz.head_multiples(random_stats(), "encoder", LABELS["encoder"])
-    focus = fig.data[0]
-    assert focus.hovertemplate.startswith("layer %{y}, head %{x}: focus %{z:.2f}")
-    assert list(focus.x) == [1, 2, 3, 4] and list(focus.y) == [1, 2, 3]
-    assert focus.texttemplate == "%{z:.2f}"  # the value written in each cell
-    assert fig.layout.yaxis.autorange == "reversed"  # layer 1 on top, as in the grid of every head
-    text = fig.to_json()
-    assert "<s>" not in text and "</s>" not in text and "<b>" not in text
-    assert len(text) < 20_000
-    assert json.loads(text)["layout"]["template"]["layout"]["paper_bgcolor"] == "white"
-
-
-def test_multiples_of_a_missing_kind():
-    fig = viz.head_multiples([s for s in random_stats() if s.kind != "cross"], "cross", LABELS["cross"])
-    assert "No cross-attention heads" in fig.layout.annotations[0].text
 
 
 def test_table_rows_order_rounding_and_blanks():

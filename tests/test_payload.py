@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import viz
-from anatomy import attention_views, payload, views
+from anatomy import attention_views, payload
 from anatomy.inputs import View
 from anatomy.registry import ModelRegistry
 from tests.app_fixtures import SENTENCE, tiny_entry

@@ -39,38 +39,6 @@ def test_escape_and_labels():
     assert viz.positioned(["▁a", "▁a"]) == ["1 ▁a", "2 ▁a"]
 
 
-def test_heatmap_axes_scale_hover_and_escaping():
-    fig = viz.attention_heatmap(rows(len(QUERIES), len(SRC)), QUERIES, SRC, query_title="query: decoder position",
-                                key_title="key: source piece", highlight_row=2)
-    hm = fig.data[0]
-    assert (hm.zmin, hm.zmax) == (0.0, 1.0)
-    assert hm.colorscale[0][1] != hm.colorscale[-1][1]
-    assert fig.layout.yaxis.title.text.startswith("query") and fig.layout.xaxis.title.text.startswith("key")
-    assert list(fig.layout.xaxis.ticktext) == viz.labels(SRC)
-    assert "▁&lt;b&gt;" in fig.layout.xaxis.ticktext and "</s>" not in fig.layout.xaxis.ticktext
-    assert fig.layout.yaxis.ticktext[0] == "&lt;s&gt; ▸ ▁Two"
-    assert fig.layout.yaxis.autorange == "reversed"  # first query on top
-    assert hm.text[0][0].startswith("&lt;s&gt; ▸ ▁Two → ▁Zwei: ")  # query → key: weight
-    assert fig.layout.height and fig.layout.height >= 260
-    assert len(fig.layout.shapes) == 1  # the highlighted step
-    assert "<b>" not in fig_json(fig).replace("<b>query", "").replace("<b>key", "")
-
-
-def test_heatmap_draws_masked_cells_as_masked_not_zero():
-    n = len(TGT_READ)
-    fig = viz.attention_heatmap(causal_rows(n), QUERIES, TGT_READ, causal=True)
-    z = np.asarray(fig.data[0].z, dtype=float)
-    assert np.isnan(z[0, 1]) and np.isnan(z[2, 5]) and not np.isnan(z[3, 3])
-    assert fig.data[0].text[0][1].endswith(": masked")
-    assert fig.layout.plot_bgcolor not in (None, "white")  # what shows through the masked cells
-    assert any("mask" in a.text for a in fig.layout.annotations)
-
-
-def test_heatmap_rejects_mismatched_tokens():
-    with pytest.raises(ValueError, match="do not match"):
-        viz.attention_heatmap(rows(3, 4), ["a", "b"], ["c", "d", "e", "f"])
-
-
 def test_word_groups_and_merge_keep_rows_stochastic():
     groups = viz.word_groups(SRC)
     assert groups == [[0], [1, 2], [3], [4, 5], [6]]
@@ -93,53 +61,6 @@ def test_merge_masks_a_word_only_when_all_its_pieces_are_masked():
     np.testing.assert_allclose(merged.sum(-1), 1.0, rtol=1e-5)
     with pytest.raises(ValueError, match="partition"):
         viz.merge_attention(causal_rows(n), [[0]], g)
-
-
-def test_attention_row_fixed_scale():
-    fig = viz.attention_row(rows(1, len(SRC))[0], SRC, query=("<s>", "▁Two"), title="Step 1")
-    assert tuple(fig.layout.yaxis.range) == (0, 1)
-    assert fig.data[0].text[0].startswith("&lt;s&gt; ▸ ▁Two → ▁Zwei: ")
-    with pytest.raises(ValueError):
-        viz.attention_row([0.5, 0.5], SRC)
-
-
-def test_grid_has_every_layer_and_head_on_one_scale():
-    L, H = 3, 4
-    w = np.stack([np.stack([rows(len(QUERIES), len(SRC), seed=l * H + h) for h in range(H)]) for l in range(L)])
-    fig = viz.attention_grid(w, QUERIES, SRC)
-    assert len(fig.data) == L * H
-    assert {t.coloraxis for t in fig.data} == {"coloraxis"}
-    # one scale: whole percents 0..100, labelled as weights 0..1
-    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 100)
-    assert list(fig.layout.coloraxis.colorbar.ticktext) == ["0", "0.25", "0.5", "0.75", "1"]
-    np.testing.assert_allclose(np.asarray(fig.data[5].z, dtype=float) / 100, w[1, 1], atol=0.006)
-    titles = [a.text for a in fig.layout.annotations]
-    assert "layer 1 · head 1" in titles and f"layer {L} · head {H}" in titles
-    masked = viz.attention_grid(w[:, :, :, :len(QUERIES)], QUERIES, TGT_READ, causal=True)
-    assert len(masked.data) == 2 * L * H  # each head plus its mask overlay
-    overlay = masked.data[1]
-    assert overlay.hoverinfo == "skip" and np.asarray(overlay.z)[0, 1] == 1 and np.asarray(overlay.z)[1, 0] == 0
-    with pytest.raises(ValueError):
-        viz.attention_grid(w[0], QUERIES, SRC)
-
-
-def test_topk_bars_and_table():
-    pieces, probs = ["▁dog", "<unk>"], [0.7, 0.2]
-    fig = viz.topk_bars(pieces, probs, chosen="▁dog")
-    assert list(fig.layout.yaxis.ticktext) == ["▁dog", "&lt;unk&gt;"]
-    assert list(fig.data[0].x) == pytest.approx(probs)
-    assert fig.data[0].marker.color[0] != fig.data[0].marker.color[1]
-    table = viz.topk_table(["▁dog", "▁cat"], [pieces, pieces], [probs, probs])
-    labels = list(table.layout.yaxis.ticktext)
-    assert "color" not in labels[0] and "color" in labels[1]  # ▁cat was not in the top k: red
-    assert table.data[0].text[0][0] == "<b>▁dog</b>"
-    np.testing.assert_allclose(table.data[0].z, [probs, probs])
-    with pytest.raises(ValueError):
-        viz.topk_table(["▁dog"], [pieces, pieces], [probs, probs])
-    with pytest.raises(ValueError):
-        viz.topk_table(["▁dog", "▁cat"], [pieces, pieces], [probs])
-    with pytest.raises(ValueError):
-        viz.topk_bars(pieces, probs[:1])
 
 
 def test_positional_figures():
@@ -189,8 +110,7 @@ def test_figures_are_small_and_sized():
     L, H, T, S = 6, 8, 40, 40
     w = np.random.default_rng(1).dirichlet(np.ones(S), size=(L, H, T)).astype(np.float32)
     toks = [f"▁w{i}" for i in range(S)]
-    figs = [viz.attention_heatmap(w[0, 0], toks, toks), viz.attention_grid(w, toks, toks),
-            viz.attention_row(w[0, 0, 0], toks), viz.empty_figure("hello")]
+    figs = [viz.positional_rows(w[0, 0], toks), viz.empty_figure("hello")]
     for fig in figs:
         assert fig.layout.height > 0
         assert len(fig_json(fig)) < 500_000

@@ -4,31 +4,29 @@ Nothing here imports torch or gradio; every function takes NumPy arrays (or list
 returns a `plotly.graph_objects.Figure` with its height set. Token text is escaped
 (Plotly renders a subset of HTML in labels).
 """
-from .attention import attention_grid, attention_heatmap, attention_row, causal_mask
+from .attention import causal_mask
 from .common import empty_figure
 from .model import parameter_sunburst, training_curves
 from .positional import default_dims, positional_encoding, positional_rows, positional_similarity
-from .predictions import topk_bars, topk_table
 from .text import escape, label, labels, positioned, query_label, query_labels
 from .words import merge_attention, plain_label, plain_labels, word_groups
 
-__all__ = ["attention_heatmap", "attention_grid", "attention_row", "causal_mask",
-           "topk_table", "topk_bars", "positional_encoding", "positional_similarity", "positional_rows",
+__all__ = ["causal_mask", "positional_encoding", "positional_similarity", "positional_rows",
            "default_dims", "parameter_sunburst", "training_curves", "empty_figure", "escape", "label", "labels",
            "positioned", "query_label", "query_labels", "merge_attention", "plain_label", "plain_labels",
            "word_groups"]
 
-from .heads import STAT_LABELS, head_multiples, head_table  # noqa: E402
+from .heads import STAT_LABELS, head_table  # noqa: E402
 
-__all__ += ["head_multiples", "head_table", "STAT_LABELS"]
+__all__ += ["head_table", "STAT_LABELS"]
 
 from .architecture import architecture_diagram, parameter_markdown  # noqa: E402
 
 __all__ += ["architecture_diagram", "parameter_markdown"]
 
-from .lines import attention_lines, softmax_walk  # noqa: E402
+from .lines import softmax_walk  # noqa: E402
 
-__all__ += ["attention_lines", "softmax_walk"]
+__all__ += ["softmax_walk"]
 
 from .importance import Measure, attention_measure, importance_maps, log_prob_change  # noqa: E402
 

@@ -1,9 +1,5 @@
-"""Attention as lines (the head view of BertViz and Tensor2Tensor) and one query's softmax, stage by stage.
-
-Line view: queries in a left column, keys in a right one, one line per weight with that weight as its opacity,
-one colour per head. The page's app.js keeps only the lines of the piece under the pointer (or the tapped one):
-it finds them by their end points, so every line trace is named LINES and holds segments [query, key, gap].
-"""
+"""One query's softmax, stage by stage (the softmax walk). The line view is the viewer's
+(anatomy/viewer/figures.js)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -12,86 +8,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import ATTENTION_SCALE, COLORS, DIVERGING_SCALE, MASKED_COLOR, base_layout, empty_figure
-from .text import label, labels, query_label
-
-LINES = "lines"  # meta of the line traces: app.js filters these
-QUERIES, KEYS = "queries", "keys"  # meta of the label traces: hovering or tapping one keeps its lines
-LINE_FONT = 13  # px: piece labels stay readable on a phone
-LINE_LABEL = 12  # characters at most per label: two columns of them fit a 390 px screen
-OPACITY_STEPS = 10  # lines are grouped by opacity (one trace each): a trace has one opacity
-ROW = 26  # px per label row
-
+from .common import ATTENTION_SCALE, DIVERGING_SCALE, MASKED_COLOR, base_layout, empty_figure
+from .text import labels, query_label
 
 def stage_titles(d_k: int) -> tuple[str, ...]:
     """The walk's stage columns, short enough for a phone."""
     return "q·k", f"÷√{d_k}", "mask", "soft-<br>max"
 
-
-def head_colors(n_heads: int) -> list[str]:
-    return [COLORS[h % len(COLORS)] for h in range(n_heads)]
-
-
-def attention_lines(weights, query_tokens: Sequence, key_tokens: Sequence[str], *, heads: Sequence[int],
-                    hidden=None, title: str | None = None, note: str | None = None,
-                    query_title: str = "query", key_title: str = "key", min_weight: float = 0.02) -> go.Figure:
-    """weights (n, Tq, Tk) of the heads numbered `heads` (from 1), drawn over each other in their colours.
-
-    hidden (Tq, Tk) marks cells a mask hides: they get no line. Weights below `min_weight` get no line either
-    (they would be invisible).
-    """
-    w = np.asarray(weights, dtype=np.float32)
-    if w.ndim != 3 or w.shape[0] != len(heads) or w.shape[1:] != (len(query_tokens), len(key_tokens)):
-        raise ValueError(f"weights of shape {w.shape} do not match {len(heads)} heads, {len(query_tokens)} "
-                         f"queries and {len(key_tokens)} keys")
-    _, Tq, Tk = w.shape
-    if Tq == 0 or Tk == 0:
-        return empty_figure("Nothing to show: no tokens")
-    if hidden is not None:
-        w = np.where(np.asarray(hidden, dtype=bool), 0.0, w)
-    colors = head_colors(max(heads))
-    fig = go.Figure()
-    for n, head in enumerate(heads):
-        level = np.ceil(np.clip(w[n], 0, 1) * OPACITY_STEPS).astype(int)  # (Tq, Tk): 1..10, 0 for none
-        for step in range(1, OPACITY_STEPS + 1):
-            qi, kj = np.nonzero((level == step) & (w[n] >= min_weight))
-            if not len(qi):
-                continue
-            # plain lists, not typed arrays: app.js reads and filters the points of gd.data
-            x = [0, 1, None] * len(qi)
-            y = [c for i, j in zip(qi.tolist(), kj.tolist()) for c in (-i, -j, None)]
-            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line=dict(color=colors[head - 1], width=2),
-                                     opacity=step / OPACITY_STEPS, hoverinfo="skip", showlegend=False,
-                                     meta=LINES, legendgroup=f"head {head}"))
-    if len(heads) > 1:  # a legend entry per head colour; a click on it hides or shows that head's lines
-        for head in heads:
-            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"head {head}", meta="legend",
-                                     legendgroup=f"head {head}", line=dict(color=colors[head - 1], width=3)))
-    q_full, k_full = [query_label(q) for q in query_tokens], labels(key_tokens)
-    q_short = [query_label(q[1] if isinstance(q, tuple) else q, LINE_LABEL) for q in query_tokens]
-    k_short = labels(key_tokens, LINE_LABEL)
-    for meta, x, names, full, side in ((QUERIES, 0.0, q_short, q_full, "middle left"),
-                                       (KEYS, 1.0, k_short, k_full, "middle right")):
-        fig.add_trace(go.Scatter(
-            x=np.full(len(names), x), y=-np.arange(len(names)), mode="markers+text", text=names,
-            textposition=side, textfont=dict(size=LINE_FONT), customdata=full, meta=meta, showlegend=False,
-            marker=dict(size=9, color="#94a3b8"), hovertemplate="%{customdata}<extra></extra>"))
-    rows = max(Tq, Tk)
-    fig.update_xaxes(visible=False, range=[-0.75, 1.75], fixedrange=True)
-    fig.update_yaxes(visible=False, range=[-rows + 0.5, 1.2], fixedrange=True)
-    for x, text in ((0.0, query_title), (1.0, key_title)):
-        fig.add_annotation(x=x, y=0.7, text=f"<b>{text}</b>", showarrow=False, font=dict(size=LINE_FONT),
-                           xanchor="right" if x == 0 else "left")
-    if note:  # under the legend
-        fig.add_annotation(text=note, x=0, y=0, xref="paper", yref="paper", yanchor="top", xanchor="left",
-                           showarrow=False, font=dict(size=12, color="#52525b"),
-                           yshift=-34 if len(heads) > 1 else -4)
-    fig.update_layout(hovermode="closest", hoverdistance=-1, dragmode=False, plot_bgcolor="white",
-                      legend=dict(orientation="h", x=0, y=0, yanchor="top", font=dict(size=12), traceorder="normal"),
-                      showlegend=len(heads) > 1)
-    top, bottom = (50 if title else 20), 20 + (24 if note else 0) + (30 if len(heads) > 1 else 0)
-    return base_layout(fig, top + bottom + ROW * (rows + 1), title=title,
-                       margin=dict(l=10, r=10, t=top, b=bottom))
 
 
 def softmax_walk(q, keys, values, visible, scores, scaled, weights, output, *, key_tokens: Sequence[str],
@@ -161,4 +84,3 @@ def softmax_walk(q, keys, values, visible, scores, scaled, weights, output, *, k
     longest = min(max((len(k) for k in k_lab), default=4), 20)
     return base_layout(fig, 140 + 24 * (Tk + 2) + (24 if note else 0), title=title,
                        margin=dict(l=20 + 7 * longest, r=20, t=70 if title else 40, b=20 + (28 if note else 0)))
-

@@ -15,12 +15,14 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
                   tab's (All heads)
   view_s          a layer, head or step change, by mouse and by keyboard (slider: focus + arrow key; head
                   radio: focus + Space) → the affected figures redrawn; median over all of them
+  server_requests_per_view  the queue events a page sent to the server per such view change (the viewer draws
+                  in the page: 0)
   ablate_s        a click on a head's checkbox under Switch heads off (ABLATED_HEAD) → the translation with that
                   head off (beside the all-heads one: when its text is in the page, timed in the page as the figures
                   are) and the main heatmap drawn; ablate_all_s: every figure in view
-  server_ms       in-process: the translate handler and the open tab's figures, consumed to the last figure
-                  serialized to JSON, 1 thread, median of 5 (see app_translation: adapt it when ui/handlers.py
-                  changes)
+  server_ms       in-process: the translate handler, the drawing of its Run and the open tab, consumed to the last
+                  output serialized to JSON (figures and the trace payload), 1 thread, median of 5 (see
+                  app_translation: adapt it when ui/handlers.py changes)
   importance_ms   in-process: the Head importance tab for that translation (every head's ablation, gradient and
                   confidence, drawn and serialized), 1 thread, median of 5
   capture_ms      decode.py's natural capture of the sentence with the model's own decoding (Translator.translate,
@@ -28,10 +30,11 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
   crowdN_last_s   N raw-HTTP clients replay at once the queue events a page sent for one click (the
                   translation and the follow-up events it chains) → when the last one finished
   first_click_all_s  all_s of the first click after the server started
+  payload_kb      the trace payload the page's viewer gets for the translation (anatomy/payload.py), as JSON
 
 The last line is machine-readable (wrapped here):
 first_piece_s=… heatmap_s=… all_s=… view_s=… ablate_s=… ablate_all_s=… server_ms=… importance_ms=…
-capture_ms=… crowd16_last_s=… first_click_all_s=…
+capture_ms=… crowd16_last_s=… first_click_all_s=… server_requests_per_view=… payload_kb=…
 A figure that cannot be measured (not drawn in time, a control that did not change, a failed visitor, handlers
 that moved) ends the run at once with the reason and exit status 1: no figure is ever left out or guessed.
 
@@ -362,7 +365,8 @@ def app_translation(h: Handlers, key: str, own: Decoding) -> Callable[[str], int
 
     Returns a function that runs, as the page's Translate click does on the server, the translate handler to its
     last output, the drawing of that Run (`show`), then the open tab's figures (`tab_view`, All heads on a fresh
-    page), and serializes every figure to JSON (returns the bytes, so nothing is optimised away)."""
+    page), and serializes every figure and the trace payload to JSON (returns the bytes, so nothing is optimised
+    away)."""
     from gradio.components.plot import PlotData
 
     from anatomy.inputs import View
@@ -378,9 +382,11 @@ def app_translation(h: Handlers, key: str, own: Decoding) -> Callable[[str], int
         asked = Inputs(settings, view=view, signal=StopSignal())  # All heads: a fresh page's tab
         *_, made = h.translate_page(asked)
         page = Inputs(settings, view=view, run=made[h.page.run], signal=asked.signal)
-        outputs = list(h.show(page).values())
-        outputs += h.tab_view(page).values()
-        return sum(len(v.model_dump_json()) for v in outputs if isinstance(v, PlotData))
+        shown = h.show(page)
+        outputs = [*shown.values(), *h.tab_view(page).values()]
+        payload = shown.get(h.page.trace_data) if hasattr(h.page, "trace_data") else None
+        return (sum(len(v.model_dump_json()) for v in outputs if isinstance(v, PlotData))
+                + (len(json.dumps(payload)) if payload is not None else 0))
 
     return run
 
@@ -556,7 +562,8 @@ def measure(args: argparse.Namespace) -> str:
             importance = importance_ms(h, key, text, own)
             print(f"in-process, 1 thread: capture {capture:.1f} ms, translate handler + figures {server:.1f} ms, "
                   f"head importance tab {importance:.1f} ms")
-            first, warm, views, joins = browse(args, url, key, text, expected, ablated)
+            first, warm, views, joins, per_view = browse(args, url, key, text, expected, ablated)
+            payload = payload_kb(h, key, text, own)
             events = translation_events(joins, text)
             if not events:
                 raise MeasurementFailed("crowd: the page sent no Translate event to replay")
@@ -572,17 +579,18 @@ def measure(args: argparse.Namespace) -> str:
             f"all_s={figures['all_s']:.2f} view_s={statistics.median(views):.2f} "
             f"ablate_s={figures['ablate_s']:.2f} ablate_all_s={figures['ablate_all_s']:.2f} server_ms={server:.1f} "
             f"importance_ms={importance:.1f} "
-            f"capture_ms={capture:.1f} crowd{args.crowd}_last_s={crowd_s:.2f} first_click_all_s={first['all_s']:.2f}")
+            f"capture_ms={capture:.1f} crowd{args.crowd}_last_s={crowd_s:.2f} first_click_all_s={first['all_s']:.2f} "
+            f"server_requests_per_view={statistics.mean(per_view):.2f} payload_kb={payload:.1f}")
 
 
 def browse(args: argparse.Namespace, url: str, key: str, text: str, expected: dict,
-           ablated: dict) -> tuple[dict, list[dict], list[float], list]:
+           ablated: dict) -> tuple[dict, list[dict], list[float], list, list[float]]:
     """The first click, then --runs warm clicks with view changes and a head switched off, each on a fresh page:
-    the first click's times, the warm clicks' times (with the head's), every view change's seconds, and the queue
-    events of the last warm page."""
+    the first click's times, the warm clicks' times (with the head's), every view change's seconds, the queue
+    events of the last warm page, and each warm page's queue events per view change."""
     from playwright.sync_api import sync_playwright
 
-    first, warm, views, joins = {}, [], [], []
+    first, warm, views, joins, per_view = {}, [], [], [], []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=args.chromium, args=BROWSER_ARGS)
         for run in range(args.runs + 1):
@@ -598,6 +606,8 @@ def browse(args: argparse.Namespace, url: str, key: str, text: str, expected: di
                 page.page.wait_for_timeout(1000)  # the events the click chains have all been sent
                 joins = list(page.joins)
                 changed = view_changes(page, expected, args.view_timeout)
+                page.page.wait_for_timeout(1000)  # any event a change sent has been sent
+                per_view.append((len(page.joins) - len(joins)) / len(changed))
                 views += changed.values()
                 times.update(ablate(page, ablated, args.view_timeout))
                 print(f"warm {run}: " + ", ".join(f"{k} {v:.2f}" for k, v in {**times, **changed}.items()) + " s")
@@ -609,7 +619,20 @@ def browse(args: argparse.Namespace, url: str, key: str, text: str, expected: di
             finally:
                 page.close()
         browser.close()
-    return first, warm, views, joins
+    return first, warm, views, joins, per_view
+
+
+def payload_kb(h: Handlers, key: str, text: str, own: Decoding) -> float:
+    """KB of the trace payload that the page's viewer gets for the translation (0 for a revision without one)."""
+    from anatomy.run import StopSignal
+    from ui.values import Inputs, PageSettings
+
+    if not hasattr(h.page, "trace_data"):
+        return 0.0
+    settings = PageSettings(key=key, text=text, beam=own.beam_size, length_penalty=own.length_penalty)
+    *_, made = h.translate_page(Inputs(settings))
+    shown = h.show(Inputs(settings, run=made[h.page.run], signal=StopSignal()))
+    return len(json.dumps(shown[h.page.trace_data], ensure_ascii=False).encode("utf-8")) / 1000
 
 
 def translation_events(joins: list[tuple[str, dict]], text: str) -> list[dict]:

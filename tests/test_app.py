@@ -309,7 +309,7 @@ def test_tabs_are_drawn_when_opened(tiny):
     heads = tiny.tab_view(Inputs(run=run, settings=de_en, view=View.of("encoder", 1, "mean", False)))
     assert set(heads) == {p.pick_head}
     assert set(tiny.tab_view(Inputs(run=run, tab=Tab.STATS, settings=de_en, view=cross))) == {p.stats}
-    assert tiny.tab_view(Inputs(run=run, tab=Tab.PREDICTIONS, settings=de_en, view=cross)) == {}
+    assert tiny.tab_view(Inputs(run=run, tab=Tab.PREDICTIONS, settings=de_en, view=cross)) == gr.skip()
     positional = tiny.tab_view(Inputs(run=run, tab=Tab.POSITIONAL, settings=de_en, view=cross, dims=(0, 1, 9)))
     assert len(json.loads(positional[p.pe].plot)["data"]) == 1 + 3
     assert len(json.loads(positional[p.pe_rows].plot)["layout"]["yaxis"]["ticktext"]) == len(run.trace.source_tokens)

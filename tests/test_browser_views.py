@@ -250,7 +250,8 @@ def test_a_view_change_draws_each_figure_once_already_fitted(page, url, key):
         const hook = () => document.querySelectorAll('.js-plotly-plot').forEach(gd => {
           if (gd.__counted || !gd.on) return;
           gd.__counted = true;
-          gd.on('plotly_afterplot', () => { if (gd.isConnected) window.__draws.push(gd.closest('[id]').id); });
+          const named = () => gd.closest('.block[id]').id;  // the component's elem_id
+          gd.on('plotly_afterplot', () => { if (gd.isConnected) window.__draws.push(named()); });
         });
         new MutationObserver(hook).observe(document, {childList: true, subtree: true}); })()""")
     page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}", wait_until="domcontentloaded")

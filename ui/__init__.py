@@ -66,7 +66,7 @@ def page_script() -> str:
     options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": f"gradio_api/file={offline.PLOTLY_JS}"}
     return ("() => {\n" + bundle.script("host") +
             f"const viewer = viewer_host.createHost(Object.assign({json.dumps(options)}, "
-            "{askWalk: () => document.querySelector('#walk-ask')?.click()}));\n"
+            "{askWalk: () => document.querySelector('#walk-ask')?.click(), loaded: () => window.anatomy.scan()}));\n"
             f"({(STATIC / 'app.js').read_text(encoding='utf-8')})(viewer);\n}}")
 
 

@@ -229,8 +229,10 @@ class Handlers:
         yield {**made, **self.present(run, dataclasses.replace(i.view, step=run.step))}
         # what tab_view would read from the controls that present has just set (tab_view fits the rest to the run)
         opened = dataclasses.replace(i.view, step=run.step, query=min(i.view.query, len(run.trace.source_tokens)))
-        yield self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin),
+        tab = self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin),
                                                 judged=made.get(p.judged, i.judged), view=opened))
+        if tab != gr.skip():
+            yield tab
 
     @staticmethod
     def every_head_on() -> list[str]:
@@ -449,7 +451,7 @@ class Handlers:
         key = i.settings.key if i.settings.key in self.registry.entries else self.registry.default_key
         if i.run is not None:
             i = dataclasses.replace(i, view=views.fitted(i.view, i.run.trace))
-        return self._tab(i, key)
+        return self._tab(i, key) or gr.skip()  # an empty dict would read as one value
 
     def _tab(self, i: Inputs, key: str) -> dict:
         """The figures of the tab `i` has open, for the model `key` (the view fitted to the shown trace, if any)."""

@@ -10,9 +10,10 @@ import {readPayload} from "./payload.js";
 /**
  * A host drawing into the page's figure boxes: an element with the box's id holding a `.anatomy-plot` (Plotly
  * draws there) or, for the output so far, `.anatomy-chips`.
- * @param {{look: import("./figures.js").Look, config: Object, plotly: string, askWalk: function(): void}} options
- *   `plotly`: where Plotly.js is, loaded when the page has none yet; `askWalk`: asks the server for the walk of
- *   the view
+ * @param {{look: import("./figures.js").Look, config: Object, plotly: string, askWalk: function(): void,
+ *   loaded: function(): void}} options  `plotly`: where Plotly.js is, loaded when the page has none yet;
+ *   `askWalk`: asks the server for the walk of the view; `loaded`: called once that Plotly.js has loaded (the
+ *   page's script then wraps it and draws)
  */
 export function createHost(options) {
   const {look, config} = options;
@@ -26,7 +27,7 @@ export function createHost(options) {
     if (!loading && options.plotly) {
       loading = true;
       const script = Object.assign(document.createElement("script"), {src: options.plotly});
-      script.onload = () => refresh();
+      script.onload = () => options.loaded();
       document.head.appendChild(script);
     }
     return null;

@@ -13,7 +13,7 @@
       viewer.set('twin', twin);
       viewer.set('walk', walk);
       viewer.view({kind, layer, head, merge, step, plain, hide, display, query});
-      viewer.refresh();
+      A.scan();  // the viewer draws, then each new figure is hooked and fitted
     },
     // Presenter mode (a talk must not wait on the server): toggles the page's class and scales every Plotly
     // figure's fonts and margins by `scale`, figures no taller than the window (the large view exactly as tall),
@@ -43,7 +43,7 @@
       return {font, title: layout.title?.font?.size ?? Math.round(font * 1.4), height: layout.height ?? 450,
               l: m.l ?? 80, r: m.r ?? 80, t: m.t ?? 100, b: m.b ?? 80,
               notes: (layout.annotations || []).map(a => a.font?.size ?? font),
-              text: data.map(t => t.textfont?.size || null),
+              text: data.map(t => t.textfont?.size || null), colorbars: data.map(t => t.colorbar || null),
               yticks: layout.yaxis?.ticktext, xangle: layout.xaxis?.tickangle,
               ytitle: layout.yaxis ? layout.yaxis.title?.text ?? '' : undefined, titleText: layout.title?.text};
     },
@@ -90,8 +90,11 @@
       // fixed at first draw, so the figure fills its container again
       const height = !A.on ? Math.min(b.height, Math.round(mode.fold))
         : mode.large ? mode.room : Math.min(Math.round(b.height * k), mode.room);
+      // narrow: a colorbar without its title and with every other tick leaves the plot its width
+      const colorbars = b.colorbars.map(c => c && (mode.narrow ? Object.assign({}, c, {title: {text: ''}, thickness: 8},
+        c.tickvals ? {tickvals: c.tickvals.filter((_, i) => i % 2 === 0)} : {}) : c));
       return {layout: Object.assign({autosize: true, width: null}, A.sized(gd, b, k, height, mode.narrow)),
-              text: b.text.map(s => s && s * k)};
+              text: b.text.map(s => s && s * k), colorbars};
     },
     fit(gd) {
       if (!gd._fullLayout || !window.Plotly || !gd.offsetParent) return;  // hidden (another tab): when shown
@@ -101,18 +104,23 @@
       const mode = A.modeOf(gd);
       if (gd.anatomyMode === mode.key) return;
       gd.anatomyMode = mode.key;
-      const {layout, text} = A.update(gd, gd.anatomyBase, mode);
-      if (A.holds(gd, layout)) return;
+      const {layout, text, colorbars} = A.update(gd, gd.anatomyBase, mode);
+      const bars = colorbars.flatMap((c, i) => c && gd.data[i] && JSON.stringify(gd.data[i].colorbar) !== JSON.stringify(c)
+        ? [i] : []);
+      if (A.holds(gd, layout) && !bars.length) return;
       Plotly.relayout(gd, layout).then(() => {
+        if (bars.length) return Plotly.restyle(gd, {colorbar: bars.map(i => colorbars[i])}, bars);
+      }).then(() => {
         if (text.some(s => s)) return Plotly.restyle(gd, {'textfont.size': text});
       }).catch(() => {});
     },
     // A new figure of the page, fitted to its mode before its first drawing (else it would be drawn twice).
     prefit(gd, data, layout) {
       if (!gd.offsetParent || !gd.matches('[data-testid=plotly]') || !gd.parentElement) return;
-      const base = A.base(data, layout), mode = A.modeOf(gd), {layout: u, text} = A.update(gd, base, mode);
+      const base = A.base(data, layout), mode = A.modeOf(gd), {layout: u, text, colorbars} = A.update(gd, base, mode);
       Object.entries(u).forEach(([path, v]) => { if (v !== null) A.put(layout, path, v); });
       text.forEach((size, i) => { if (size) data[i].textfont = Object.assign({}, data[i].textfont, {size}); });
+      colorbars.forEach((c, i) => { if (c) data[i].colorbar = c; });
       Object.assign(gd, {anatomyLayout: layout, anatomyBase: base, anatomyMode: mode.key});
     },
     // Once plotly.js is loaded (with the first figure): Gradio draws every new figure with Plotly.react and then

@@ -190,3 +190,53 @@ def test_hiding_special_tokens_everywhere_and_from_a_link(browser, url, key):
     page.wait_for_selector("#head-stats [data-testid=cell-0-0]")
     assert "special tokens" in page.locator("#head-stats").inner_text()
     assert not page.errors, page.errors
+
+
+def test_the_app_draws_the_trace_s_values_for_every_kind_with_words_and_hiding_and_asks_the_server_nothing(
+        browser, url, key, shipped):
+    """The page's viewer, read back from the drawn heatmap: each kind at layer 1, head 2, step 2, words and special
+    tokens on and off, against the Python views of the same translation (as the payload carries it, uint8); no view
+    change sends anything to the server."""
+    import dataclasses
+
+    import numpy as np
+
+    from anatomy import attention_views, payload
+    from anatomy.inputs import View
+    from transformer.kinds import KINDS
+
+    entry = shipped.anatomy.registry.get(key)
+    translator = shipped.anatomy.registry.translator(key, "auto")[0]
+    trace = translator.translate(SENTENCE, beam_size=entry.decoding.beam_size,
+                                 length_penalty=entry.decoding.length_penalty)
+    stored = dataclasses.replace(trace, **{k.trace_field: payload.quantised(trace.attention(k.name).weights) / 255
+                                           for k in KINDS})
+    page = open_page(browser, url, {"text": SENTENCE, "direction": key, "layer": 1, "head": 2, "step": 2})
+    wait_title(page, "heatmap", "layer 1, head 2")
+    assert page.evaluate("document.querySelector('#translation textarea').value") == trace.text
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "/queue/join" in r.url else None)
+    for kind, name in KIND_NAMES.items():
+        page.locator("#kind").get_by_label(name).check()
+        for merge, hide in ((False, False), (True, False), (False, True), (True, True)):
+            page.locator("#merge input").set_checked(merge)
+            page.locator("#hide input").set_checked(hide)
+            title = f"{name} · layer 1, head 2" + (" · words" if merge else "") + (" · special" if hide else "")
+            page.wait_for_function(f"{GD}.layout.title.text.startsWith({title!r})"
+                                   + ("" if hide else f" && !{GD}.layout.title.text.includes('special')"))
+            want = attention_views.matrix(stored, View.of(kind, 1, "2", merge, 2, hide=hide)).weights
+            z = np.array(page.evaluate(f"{GD}.data[0].z"), dtype=float)
+            drawn = np.where(np.isnan(z), 0.0, z)  # a masked cell is drawn as no value
+            assert drawn.shape == want.shape and np.abs(drawn - want).max() < 1e-6, (kind, merge, hide)
+    kind_events = [u for u in asked]  # the kind's help and layer range: two events per kind change
+    assert len(kind_events) <= 2 * len(KIND_NAMES), kind_events
+    before = len(asked)
+    page.locator("#head").get_by_label("1", exact=True).check()
+    wait_title(page, "heatmap", "layer 1, head 1")
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("ArrowLeft")  # the step
+    wait_title(page, "step-cross", "Step 1 ")
+    page.wait_for_timeout(500)
+    assert len(asked) == before, asked[before:]  # a head or step change: drawn in the page only
+    assert not page.errors, page.errors
+    page.context.close()

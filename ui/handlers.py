@@ -1,10 +1,11 @@
 """What each event does. Handlers return dicts keyed by component (a component left out is left as it is).
 
-Four kinds of event (see wiring.py for the rule): the model's (one at a time across visitors: translate, inspect, a
-beam candidate, a link, the untrained twin, head importance, the softmax walk's q, k, v, the API), drawing a Run
-(show, outside the model's slot; switching heads off draws its Run in the same event), slow-motion replays (replay,
-a bounded group of their own), and view changes (per visitor, latest wins). Direction, text and settings of what is
-on screen come from the Run, never from the controls, which may have changed since.
+Three kinds of event (see wiring.py for the rule): the model's (one at a time across visitors: translate, inspect, a
+beam candidate, a link, the untrained twin, head importance, the softmax walk, the API), sending a Run to the page
+(show: its trace payload, which the page's viewer draws, outside the model's slot; switching heads off sends its
+Run in the same event), and slow-motion replays (replay, a bounded group of their own). A view change is drawn in
+the browser and reaches no handler. Direction, text and settings of what is on screen come from the Run, never from
+the controls, which may have changed since.
 """
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ import gradio as gr
 import viz
 from anatomy import (ablation_views, architecture_views, attention_views, engine, export, head_views, offline,
                      positional_views, training_views, views)
-from anatomy.payload import trace_payload
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
+from anatomy.payload import trace_payload
 from anatomy.registry import ModelRegistry
 from anatomy.run import Ablation, Judged, Run, StopSignal, Twin, Vectors
 from transformer import HeadVectors, Trace, Translator
@@ -38,7 +39,7 @@ from .values import Inputs, PageSettings, Tab
 # While streaming, the text and chips are sent at most every TEXT_INTERVAL seconds (several pieces at once only
 # when decoding outpaces that); figures are drawn once the trace is complete, outside the model's slot.
 TEXT_INTERVAL = 0.05
-# The values of the page's triggers (walk_ask, replay), each new: a gr.State's .change fires only on a changed value.
+# The values of the page's trigger (replay), each new: a gr.State's .change fires only on a changed value.
 ASKS = itertools.count(1)
 
 
@@ -87,7 +88,7 @@ class Handlers:
               notices: list[str] | tuple[str, ...] = (), **run) -> dict:
         """The outputs of a model event: the new Run (its notices after the request's own), and what the page `i`
         shows needs of a model for it, made here in the model's slot: the untrained twin's trace when its tab is
-        open, head importance when its tab is, the softmax walk's q, k, v when the large view shows the walk."""
+        open, head importance when its tab is (the softmax walk is asked for by the viewer: `walk`)."""
         p, entry = self.page, self.registry.get(request.key)
         new = Run(request, trace, showing, tuple(views.run_notices(entry, trace, [*request.notices, *notices])),
                   time.perf_counter() - start, **run)

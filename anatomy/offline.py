@@ -30,7 +30,7 @@ from viz.heads import PANELS, SIGNED
 
 from . import architecture_views, attention_views, bundle, training_views, views
 from .inputs import DISPLAYS, PAGE_KINDS, View
-from .payload import checkpoint_id, finite, trace_payload
+from .payload import checkpoint_id, finite, positional, trace_payload
 from .registry import ModelEntry, shown_path
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -111,8 +111,7 @@ def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view
         "stats": {"headers": headers, "rows": [[finite(v) for v in row] for row in rows],
                   "keys": list(viz.STAT_LABELS), "panels": list(PANELS), "signed": sorted(SIGNED),
                   "definitions": [[viz.STAT_LABELS[k], t] for k, t in DEFINITIONS.items()]},
-        "positional": {"d_model": c.d_model, "max_len": c.max_len, "layout": c.pe_layout,
-                       "dims": viz.default_dims(c.d_model)},
+        "positional": positional(c),  # the rows of the payload's source
         # a translation stopped before its first piece is drawn as if at step 1 (a tensor has no length 0)
         "figures": {"architecture": _figure(architecture_views.architecture(
                         c, max(len(trace.source_tokens), 1), max(len(trace.target_tokens), 1), ARCHITECTURE_CAPTION)),

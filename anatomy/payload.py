@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+import viz
 from transformer import Trace
 from transformer.analysis import trace_head_statistics
 from transformer.kinds import KINDS, AttentionKind
@@ -120,6 +121,14 @@ def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list
         "kinds": [_kind(trace, kind) for kind in KINDS],
         "stats": [{k: finite(v) for k, v in dataclasses.asdict(s).items()} for s in trace_head_statistics(trace)],
     }
+
+
+def positional(config, source: list[str] | None = None) -> dict:
+    """The positional encoding as the viewer draws it (figures.js `positional`, from the paper's formula): the
+    model's width, table length and layout, the dimensions drawn as curves unless others are chosen, and the source
+    pieces whose rows it shows (None: no translation of this model is shown)."""
+    return {"d_model": config.d_model, "max_len": config.max_len, "layout": config.pe_layout,
+            "dims": viz.default_dims(config.d_model), "source": None if source is None else list(source)}
 
 
 def to_json(payload: dict) -> str:

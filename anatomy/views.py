@@ -2,7 +2,7 @@
 the output as chips and text, the page's choices and the notices of a run. Steps count from 1.
 
 The views themselves, one module per family: attention_views (the explorer, its step panels and export names),
-head_views (head statistics), positional_views, architecture_views, training_views.
+head_views (head statistics), architecture_views, training_views.
 """
 from __future__ import annotations
 

@@ -310,11 +310,12 @@ def test_tabs_are_drawn_when_opened(tiny):
     assert set(heads) == {p.pick_head}
     assert set(tiny.tab_view(Inputs(run=run, tab=Tab.STATS, settings=de_en, view=cross))) == {p.stats}
     assert tiny.tab_view(Inputs(run=run, tab=Tab.PREDICTIONS, settings=de_en, view=cross)) == gr.skip()
-    positional = tiny.tab_view(Inputs(run=run, tab=Tab.POSITIONAL, settings=de_en, view=cross, dims=(0, 1, 9)))
-    assert len(json.loads(positional[p.pe].plot)["data"]) == 1 + 3
-    assert len(json.loads(positional[p.pe_rows].plot)["layout"]["yaxis"]["ticktext"]) == len(run.trace.source_tokens)
+    positional = tiny.tab_view(Inputs(run=run, tab=Tab.POSITIONAL, settings=de_en, view=cross))[p.pe_data]
+    c = tiny.registry.get("de-en").config
+    assert positional == {"d_model": c.d_model, "max_len": c.max_len, "layout": "interleaved",
+                          "dims": [4, 5, 8, 12, 16], "source": run.trace.source_tokens}
     other = tiny.tab_view(Inputs(run=run, tab=Tab.POSITIONAL, settings=en_de, view=cross))
-    assert p.pe_rows not in other  # the shown trace is of another model
+    assert other[p.pe_data]["source"] is None  # the shown trace is of another model
     changed = tiny.direction_changed(Inputs(run=run, tab=Tab.ARCHITECTURE, settings=en_de, view=cross))
     assert "English → German" in changed[p.card] and "English" in changed[p.text]["placeholder"]
     assert len(changed[p.pe_dims]["choices"]) == tiny.registry.get("en-de").config.d_model

@@ -368,23 +368,27 @@ def test_the_untrained_twin_reads_every_source_piece_of_an_opus_mt_model(folder,
     assert forced.source_ids == trace.source_ids
 
 
+@pytest.mark.slow  # node draws
 def test_the_positional_encoding_tab_shows_the_models_own_split_table(pair):
     """opus-mt adds all sines, then all cosines: the tab draws that table, the rows this input got and the right
     sin/cos names."""
     import numpy as np
 
-    from anatomy import positional_views
+    from anatomy.inputs import View
+    from anatomy.payload import positional
+    from tests import viewer
 
     _, _, ours = pair
     c, pe = ours.config, ours.model.pe.numpy()
     trace = ours.translate(SENTENCES[0], max_new_tokens=2)
-    rows = positional_views.pe_rows(c, trace.source_tokens).data[0].z
-    np.testing.assert_allclose(rows, pe[:len(trace.source_tokens)], atol=1e-6)
-    curves = positional_views.pe_curves(c, (1, c.d_model // 2 + 1)).data
-    np.testing.assert_allclose(curves[0].z, pe, atol=1e-6)
-    assert [t.name.split(" (")[1].split(",")[0] for t in curves[1:]] == ["sin", "cos"]
+    shown = viewer.drawn(None, [View()], positional=positional(c, trace.source_tokens),
+                         dims=["1", str(c.d_model // 2 + 1)])[0]
+    np.testing.assert_allclose(shown["pe-rows"]["data"][0]["z"], pe[:len(trace.source_tokens)], atol=1e-6)
+    curves = shown["pe"]["data"]
+    np.testing.assert_allclose(curves[0]["z"], pe, atol=1e-6)
+    assert [t["name"].split(" (")[1].split(",")[0] for t in curves[1:]] == ["sin", "cos"]
     dim_1 = np.sin(np.arange(c.max_len) / 10000 ** (2 / c.d_model))  # split: dim 1 is the second sine
-    np.testing.assert_allclose(curves[1].y, dim_1, atol=1e-6)
+    np.testing.assert_allclose(curves[1]["y"], dim_1, atol=1e-6)
 
 
 OPUS_CARD = "# opus-mt-de-en\n\n* source languages: de\n*  dataset: opus\n* model: transformer-align\n"

@@ -72,7 +72,8 @@ def test_attention_travels_as_uint8_within_1_510_of_the_trace(trace, entry):
         assert np.abs(stored / 255 - exact).max() <= 1 / 510 + 1e-7
     assert len(data["top_k"]) == STEPS and all(len(row) == 5 for row in data["top_k"])
     assert len(page["stats"]["rows"]) == sum(np.prod(trace.attention(k.name).weights.shape[:2]) for k in KINDS)
-    assert page["positional"] == {"d_model": 32, "max_len": 64, "layout": "interleaved", "dims": [4, 5, 8, 12, 16]}
+    assert page["positional"] == {"d_model": 32, "max_len": 64, "layout": "interleaved", "dims": [4, 5, 8, 12, 16],
+                                  "source": None}  # the rows of the payload's source
     assert data["pieces"]["source"] == trace.source_tokens and data["pieces"]["output"] == trace.output_tokens
 
 

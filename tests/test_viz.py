@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 
 import viz
+from anatomy.inputs import View
+from tests import viewer
+from tests.viewer import needs_node
 from viz.attention import causal_mask
 
 SRC = ["▁Zwei", "▁Hund", "e", "▁<b>", "▁spielen", ".", "</s>"]
@@ -63,24 +66,35 @@ def test_merge_masks_a_word_only_when_all_its_pieces_are_masked():
         viz.merge_attention(causal_rows(n), [[0]], g)
 
 
-def test_positional_figures():
+def test_positional_default_dims():
+    assert viz.default_dims(32) == [4, 5, 8, 12, 16]  # a sin/cos pair, then slower sines
+    assert viz.default_dims(256) == [32, 33, 64, 96, 128]
+
+
+@pytest.mark.slow  # node draws
+@needs_node
+@pytest.mark.parametrize("layout", ["interleaved", "split"])
+def test_the_viewer_draws_the_model_s_own_positional_table(layout):
+    """The viewer computes PE from the paper's formula in the model's own layout: the table, the chosen curves
+    (sin or cos by the layout), the similarity of positions and the rows an input got, as the model adds them."""
     from transformer.model import sinusoidal_positional_encoding
 
-    pe = sinusoidal_positional_encoding(50, 32).numpy()
-    dims = viz.default_dims(32)
-    assert dims == [4, 5, 8, 12, 16]  # a sin/cos pair, then slower sines
-    assert viz.default_dims(256) == [32, 33, 64, 96, 128]
-    fig = viz.positional_encoding(pe, dims=[0, 1, 6])
-    assert np.asarray(fig.data[0].z).shape == (50, 32)
-    assert len(fig.data) == 1 + 3 and "sin" in fig.data[1].name and "cos" in fig.data[2].name
-    with pytest.raises(ValueError, match="out of range"):
-        viz.positional_encoding(pe, dims=[32])
-    sim = np.asarray(viz.positional_similarity(pe).data[0].z)
-    np.testing.assert_allclose(sim, sim.T, atol=1e-6)
-    np.testing.assert_allclose(np.diag(sim), 0.5, atol=1e-5)  # sin² + cos² over d/2 pairs, / d
-    rows_fig = viz.positional_rows(pe, SRC)
-    assert np.asarray(rows_fig.data[0].z).shape == (len(SRC), 32)
-    assert "▁&lt;b&gt;" in " ".join(rows_fig.layout.yaxis.ticktext)
+    pe = sinusoidal_positional_encoding(50, 32, layout).numpy()
+    positional = {"d_model": 32, "max_len": 50, "layout": layout, "dims": viz.default_dims(32), "source": SRC}
+    shown, default = viewer.drawn(None, [View(), View()], positional=positional, dims=["1", "17", "99", "x"]), \
+        viewer.drawn(None, [View()], positional=positional)[0]
+    shown = shown[0]
+    np.testing.assert_allclose(shown["pe"]["data"][0]["z"], pe, atol=1e-6)
+    curves = shown["pe"]["data"][1:]
+    assert [c["name"].split(" (")[1].split(",")[0] for c in curves] == (
+        ["cos", "sin"] if layout == "interleaved" else ["sin", "cos"])  # 99 and "x" are not dimensions
+    np.testing.assert_allclose(curves[0]["y"], pe[:, 1], atol=1e-6)
+    assert len(default["pe"]["data"]) == 1 + len(viz.default_dims(32))
+    sim = np.array(shown["pe-similarity"]["data"][0]["z"])
+    np.testing.assert_allclose(sim, pe @ pe.T / 32, atol=1e-6)
+    rows = shown["pe-rows"]
+    np.testing.assert_allclose(rows["data"][0]["z"], pe[:len(SRC)], atol=1e-6)
+    assert "▁&lt;b&gt;" in " ".join(rows["layout"]["yaxis"]["ticktext"])
 
 
 def test_model_figures():
@@ -107,10 +121,8 @@ def test_model_figures():
 
 def test_figures_are_small_and_sized():
     """Every figure sets its own height (gr.Plot has none) and stays far below 500 KB of JSON."""
-    L, H, T, S = 6, 8, 40, 40
-    w = np.random.default_rng(1).dirichlet(np.ones(S), size=(L, H, T)).astype(np.float32)
-    toks = [f"▁w{i}" for i in range(S)]
-    figs = [viz.positional_rows(w[0, 0], toks), viz.empty_figure("hello")]
+    toks = [f"▁w{i}" for i in range(40)]
+    figs = [viz.parameter_sunburst([(t, 10) for t in toks]), viz.empty_figure("hello")]
     for fig in figs:
         assert fig.layout.height > 0
         assert len(fig_json(fig)) < 500_000

@@ -24,15 +24,17 @@ def as_view(view: View) -> dict:
             "plain": view.plain, "hide": view.hide, "display": view.display, "query": view.query}
 
 
-def drawn(payload: dict, views: list[View], twin: dict | None = None, walk: dict | None = None) -> list[dict]:
+def drawn(payload: dict | None, views: list[View], twin: dict | None = None, walk: dict | None = None,
+          positional: dict | None = None, dims: list[str] | None = None) -> list[dict]:
     """For each view: {box id: its figure ({data, layout}) as the page draws it, "partial": the output so far,
-    "view": the view fitted}."""
+    "view": the view fitted}; the positional encoding's boxes with `positional` (and the chosen `dims`)."""
     if NODE is None:
         pytest.skip("node is not installed")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "draw.json"
-        path.write_text(json.dumps({"data": {"payload": payload, "twin": twin, "walk": walk}, "look": offline.look(),
-                                    "views": [as_view(v) for v in views]}), encoding="utf-8")
+        path.write_text(json.dumps({"data": {"payload": payload, "twin": twin, "walk": walk, "positional": positional},
+                                    "look": offline.look(), "views": [dict(as_view(v), dims=dims) for v in views]}),
+                        encoding="utf-8")
         done = subprocess.run([NODE, str(ROOT / "tests" / "js" / "draw.mjs"), str(path)], capture_output=True,
                               text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -22,10 +22,10 @@ import gradio as gr
 
 import viz
 from anatomy import (ablation_views, architecture_views, attention_views, engine, export, head_views, offline,
-                     positional_views, training_views, views)
+                     training_views, views)
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
-from anatomy.payload import trace_payload
+from anatomy.payload import positional, trace_payload
 from anatomy.registry import ModelRegistry
 from anatomy.run import Ablation, Judged, Run, StopSignal, Twin, Vectors
 from transformer import HeadVectors, Trace, Translator
@@ -218,7 +218,7 @@ class Handlers:
 
     def ablate_page(self, values: Inputs | dict):
         """`ablate` and the new Run as `show` sends it, then the open tab as `tab_view` makes it (run, heads off,
-        tab, twin, direction, dims, view). One event, not three chained ones: the page asked for each next one only
+        tab, twin, direction, view). One event, not three chained ones: the page asked for each next one only
         after the last one was done. It holds the model's slot (the Head importance tab's passes are made by
         `ablate`)."""
         p, i = self.page, Inputs.of(self.page, values)
@@ -444,7 +444,7 @@ class Handlers:
         return Tab.of(getattr(evt.target, "id", None))
 
     def tab_view(self, values: Inputs | dict):
-        """The open tab's contents (run, twin, judged, tab, direction, dims, view): figures of the shown trace, or
+        """The open tab's contents (run, twin, judged, tab, direction, view): figures of the shown trace, or
         of the chosen model; after a slow-motion replay, not while it plays."""
         i = Inputs.of(self.page, values)
         if i.run is not None and i.run.replay:
@@ -495,12 +495,8 @@ class Handlers:
             # the viewer draws both from the two payloads, as the view asks
             return {p.twin_data: trace_payload(twin.trace, self.registry.get(run.request.key), run.request.text),
                     p.compare_text: self._compare_text(run, twin)}
-        if tab == Tab.POSITIONAL:
-            out = {p.pe: plot(positional_views.pe_curves(entry.config, i.dims)),
-                   p.pe_sim: plot(positional_views.pe_similarity(entry.config))}
-            if same:
-                out[p.pe_rows] = plot(positional_views.pe_rows(entry.config, trace.source_tokens))
-            return out
+        if tab == Tab.POSITIONAL:  # the viewer computes the table from the paper's formula and draws it
+            return {p.pe_data: positional(entry.config, trace.source_tokens if same else None)}
         if tab == Tab.ARCHITECTURE:
             if same:
                 arch = architecture_views.architecture(entry.config, len(trace.source_tokens),
@@ -540,18 +536,12 @@ class Handlers:
                p.pe_dims: gr.update(choices=[str(d) for d in range(entry.config.d_model)],
                                     value=[str(d) for d in chosen])}
         if i.tab.shows_model:
-            out.update(self._tab(dataclasses.replace(i, dims=chosen), entry.key))
+            out.update(self._tab(i, entry.key))
         return out
 
     def _placeholder(self, key) -> str:
         entry = self.registry.get(key)
         return f"Type a {views.language(entry.source_lang)} sentence, e.g. {(entry.examples or [''])[0]}"
-
-    def dims(self, values: Inputs | dict):
-        """The positional-encoding curves of the chosen dimensions (direction, dims)."""
-        i = Inputs.of(self.page, values)
-        entry = self.registry.get(i.settings.key if i.settings.key in self.registry.entries else None)
-        return plot(positional_views.pe_curves(entry.config, i.dims))
 
     # ---- links ----
 

@@ -147,9 +147,10 @@ class Page:
     cmp_trained: gr.HTML
     cmp_untrained: gr.HTML
     pe_dims: gr.Dropdown
-    pe: gr.Plot
-    pe_sim: gr.Plot
-    pe_rows: gr.Plot
+    pe: gr.HTML
+    pe_sim: gr.HTML
+    pe_rows: gr.HTML
+    pe_data: gr.JSON  # the chosen model's positional encoding, for the viewer: d_model, max_len, layout, dims, source
     arch: gr.Plot
     card: gr.Markdown
     params: gr.Plot
@@ -409,10 +410,12 @@ def build_page(registry: ModelRegistry) -> Page:
             pe_dims = gr.Dropdown([str(d) for d in range(c0.d_model)],
                                   value=[str(d) for d in viz.default_dims(c0.d_model)], multiselect=True,
                                   label="Dimensions to plot as curves", elem_id="pe-dims")
-            pe = gr.Plot(empty, show_label=False, elem_id="pe")
+            pe = box("pe")
             with gr.Row():
-                pe_sim = gr.Plot(empty, show_label=False, min_width=320, elem_id="pe-similarity")
-                pe_rows = gr.Plot(empty, show_label=False, min_width=320, elem_id="pe-rows")
+                with gr.Column(min_width=320):
+                    pe_sim = box("pe-similarity")
+                with gr.Column(min_width=320):
+                    pe_rows = box("pe-rows")
         with gr.Tab("Architecture", id=Tab.ARCHITECTURE) as t:
             tabs.append(t)
             arch = gr.Plot(empty, show_label=False, elem_id="architecture")
@@ -439,7 +442,7 @@ def build_page(registry: ModelRegistry) -> Page:
         api_notice = gr.Textbox(label="notice")
         api_trace = gr.JSON(label="trace")
         api_btn = gr.Button("api")
-        trace_data, twin_data, walk_data = gr.JSON(None), gr.JSON(None), gr.JSON(None)
+        trace_data, twin_data, walk_data, pe_data = gr.JSON(None), gr.JSON(None), gr.JSON(None), gr.JSON(None)
         offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
                              gr.Button("export_html"))
 
@@ -465,7 +468,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 topk_table=topk_table, importance=importance, importance_list=importance_list, log_probs=log_probs,
                 corpus_row=corpus_row, corpus_map=corpus_map, pruning=pruning,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,
-                pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, arch=arch, card=card, params=params, curves=curves,
+                pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, pe_data=pe_data, arch=arch, card=card, params=params, curves=curves,
                 training_md=training_md, api_text=api_text, api_direction=api_direction, api_beam=api_beam,
                 api_max=api_max, api_off=api_off, api_translation=api_translation, api_notice=api_notice,
                 api_trace=api_trace, api_btn=api_btn)

@@ -81,7 +81,6 @@ class Inputs:
     link: Link | None = None
     forced: str = ""  # the translation typed into Inspect
     clicked_head: str = ""  # the head a click on a thumbnail or map cell names (HeadMask link item)
-    dims: tuple[int, ...] = ()  # the positional-encoding dimensions chosen as curves
     animation: AnimationSettings = AnimationSettings()
 
     @classmethod
@@ -95,11 +94,5 @@ class Inputs:
         return cls(settings=PageSettings(**settings),
                    view=View.of(**{name: values.get(c) for name, c in page.view_controls.items()}),
                    tab=Tab.of(tab),
-                   dims=_dims(values.get(page.pe_dims)),
                    animation=AnimationSettings(**{name: values[c] for name, c in page.animation.controls.items()
                                                   if c in values}), **state)
-
-
-def _dims(values) -> tuple[int, ...]:
-    """The dimensions chosen in the positional-encoding dropdown (strings of numbers), sorted, each once."""
-    return tuple(sorted({int(d) for d in values or [] if str(d).isdigit()}))

@@ -29,8 +29,10 @@ REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility
 
 
 def viewed(p: Page) -> list:
-    """The view controls in the order the viewer's draw reads them (ui/static/app.js `draw`)."""
-    return [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query]
+    """What the viewer draws from, in the order its draw reads them (ui/static/app.js `draw`): the data the server
+    sends, the view controls, the positional encoding's dimensions."""
+    return [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.kind, p.layer, p.head, p.merge, p.step, p.plain,
+            p.hide, p.display, p.walk_query, p.pe_dims]
 
 
 def js(call: str) -> str:
@@ -45,12 +47,12 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     controls = set(p.view_controls.values())
     asked = {*p.settings.values(), p.signal, p.tab}  # what a translation is asked with
     asked |= controls  # the walk's q, k, v for the view (and the step the run opens at)
-    tab_inputs = {p.run, p.twin, p.judged, p.tab, p.direction, p.pe_dims, *controls}
+    tab_inputs = {p.run, p.twin, p.judged, p.tab, p.direction, *controls}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
              p.offline.file, p.step, p.layer, p.head, p.pick_head, p.run, p.walk_query, p.trace_data]
     tab_outputs = [p.pick_head, p.stats, p.importance, p.importance_list, p.log_probs, p.corpus_row, p.corpus_map,
-                   p.pruning, p.twin_data, p.compare_text, p.pe, p.pe_sim, p.pe_rows, p.arch, p.card, p.params,
-                   p.curves, p.training_md]
+                   p.pruning, p.twin_data, p.compare_text, p.pe_data, p.arch, p.card, p.params, p.curves,
+                   p.training_md]
     made = [p.run, p.twin, p.judged, p.vectors, p.run_info]
     # a new Run opens at its own step (the last, or a link's), whatever the step slider says
     opening = controls - {p.step}
@@ -76,7 +78,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
             h.translate_page, asked, streamed, **MODEL))
 
     # The viewer draws on any change of its data or of a view control, a visitor's or a handler's: in the browser.
-    drawn = [p.trace_data, p.twin_data, p.walk_data, *viewed(p)]
+    drawn = viewed(p)
     gr.on([c.change for c in drawn], None, drawn, None, js=js("draw(...args)"), show_progress="hidden",
           api_visibility="private")
     p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
@@ -107,7 +109,6 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
                         js="(off, clicked) => [off, window.anatomy.clickedHead]").then(h.ablate_page, ablate, **ablated)
     p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate_page, ablate, **ablated)
-    p.pe_dims.input(h.dims, {p.direction, p.pe_dims}, [p.pe], **DRAW, trigger_mode="always_last")
 
     draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,
                                        p.beam, p.max_new, p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display,

@@ -2,8 +2,8 @@
 // untrained twin's, the softmax walk the server drew) and the view: the host (host.js) draws them in the page, and
 // tests/js/draw.mjs prints them for tests/test_app.py and the others.
 
-import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, large, stepFigures, steps, summary, topkTable}
-  from "./figures.js";
+import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, large, positional, stepFigures, steps, summary,
+  topkTable} from "./figures.js";
 
 export const PLACEHOLDER = "Translate a sentence to see this";
 // The fields of a view that a softmax walk depends on (the server says which view it drew: ui/handlers.py `walk`).
@@ -14,7 +14,10 @@ export const WALK_FIELDS = ["kind", "layer", "head", "step", "query", "plain", "
  * @typedef {import("./figures.js").View} View
  * @typedef {import("./figures.js").Figure} Figure
  * @typedef {{view: Object, figure: Figure}} Walk  a walk the server drew, and for which view
- * @typedef {{payload: Object | null, twin: Object | null, walk: Walk | null}} Data
+ * @typedef {{d_model: number, max_len: number, layout: string, dims: number[], source: string[] | null}}
+ *   Positional  the chosen model's encoding (`dims`: its default curves) and the shown translation's source, if
+ *   of that model
+ * @typedef {{payload: Object | null, twin: Object | null, walk: Walk | null, positional: Positional | null}} Data
  * @typedef {View & {query: number}} Shown  a view with the walk's query (from 1)
  */
 
@@ -25,7 +28,8 @@ export const WALK_FIELDS = ["kind", "layer", "head", "step", "query", "plain", "
  * @returns {Shown}
  */
 export function fittedView(payload, view) {
-  const v = fitted(payload, Object.assign({}, view, {head: view.head === MEAN ? MEAN : String(view.head)}));
+  const {dims, ...shown} = view; // the positional encoding's: no view of the payload depends on them
+  const v = fitted(payload, Object.assign(shown, {head: view.head === MEAN ? MEAN : String(view.head)}));
   return Object.assign(v, {query: Math.min(Math.max(Math.round(+view.query) || 1, 1),
                                            Math.max(payload.pieces.source.length, 1))});
 }
@@ -61,9 +65,30 @@ const step = (part) => ({
 const twinned = (v, versions) => [versions.payload, versions.twin, ...Object.values(v)];
 
 /**
+ * The dimensions drawn as curves: those chosen (the page's dropdown, strings of numbers) that the model has, or its
+ * default ones.
+ * @param {Positional} p
+ * @param {(string | number)[] | null | undefined} chosen
+ */
+export function curveDims(p, chosen) {
+  const dims = [...new Set((chosen || []).map(Number))].filter((d) => Number.isInteger(d) && d >= 0 && d < p.d_model);
+  return dims.length ? dims.sort((a, b) => a - b) : p.dims;
+}
+
+const encoding = (part) => ({needs: "positional",
+  depends: (v, versions) => [versions.positional, part === "curves" && curveDims(v.positional, v.dims)],
+  make: (v, d, look) => {
+    if (part === "rows" && !d.positional.source) return emptyFigure(look, PLACEHOLDER, 300);
+    const p = Object.assign({}, d.positional, {dims: curveDims(d.positional, v.dims)});
+    return positional(p, p.source || [], look)[part];
+  }});
+
+/**
  * The boxes by element id: what each one's drawing depends on (the data's versions and the view's fields), and
- * the drawing. `v` is fitted (fittedView); every box needs the payload.
- * @type {Object<string, {depends: function(Shown, Object): Array, make: function(Shown, Data, Look): Figure}>}
+ * the drawing. A box needs the payload (`v` fitted to it: fittedView) unless it says it needs the positional data
+ * (`v` as the controls give it, with `positional`).
+ * @type {Object<string, {needs?: string, depends: function(Shown, Object): Array,
+ *   make: function(Shown, Data, Look): Figure}>}
  */
 export const BOXES = {
   heatmap: {depends: (v, versions) => [versions.payload, versions.walk, ...Object.values(v)],
@@ -84,4 +109,5 @@ export const BOXES = {
   "compare-untrained": {depends: twinned, make: (v, d, look) => d.twin
     ? named(heatmap(d.twin, fitted(d.twin, v), look, "Untrained"), exportName(d.payload, v, "untrained"))
     : emptyFigure(look, PLACEHOLDER, 300)},
+  pe: encoding("curves"), "pe-similarity": encoding("similarity"), "pe-rows": encoding("rows"),
 };

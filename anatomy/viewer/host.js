@@ -17,8 +17,8 @@ import {readPayload} from "./payload.js";
  */
 export function createHost(options) {
   const {look, config} = options;
-  const data = {payload: null, twin: null, walk: null};
-  const versions = {payload: 0, twin: 0, walk: 0};
+  const data = {payload: null, twin: null, walk: null, positional: null};
+  const versions = {payload: 0, twin: 0, walk: 0, positional: 0};
   let view = null, asked = "", loading = false;
   const drawn = new WeakMap();
 
@@ -47,10 +47,12 @@ export function createHost(options) {
   function refresh() {
     const Plotly = plotly();
     if (!Plotly) return;
-    const v = data.payload && view ? fittedView(data.payload, view) : null;
+    const fitted = data.payload && view ? fittedView(data.payload, view) : null;
+    const raw = data.positional && view ? Object.assign({}, view, {positional: data.positional}) : null;
     for (const [id, box] of Object.entries(BOXES)) {
       const el = document.querySelector(`#${id} .anatomy-plot`);
       if (!el || !el.offsetParent) continue; // not on the page, or in a closed tab: drawn when it opens
+      const v = box.needs === "positional" ? raw : fitted;
       const key = JSON.stringify(v ? box.depends(v, versions) : ["empty"]);
       if (drawn.get(el) === key) continue;
       drawn.set(el, key);
@@ -62,26 +64,28 @@ export function createHost(options) {
       Plotly.react(el, figure.data, figure.layout, config);
     }
     const partial = document.querySelector("#partial .anatomy-chips");
-    const key = JSON.stringify(v ? [versions.payload, v.step] : ["empty"]);
+    const key = JSON.stringify(fitted ? [versions.payload, fitted.step] : ["empty"]);
     if (partial && drawn.get(partial) !== key) {
       drawn.set(partial, key);
-      chips(partial, v);
+      chips(partial, fitted);
     }
   }
 
   return {
     /**
-     * New data from the server: "payload" (the shown translation's), "twin" (its untrained twin's) or "walk".
+     * New data from the server: "payload" (the shown translation's), "twin" (its untrained twin's), "walk", or
+     * "positional" (the chosen model's encoding).
      * @param {string} name
      * @param {Object | null} value
      */
     set(name, value) {
       if (data[name] === value) return;
-      data[name] = value && name !== "walk" ? readPayload(value) : value || null;
+      data[name] = value && (name === "payload" || name === "twin") ? readPayload(value) : value || null;
       versions[name] += 1;
     },
     /**
-     * The view the controls show (layer and step from 1, head "mean" or a number, query from 1).
+     * The view the controls show (layer and step from 1, head "mean" or a number, query from 1) and the
+     * positional encoding's chosen dimensions (`dims`).
      * @param {import("./boxes.js").Shown} next
      */
     view(next) {

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import {test} from "node:test";
 
-import {emptyFigure, exportName, grid, heatmap, lines, stepFigures, summary, topkTable}
+import {emptyFigure, exportName, grid, heatmap, lines, positional, stepFigures, summary, topkTable}
   from "../../anatomy/viewer/figures.js";
 
 const HOSTILE = "<a href=\"javascript:alert(1)\">x</a>";
@@ -144,7 +144,8 @@ test("every label escapes markup: a hostile piece never reaches Plotly as a tag"
   for (const token of [HOSTILE, "<b>", "<script>alert(1)</script>"]) {
     const P = payload(token), v = view({head: "1"});
     const figures = [heatmap(P, v, LOOK), heatmap(P, view({kind: "decoder"}), LOOK), lines(P, v, LOOK),
-                     grid(P, v, LOOK, "open"), topkTable(P, LOOK), ...Object.values(stepFigures(P, v, LOOK))];
+                     grid(P, v, LOOK, "open"), topkTable(P, LOOK), ...Object.values(stepFigures(P, v, LOOK)),
+                     positional({d_model: 8, max_len: 10, layout: "interleaved", dims: [1]}, P.pieces.source, LOOK).rows];
     for (const fig of figures) {
       const text = JSON.stringify(fig).replace(/<\/?b>/g, "").replace(/<br>/g, "").replace(/<extra><\/extra>/g, "")
         .replace(/<span style=\\"color:#dc2626\\">|<\/span>/g, "");

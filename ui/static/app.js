@@ -8,11 +8,12 @@
     scale: 1.5, on: false, viewer,
     // The data the server sent and the view controls, in ui/wiring.py `viewed`'s order: the viewer draws what
     // changed (anything not in view, once it comes into view: scan).
-    draw(payload, twin, walk, kind, layer, head, merge, step, plain, hide, display, query) {
+    draw(payload, twin, walk, positional, kind, layer, head, merge, step, plain, hide, display, query, dims) {
       viewer.set('payload', payload);
       viewer.set('twin', twin);
       viewer.set('walk', walk);
-      viewer.view({kind, layer, head, merge, step, plain, hide, display, query});
+      viewer.set('positional', positional);
+      viewer.view({kind, layer, head, merge, step, plain, hide, display, query, dims});
       A.scan();  // the viewer draws, then each new figure is hooked and fitted
     },
     // Presenter mode (a talk must not wait on the server): toggles the page's class and scales every Plotly

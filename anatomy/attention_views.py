@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import plotly.graph_objects as go
 
 import viz
 from transformer import HeadVectors, Trace
@@ -123,7 +122,8 @@ def view_title(view: View, caption: str) -> str:
 
 @dataclass(frozen=True)
 class Walk:
-    """One query of one head through eq. 1, every stage as the page shows it (Tk keys, d_k dimensions)."""
+    """One query of one head, what eq. 1 starts from: its q, each key's k and v, and the keys the mask lets it see
+    (Tk keys, d_k dimensions). The viewer computes and draws every stage (anatomy/viewer/figures.js `walkFigure`)."""
 
     kind: str
     layer: int  # from 1
@@ -134,11 +134,13 @@ class Walk:
     q: np.ndarray  # (d_k,)
     k: np.ndarray  # (Tk, d_k)
     v: np.ndarray  # (Tk, d_k)
-    visible: np.ndarray  # (Tk,) bool: the keys the mask lets this query see
-    scores: np.ndarray  # (Tk,) q·k_j
-    scaled: np.ndarray  # (Tk,) q·k_j / √d_k
-    weights: np.ndarray  # (Tk,) softmax over the visible keys
-    output: np.ndarray  # (d_k,) Σ_j weights_j v_j: the head's output for this query, before W_o
+    visible: np.ndarray  # (Tk,) bool
+
+    def to_json(self) -> dict:
+        """As the page's viewer reads it (figures.js `Vectors`)."""
+        return {"kind": self.kind, "layer": self.layer, "head": self.head, "row": self.row,
+                "query": list(self.query) if isinstance(self.query, tuple) else self.query, "keys": self.keys,
+                "q": self.q.tolist(), "k": self.k.tolist(), "v": self.v.tolist(), "visible": self.visible.tolist()}
 
 
 def walk_row(trace: Trace, view: View) -> int:
@@ -158,30 +160,8 @@ def walk(trace: Trace, view: View, vectors: HeadVectors) -> Walk:
     row = walk_row(trace, view)
     maps = trace.attention(view.kind)
     n = len(maps.keys)
-    q, k, v = (a.astype(np.float64) for a in (vectors.q[head - 1, row], vectors.k[head - 1, :n],
-                                              vectors.v[head - 1, :n]))
-    visible = vectors.visible[row, :n]
-    scores = k @ q  # (Tk,)
-    scaled = scores / np.sqrt(q.shape[-1])
-    shifted = np.exp(np.where(visible, scaled - scaled[visible].max(), -np.inf))
-    weights = shifted / shifted.sum()
-    return Walk(view.kind, vectors.layer, head, row, maps.queries[row], list(maps.keys), q, k, v, visible, scores,
-                scaled, weights, weights @ v)
-
-
-def walk_figure(w: Walk, view: View) -> go.Figure:
-    d_k = len(w.q)
-    keys = viz.plain_labels(w.keys) if view.plain else w.keys
-    query = viz.plain_labels([w.query])[0] if view.plain else w.query
-    note = None
-    if view.head == MEAN_HEAD:
-        note = "The mean of heads has no single q: this is head 1. Choose a head above."
-    elif view.hide or view.merge:
-        note = "The walk is the model's own computation: every piece, special tokens included."
-    return viz.softmax_walk(w.q, w.k, w.v, w.visible, w.scores, w.scaled, w.weights, w.output, key_tokens=keys,
-                            query=query, d_k=d_k, note=note,
-                            title=f"{name(w.kind)} · layer {w.layer}, head {w.head} · query "
-                                  f"{viz.query_label(query)}: softmax(q·kᵀ / √{d_k}) · V, step by step")
+    return Walk(view.kind, vectors.layer, head, row, maps.queries[row], list(maps.keys), vectors.q[head - 1, row],
+                vectors.k[head - 1, :n], vectors.v[head - 1, :n], vectors.visible[row, :n])
 
 
 @dataclass(frozen=True)

@@ -111,18 +111,19 @@ def test_link_restores_hide_display_and_query():
 
 # ---- the softmax walk ----
 
+@pytest.mark.slow  # node draws
+@needs_node
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_walk_recomputes_from_the_shown_q_k_v_to_the_trace(tiny, run, kind):
-    """Every stage shown, recomputed from the shown q, k and v alone, equals the trace's attention row and the
-    head's slice of the attention output before W_o."""
+    """Every stage the viewer shows, recomputed from the shown q, k and v alone, equals the trace's attention row
+    and the head's slice of the attention output before W_o."""
     trace = run.trace
-    translator = tiny.registry.get("de-en").cpu
     L = trace.attention(kind).weights.shape[0]
     view = View.of(kind, L, "2", False, step=3, display="walk", query=2)
-    vectors = engine.head_vectors(translator, trace, kind, L)
-    w = attention_views.walk(trace, view, vectors)
-    fig = attention_views.walk_figure(w, view)
-    shown = {t.name: np.asarray(t.z, dtype=np.float64) for t in fig.data}
+    out = walked(tiny, run, view)
+    vectors = out[tiny.page.vectors].by[(kind, L)]
+    fig = viewer.drawn(payload_of(tiny, run), [view], walk=out[tiny.page.walk_data])[0]["heatmap"]
+    shown = {t["name"]: np.array(t["z"], dtype=np.float64) for t in fig["data"]}
     q, k, v = shown["q"][0], shown["k"], shown["v"]
     d_k = len(q)
     scores = k @ q
@@ -141,8 +142,8 @@ def test_the_walk_recomputes_from_the_shown_q_k_v_to_the_trace(tiny, run, kind):
     # ...equal to what the model computed: the trace's row (its own pass) and the head's output before W_o
     assert np.allclose(softmax, trace.attention(kind).weights[L - 1, 1, row], atol=1e-4)
     assert np.allclose(out, vectors.heads[1, row], atol=1e-4)
-    assert fig.layout.title.text.startswith(views.name(kind)) and "head 2" in fig.layout.title.text
-    texts = [t.text for t in fig.data if t.name == "masked"][0]
+    assert viewer.title(fig).startswith(views.name(kind)) and "head 2" in viewer.title(fig)
+    texts = [t["text"] for t in fig["data"] if t["name"] == "masked"][0]
     assert (np.array(texts)[:, 0] == "−∞").tolist() == (~visible).tolist()
 
 
@@ -161,12 +162,12 @@ def test_head_vectors_are_the_model_s_attention(tiny, run):
 
 def walked(h, run, view: View, vectors=None) -> dict:
     """The walk of `view` as the page gets it: the viewer finds it missing and clicks the hidden button, whose event
-    (`walk`, in the model's slot) makes the q, k, v when not at hand and draws it."""
+    (`walk`, in the model's slot) makes the q, k, v when not at hand and sends the query's."""
     out = h.walk(Inputs(run=run, view=view, vectors=vectors))
-    walk = out[h.page.walk_data]
-    fitted = views.fitted(view, run.trace)
-    assert walk["view"] == {f: getattr(fitted, f) for f in ("kind", "layer", "head", "step", "query", "plain", "merge",
-                                                            "hide")}
+    walk, fitted = out[h.page.walk_data], views.fitted(view, run.trace)
+    head = 1 if fitted.head == "mean" else int(fitted.head)
+    assert (walk["kind"], walk["layer"], walk["head"], walk["row"]) == (
+        fitted.kind, fitted.layer, head, attention_views.walk_row(run.trace, fitted))
     return out
 
 
@@ -176,29 +177,33 @@ def test_the_walk_makes_q_k_v_in_the_model_s_slot_once(tiny, run):
     view = View.of("decoder", 2, "1", False, 2, False, False, "walk")
     vectors = walked(tiny, run, view)[p.vectors]
     assert vectors.of is run.trace and set(vectors.by) == {("decoder", 2)}
-    monkey = walked(tiny, run, dataclasses.replace(view, step=3), vectors)
-    assert monkey[p.vectors] is vectors  # at hand: no model pass
+    again = walked(tiny, run, dataclasses.replace(view, step=3), vectors)
+    assert again[p.vectors] is vectors  # at hand: no model pass
     cross = walked(tiny, run, View.of("cross", 1, "1", False, 2, display="walk"), vectors)[p.vectors]
     assert set(cross.by) == {("decoder", 2), ("cross", 1)}
     assert tiny.walk(Inputs(run=run, view=dataclasses.replace(view, display="heatmap"))) == gr.skip()
 
 
-def test_the_walk_of_the_mean_of_heads_says_it_shows_head_one(tiny, run):
-    fig = walked(tiny, run, View.of("cross", 1, "mean", False, 2, False, False, "walk"))[tiny.page.walk_data]["figure"]
-    assert "head 1" in fig["layout"]["title"]["text"]
-    assert any("no single q" in a["text"] for a in fig["layout"]["annotations"])
-
-
 @pytest.mark.slow  # node draws
 @needs_node
-def test_the_viewer_draws_the_walk_the_server_made_for_its_view_only(tiny, run):
+def test_the_viewer_draws_the_walk_the_server_sent_for_its_view_only(tiny, run):
+    """The walk of the view's query, kind, layer and head (head 1 for the mean, which says so); another step asks
+    the server for its own; ▁ and words change the labels and the note, not the q, k, v."""
     view = View.of("decoder", 2, "1", False, 2, False, False, "walk")
     walk = walked(tiny, run, view)[tiny.page.walk_data]
     data = payload_of(tiny, run)
-    same, other = viewer.drawn(data, [view, dataclasses.replace(view, step=3)], walk=walk)
-    assert same["heatmap"]["data"] == walk["figure"]["data"]
+    same, other, plain = viewer.drawn(data, [view, dataclasses.replace(view, step=3),
+                                             dataclasses.replace(view, plain=True, merge=True)], walk=walk)
+    assert [t["name"] for t in same["heatmap"]["data"]] == ["q", "k", "output", "v", "q·k", "scaled", "masked",
+                                                           "softmax"]
     assert same["heatmap"]["layout"]["meta"]["export"] == attention_views.export_name("de-en", same_view(same))
     assert "Computing q, k and v" in json.dumps(other["heatmap"]) and other["heatmap"]["asks"]
+    assert "▁" not in json.dumps(plain["heatmap"]["layout"]["yaxis5"], ensure_ascii=False)
+    assert any("model's own computation" in a["text"] for a in plain["heatmap"]["layout"]["annotations"])
+    mean = View.of("cross", 1, "mean", False, 2, False, False, "walk")
+    fig = viewer.drawn(data, [mean], walk=walked(tiny, run, mean)[tiny.page.walk_data])[0]["heatmap"]
+    assert "head 1" in viewer.title(fig)
+    assert any("no single q" in a["text"] for a in fig["layout"]["annotations"])
 
 
 def same_view(page: dict) -> View:
@@ -280,7 +285,8 @@ def test_every_view_draws_beam_search_and_slow_motion_frames(tiny):
         lines = viewer.drawn(data, [View.of(kind, 2, "1", False, 2, False, True, "lines", 3)])[0]
         keys = next(t for t in lines["heatmap"]["data"] if t.get("meta") == "keys")["text"]
         assert keys == views.arrays(beam.trace, kind, hide=True).keys  # the best candidate's, specials hidden
-        walk = walked(tiny, beam, View.of(kind, 2, "1", False, 2, False, True, "walk", 3))[p.walk_data]["figure"]
+        shown = View.of(kind, 2, "1", False, 2, False, True, "walk", 3)
+        walk = viewer.drawn(data, [shown], walk=walked(tiny, beam, shown)[p.walk_data])[0]["heatmap"]
         # the query: walk query 3 of the encoder, else step 2 (what it read ▸ what it produced)
         queries = beam.trace.attention(kind).queries
         query = queries[2] if kind == "encoder" else " ▸ ".join(queries[1])
@@ -296,7 +302,7 @@ def test_every_view_draws_beam_search_and_slow_motion_frames(tiny):
     assert [len(f[p.trace_data]["pieces"]["output"]) for f in frames] == [*steps, steps[-1]]
     queries = slow.trace.attention("decoder").queries  # (read, produced) of each step
     done = frames[-1][p.run]
-    for step in steps:
-        fig = walked(tiny, done, dataclasses.replace(walk, step=step))[p.walk_data]["figure"]
-        assert f"query {viz.escape(queries[step - 1][0])} ▸ {viz.escape(queries[step - 1][1])}:" in \
-            fig["layout"]["title"]["text"]
+    shown = [dataclasses.replace(walk, step=step) for step in steps]
+    for step, view in zip(steps, shown):
+        fig = viewer.drawn(payload_of(tiny, done), [view], walk=walked(tiny, done, view)[p.walk_data])[0]["heatmap"]
+        assert f"query {viz.escape(queries[step - 1][0])} ▸ {viz.escape(queries[step - 1][1])}:" in viewer.title(fig)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import itertools
-import json
 import time
 from typing import Mapping
 
@@ -300,8 +299,8 @@ class Handlers:
 
     def walk(self, values: Inputs | dict):
         """The softmax walk of the view (run, vectors, view), which the page's viewer asks for when its large view
-        shows one it has not got: q, k, v of its kind and layer made first when not at hand (a model pass), then
-        the figure, with the view it is of."""
+        shows one it has not got: q, k, v of its kind and layer made when not at hand (a model pass), and the
+        query's q, each key's k and v, which the viewer walks through eq. 1 and draws."""
         p, i = self.page, Inputs.of(self.page, values)
         run = i.run
         if run is None or run.replay:
@@ -312,10 +311,8 @@ class Handlers:
         if walk is None:
             return gr.skip()
         vectors = i.vectors if walk in self._walks(run, i.vectors) else self._vectors(run, walk, i.vectors)
-        figure = attention_views.walk_figure(attention_views.walk(run.trace, view, self._walks(run, vectors)[walk]),
-                                             view)
-        shown = {f: getattr(view, f) for f in ("kind", "layer", "head", "step", "query", "plain", "merge", "hide")}
-        return {p.vectors: vectors, p.walk_data: {"view": shown, "figure": json.loads(figure.to_json())}}
+        shown = attention_views.walk(run.trace, view, self._walks(run, vectors)[walk])
+        return {p.vectors: vectors, p.walk_data: shown.to_json()}
 
     @staticmethod
     def stop(signal: StopSignal) -> None:

@@ -3,17 +3,15 @@
 // tests/js/draw.mjs prints them for tests/test_app.py and the others.
 
 import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, large, positional, stepFigures, steps, summary,
-  topkTable} from "./figures.js";
+  topkTable, walkFigure} from "./figures.js";
 
 export const PLACEHOLDER = "Translate a sentence to see this";
-// The fields of a view that a softmax walk depends on (the server says which view it drew: ui/handlers.py `walk`).
-export const WALK_FIELDS = ["kind", "layer", "head", "step", "query", "plain", "merge", "hide"];
 
 /**
  * @typedef {import("./figures.js").Look} Look
  * @typedef {import("./figures.js").View} View
  * @typedef {import("./figures.js").Figure} Figure
- * @typedef {{view: Object, figure: Figure}} Walk  a walk the server drew, and for which view
+ * @typedef {import("./figures.js").Vectors} Walk  the q, k, v of a walk, from the server
  * @typedef {{d_model: number, max_len: number, layout: string, dims: number[], source: string[] | null}}
  *   Positional  the chosen model's encoding (`dims`: its default curves) and the shown translation's source, if
  *   of that model
@@ -40,23 +38,25 @@ const named = (figure, name) => {
 };
 
 /**
- * The walk as the server drew it for this view; or, when it has not (yet), a figure saying so whose `asks` is the
- * view's walk key (the host asks the server once per key).
+ * The walk of the view's kind, layer, head (the first for the mean) and query, from the q, k, v the server sent;
+ * or, when it has not sent those (yet), a figure saying so whose `asks` names them (the host asks once per walk).
  * @param {Data} d
  * @param {Shown} v
  * @param {Look} look
  * @returns {Figure & {asks?: string}}
  */
-function walkFigure(d, v, look) {
+function walk(d, v, look) {
   const P = d.payload, kind = P.kinds.find((k) => k.name === v.kind);
   if (kind.stepped ? !steps(P) : !P.pieces.source.length) {
     return emptyFigure(look, "No query to follow: nothing was decoded", 300);
   }
-  const want = JSON.stringify(WALK_FIELDS.map((f) => v[f]));
-  if (d.walk && JSON.stringify(WALK_FIELDS.map((f) => d.walk.view[f])) === want) {
-    return named({data: d.walk.figure.data, layout: Object.assign({}, d.walk.figure.layout)}, exportName(P, v));
+  const want = [v.kind, v.layer, v.head === MEAN ? 1 : +v.head, kind.stepped ? v.step - 1 : v.query - 1];
+  const w = d.walk;
+  if (w && JSON.stringify([w.kind, w.layer, w.head, w.row]) === JSON.stringify(want)) {
+    return named(walkFigure(w, v, look, kind.title), exportName(P, v));
   }
-  return Object.assign(emptyFigure(look, "Computing q, k and v for the softmax walk…", 300), {asks: want});
+  return Object.assign(emptyFigure(look, "Computing q, k and v for the softmax walk…", 300),
+                       {asks: JSON.stringify(want)});
 }
 
 const step = (part) => ({
@@ -92,7 +92,7 @@ const encoding = (part) => ({needs: "positional",
  */
 export const BOXES = {
   heatmap: {depends: (v, versions) => [versions.payload, versions.walk, ...Object.values(v)],
-            make: (v, d, look) => v.display === "walk" ? walkFigure(d, v, look)
+            make: (v, d, look) => v.display === "walk" ? walk(d, v, look)
               : named(large(d.payload, v, look), exportName(d.payload, v))},
   "step-cross": step("cross"), "step-self": step("self"),
   "step-topk": {depends: (v, versions) => [versions.payload, v.step, v.plain],

@@ -660,3 +660,113 @@ export function exportName(payload, view, figure = "") {
   return [`${key}_${step}${kind}`, `layer${view.layer}`, head, ...words, ...display,
           ...(["trained", "untrained"].includes(figure) ? [figure] : []), ...special].join("_");
 }
+
+// ---- one query through equation 1 (the softmax walk) ----
+
+/**
+ * @typedef {{kind: string, layer: number, head: number, row: number, query: string | string[], keys: string[],
+ *   q: number[], k: number[][], v: number[][], visible: boolean[]}} Vectors  one query's q (its row in the kind's
+ *   attention, from 0), each key's k and v and which keys the mask lets it see, of one head (layer and head from
+ *   1), as the model computed them (ui/handlers.py `walk`)
+ */
+
+/**
+ * Each stage of softmax(q·kᵀ / √d_k) · V for one query, in float64: q·k_j, ÷√d_k, the mask, the softmax over
+ * the visible keys, and the output Σ_j softmax_j v_j.
+ * @param {Vectors} w
+ */
+export function walkStages(w) {
+  const dK = w.q.length;
+  const scores = w.k.map((k) => k.reduce((s, x, i) => s + x * w.q[i], 0));
+  const scaled = scores.map((s) => s / Math.sqrt(dK));
+  const top = Math.max(...scaled.filter((_, j) => w.visible[j]));
+  const exp = scaled.map((s, j) => w.visible[j] ? Math.exp(s - top) : 0);
+  const total = exp.reduce((a, b) => a + b, 0);
+  const weights = exp.map((e) => e / total);
+  const output = w.q.map((_, i) => weights.reduce((s, p, j) => s + p * w.v[j][i], 0));
+  return {scores, scaled, weights, output};
+}
+
+// make_subplots' domains: widths (or heights) in proportion, with a gap between neighbours, from the start.
+function domains(sizes, gap) {
+  const total = sizes.reduce((a, b) => a + b, 0), room = 1 - gap * (sizes.length - 1);
+  let at = 0;
+  return sizes.map((s) => {
+    const d = [at, at + room * s / total];
+    at = d[1] + gap;
+    return d;
+  });
+}
+
+/**
+ * The softmax walk: q and each k_j, q·k_j, ÷√d_k, the mask (−∞ where it hides k_j), the softmax, and the output
+ * beside each v_j; every trace named by its stage.
+ * @param {Vectors} w
+ * @param {View} view  fitted: its ▁ choice labels the pieces, its head, words and hiding say what a note says
+ * @param {Look} look
+ * @param {string} title  the kind's title
+ * @returns {Figure}
+ */
+export function walkFigure(w, view, look, title) {
+  const dK = w.q.length, Tk = w.keys.length;
+  if (!Tk) return emptyFigure(look, "Nothing to show: no keys");
+  const keys = view.plain ? w.keys.map(plainLabel) : w.keys;
+  const query = view.plain ? (Array.isArray(w.query) ? w.query.map(plainLabel) : plainLabel(w.query)) : w.query;
+  const kLab = keys.map((k, j) => `${j + 1} ${label(k)}`), qLab = queryLabel(query);
+  const dims = range(dK).map((i) => i + 1);
+  const {scores, scaled, weights, output} = walkStages(w);
+  const stage = ["q·k", `÷√${dK}`, "mask", "soft-<br>max"];
+  // row 1 (q, the output) on top, row 2 (every key) below it
+  const cols = domains([0.3, 0.1, 0.1, 0.1, 0.1, 0.3], 0.012), rows = domains([Tk, 1.6], 0.04).reverse();
+  const layout = {annotations: []};
+  const cell = (r, c) => { // axes of row r, column c (from 1), as make_subplots names them
+    const n = (r - 1) * 6 + c, name = n === 1 ? "" : String(n);
+    const axis = {showticklabels: false, ticks: "", showline: false};
+    layout[`xaxis${name}`] = Object.assign({}, axis, {domain: cols[c - 1], anchor: `y${name}`});
+    layout[`yaxis${name}`] = Object.assign({}, axis, {domain: rows[r - 1],
+                                                      anchor: `x${name}`, autorange: "reversed", type: "category"},
+                                           c === 1 ? {showticklabels: true, tickfont: {size: 11}} : {});
+    return {xaxis: `x${name}`, yaxis: `y${name}`};
+  };
+  const heading = (text, r, c, size) => layout.annotations.push({
+    text, x: (cols[c - 1][0] + cols[c - 1][1]) / 2, y: rows[r - 1][1], xref: "paper", yref: "paper",
+    xanchor: "center", yanchor: "bottom", showarrow: false, font: {size}});
+  const vmax = Math.max(...[w.q, ...w.k, ...w.v, output].flat().map(Math.abs), 1e-6);
+  const smax = Math.max(...scores.filter((_, j) => w.visible[j]).map(Math.abs), 1e-6);
+  const vector = (name, z, y, r, c, hover) => Object.assign({type: "heatmap", name, z, x: dims, y,
+    coloraxis: "coloraxis", xgap: 0, ygap: 1, hovertemplate: `${hover}, dim %{x}: %{z:.4f}<extra></extra>`}, cell(r, c));
+  const data = [vector("q", [w.q], ["q"], 1, 1, "q"), vector("k", w.k, kLab, 2, 1, "k of %{y}"),
+                vector("output", [output], ["output"], 1, 6, "output"), vector("v", w.v, kLab, 2, 6, "v of %{y}")];
+  const stages = [["q·k", scores, "coloraxis2", scores.map((s) => s.toFixed(1))],
+                  ["scaled", scaled, "coloraxis2", scaled.map((s) => s.toFixed(2))],
+                  ["masked", scaled.map((s, j) => w.visible[j] ? s : null), "coloraxis2",
+                   scaled.map((s, j) => w.visible[j] ? s.toFixed(2) : "\u2212\u221e")],
+                  ["softmax", weights, "coloraxis3", weights.map((s) => s.toFixed(2))]];
+  stages.forEach(([name, z, axis, text], n) => data.push(Object.assign({
+    type: "heatmap", name, z: z.map((x) => [x]), x: [name], y: kLab, coloraxis: axis, text: text.map((t) => [t]),
+    texttemplate: "%{text}", textfont: {size: 11}, ygap: 1, hoverongaps: true,
+    hovertemplate: `${name} for %{y}: ` + (name === "masked" ? "%{text}" : "%{z:.4f}") + "<extra></extra>"},
+  cell(2, n + 2))));
+  for (let c = 2; c <= 5; c++) cell(1, c); // the empty cells above the stages keep make_subplots' axes
+  heading(`q (${qLab})`, 1, 1, 12);
+  heading("output \u03a3 softmax_j \u00b7 v_j", 1, 6, 12);
+  heading("k_j", 2, 1, 12);
+  stage.forEach((text, n) => heading(text, 2, n + 2, 10));
+  heading("v_j", 2, 6, 12);
+  let note = null;
+  if (view.head === MEAN) note = "The mean of heads has no single q: this is head 1. Choose a head above.";
+  else if (view.hide || view.merge) note = "The walk is the model's own computation: every piece, special tokens included.";
+  if (note) {
+    layout.annotations.push({text: note, x: 0, y: 0, xref: "paper", yref: "paper", yanchor: "top", xanchor: "left",
+                             yshift: -6, showarrow: false, font: {size: 12, color: "#52525b"}});
+  }
+  Object.assign(layout, {
+    plot_bgcolor: look.masked,
+    coloraxis: {colorscale: look.diverging, cmin: -vmax, cmax: vmax, showscale: false},
+    coloraxis2: {colorscale: look.diverging, cmin: -smax, cmax: smax, showscale: false},
+    coloraxis3: {colorscale: look.attention, cmin: 0, cmax: 1, showscale: false}});
+  const long = longest(kLab, 20);
+  return figure(look, data, layout, 140 + 24 * (Tk + 2) + (note ? 24 : 0),
+                `${title} · layer ${w.layer}, head ${w.head} · query ${qLab}: softmax(q·k\u1d40 / \u221a${dK}) \u00b7 V, ` +
+                "step by step", {l: 20 + 7 * long, r: 20, t: 70, b: 20 + (note ? 28 : 0)});
+}

@@ -3,8 +3,8 @@
 import assert from "node:assert/strict";
 import {test} from "node:test";
 
-import {emptyFigure, exportName, grid, heatmap, lines, positional, stepFigures, summary, topkTable}
-  from "../../anatomy/viewer/figures.js";
+import {emptyFigure, exportName, grid, heatmap, lines, positional, stepFigures, summary, topkTable, walkFigure,
+  walkStages} from "../../anatomy/viewer/figures.js";
 
 const HOSTILE = "<a href=\"javascript:alert(1)\">x</a>";
 const SPECIAL = new Set(["<s>", "</s>", "<pad>"]);
@@ -166,4 +166,25 @@ test("export names say direction, step, kind, layer, head and how it is drawn", 
   assert.equal(exportName(P, view({kind: "encoder", display: "walk", query: 3})),
                "de-en_encoder-self-attention_layer2_head1_walk-query3");
   assert.ok(exportName(P, view({hide: true, display: "lines"})).endsWith("_lines_no-special"));
+});
+
+test("the softmax walk, by hand: q·k, ÷√d_k, the mask, the softmax over what is visible, Σ softmax · v", () => {
+  const w = {kind: "decoder", layer: 1, head: 2, row: 0, query: ["<s>", "\u2581Two"], keys: ["<s>", "\u2581Two"],
+             q: [1, 0], k: [[1, 0], [0, 1]], v: [[2, 0], [0, 4]], visible: [true, false]};
+  const s = walkStages(w);
+  assert.deepEqual(s.scores, [1, 0]);
+  assert.ok(Math.abs(s.scaled[0] - Math.SQRT1_2) < 1e-12);
+  assert.deepEqual(s.weights, [1, 0]); // the hidden key gets nothing
+  assert.deepEqual(s.output, [2, 0]);
+  const open = walkStages(Object.assign({}, w, {visible: [true, true]}));
+  const e = Math.exp(Math.SQRT1_2);
+  assert.ok(Math.abs(open.weights[0] - e / (e + 1)) < 1e-12);
+  assert.ok(Math.abs(open.output[1] - 4 / (e + 1)) < 1e-12);
+  const fig = walkFigure(w, view({kind: "decoder", head: "2", plain: true}), LOOK, "Decoder masked self-attention");
+  const masked = fig.data.find((t) => t.name === "masked");
+  assert.ok(Math.abs(masked.z[0][0] - Math.SQRT1_2) < 1e-12 && masked.z[1][0] === null);
+  assert.deepEqual(masked.text, [["0.71"], ["\u2212\u221e"]]);
+  assert.ok(fig.layout.title.text.startsWith("Decoder masked self-attention · layer 1, head 2 · query &lt;s&gt; \u25b8 Two:"));
+  assert.deepEqual(fig.layout.yaxis2.ticktext, undefined);
+  assert.ok(fig.layout.yaxis.domain[0] > fig.layout.yaxis7.domain[1]); // q above the keys
 });

@@ -214,6 +214,7 @@ def test_the_app_draws_the_trace_s_values_for_every_kind_with_words_and_hiding_a
     page = open_page(browser, url, {"text": SENTENCE, "direction": key, "layer": 1, "head": 2, "step": 2})
     wait_title(page, "heatmap", "layer 1, head 2")
     assert page.evaluate("document.querySelector('#translation textarea').value") == trace.text
+    page.wait_for_timeout(1000)  # the events the translation chains (the open tab) are done
     asked = []
     page.on("request", lambda r: asked.append(r.url) if "/queue/join" in r.url else None)
     for kind, name in KIND_NAMES.items():

@@ -81,7 +81,7 @@ def test_the_viewer_draws_the_model_s_own_positional_table(layout):
 
     pe = sinusoidal_positional_encoding(50, 32, layout).numpy()
     positional = {"d_model": 32, "max_len": 50, "layout": layout, "dims": viz.default_dims(32), "source": SRC}
-    shown, default = viewer.drawn(None, [View(), View()], positional=positional, dims=["1", "17", "99", "x"]), \
+    shown, default = viewer.drawn(None, [View(), View()], positional=positional, dims=["1", "16", "99", "x"]), \
         viewer.drawn(None, [View()], positional=positional)[0]
     shown = shown[0]
     np.testing.assert_allclose(shown["pe"]["data"][0]["z"], pe, atol=1e-6)

@@ -6,6 +6,7 @@ import difflib
 import html
 
 import numpy as np
+import plotly.colors as pc
 import plotly.graph_objects as go
 
 import viz
@@ -14,6 +15,7 @@ from transformer.head_mask import HeadMask, HeadRef
 from transformer.heads import CorpusImportance, SentenceImportance
 from transformer.kinds import KINDS, by_name
 from transformer.pieces import piece_texts
+from viz.common import ATTENTION_SCALE
 
 from .run import Ablation, Run
 from .views import name
@@ -94,28 +96,44 @@ def comparison_html(run: Run) -> str:
             f"(<b>{after - before:+.2f}</b>); per piece: {per_piece}</p></div>")
 
 
-def log_prob_figure(a: Ablation) -> go.Figure:
-    pieces = a.original.output_tokens
-    return viz.log_prob_change(pieces, a.log_probs, a.ablated_log_probs,
-                               title="Heads off: change in log p of each piece of the all-heads translation "
-                                     "(teacher-forced)")
+def log_prob_changes(a: Ablation) -> dict:
+    """Per piece of the all-heads translation, its log p with every head on and with the heads off, as the
+    viewer draws them (figures.js `logProbChange`)."""
+    return {"pieces": list(a.original.output_tokens), "before": np.asarray(a.log_probs, dtype=float).tolist(),
+            "after": np.asarray(a.ablated_log_probs, dtype=float).tolist(),
+            "title": "Heads off: change in log p of each piece of the all-heads translation (teacher-forced)"}
 
 
-def importance_figure(imp: SentenceImportance, heads_off: str) -> go.Figure:
+def _measure(title: str, scale: str, zmin: float, zmax: float) -> dict:
+    """One column of maps (figures.js `importanceMaps`): a name, its colour scale's stops and its range."""
+    return {"title": title, "colorscale": pc.get_colorscale(scale), "zmin": zmin, "zmax": zmax}
+
+
+def _maps(measures: list[dict], values: dict[str, list], heads_off: str, title: str,
+          notes: dict[str, list] | None = None) -> dict:
+    """Maps of head measures as the viewer draws them: one row per attention kind, one column per measure
+    (values[kind]: a (layers, heads) array per measure; notes[kind]: text beside each cell of a measure, or None),
+    the heads that are off greyed."""
+    return {"title": title, "measures": measures, "off": off_items(heads_off),
+            "kinds": [{"name": k.name, "label": name(k.name),
+                       "values": [np.asarray(v, dtype=float).tolist() for v in values[k.name]],
+                       "notes": (notes or {}).get(k.name, [None] * len(values[k.name]))} for k in KINDS]}
+
+
+def importance_maps(imp: SentenceImportance, heads_off: str) -> dict:
     """Ablation, gradient and confidence maps, one row per attention kind; the heads that are off greyed."""
-    kinds = [(kind.name, name(kind.name)) for kind in KINDS]
-    values = [[imp.ablation[k], imp.gradient[k], imp.confidence[k]] for k, _ in kinds]
-    roles = [[None, None, np.array([[f"{ROLE_NAMES[imp.roles[ref][0]]} {imp.roles[ref][1]:.2f}"
-                                     for ref in row] for row in _refs_grid(imp, k)])] for k, _ in kinds]
+    kinds = [kind.name for kind in KINDS]
+    roles = {k: [None, None, [[f"{ROLE_NAMES[imp.roles[ref][0]]} {imp.roles[ref][1]:.2f}" for ref in row]
+                              for row in _refs_grid(imp, k)]] for k in kinds}
     # each measure on its own scale, symmetric for the drop, which is negative when a head's removal helps
-    top = max(max(float(np.abs(imp.ablation[k]).max()) for k, _ in kinds), 1e-3)
-    grad_top = max(max(float(imp.gradient[k].max()) for k, _ in kinds), 1e-3)
-    measures = [viz.Measure("ablation: drop in log p", "RdBu_r", -top, top, ".2f"),
-                viz.Measure("gradient: |∂ log p / ∂ξ|", "Oranges", 0.0, grad_top, ".2f"),
-                viz.attention_measure("confidence (mean max weight)")]
-    return viz.importance_maps(kinds, measures, values, notes=roles, off=off_items(heads_off),
-                               title=f"Which heads this translation needs (log p {imp.log_prob:.2f} with every head "
-                                     "on) · click a head to switch it off or on")
+    top = max(max(float(np.abs(imp.ablation[k]).max()) for k in kinds), 1e-3)
+    grad_top = max(max(float(imp.gradient[k].max()) for k in kinds), 1e-3)
+    measures = [_measure("ablation: drop in log p", "RdBu_r", -top, top),
+                _measure("gradient: |∂ log p / ∂ξ|", "Oranges", 0.0, grad_top),
+                _measure("confidence (mean max weight)", ATTENTION_SCALE, 0.0, 1.0)]
+    return _maps(measures, {k: [imp.ablation[k], imp.gradient[k], imp.confidence[k]] for k in kinds}, heads_off,
+                 f"Which heads this translation needs (log p {imp.log_prob:.2f} with every head on) · click a head to "
+                 "switch it off or on", roles)
 
 
 def _refs_grid(imp: SentenceImportance, kind: str) -> list[list[HeadRef]]:
@@ -135,19 +153,20 @@ def importance_list(imp: SentenceImportance, n: int = LIST_LENGTH) -> str:
     return "**Largest drops first** (switching that head alone off)\n\n" + "\n".join(rows)
 
 
-def corpus_figures(corpus: CorpusImportance, heads_off: str) -> tuple[go.Figure, go.Figure]:
+def corpus_maps(corpus: CorpusImportance, heads_off: str) -> dict:
     """The model's own head importance over a corpus (its folder's heads.json), as its pruning order ranks it (raw,
-    or normalised per layer as Michel et al. do), and the pruning curves (val BLEU as heads go, least important
-    first and at random)."""
-    kinds = [(kind.name, name(kind.name)) for kind in KINDS]
+    or normalised per layer as Michel et al. do), as maps the viewer draws."""
     scores = corpus.normalized if corpus.ranked_by == "normalized" else corpus.raw
-    top = max(float(scores[k].max()) for k, _ in kinds)
-    measure = viz.Measure(f"importance over {corpus.sentences} {corpus.corpus} {corpus.split} sentences",
-                          "Oranges", 0.0, max(top, 1e-9), ".2f")
+    top = max(float(scores[k.name].max()) for k in KINDS)
+    measure = _measure(f"importance over {corpus.sentences} {corpus.corpus} {corpus.split} sentences", "Oranges",
+                       0.0, max(top, 1e-9))
     how = "normalised per layer" if corpus.ranked_by == "normalized" else "Σ |∂ log p / ∂ξ| over the sentences"
-    maps = viz.importance_maps(kinds, [measure], [[scores[k]] for k, _ in kinds], off=off_items(heads_off),
-                               title=f"The model's heads over a corpus ({corpus.corpus}, {corpus.split}; {how})")
-    curve = viz.pruning_curve(corpus.by_importance.bleu, corpus.random.bleu, len(corpus.by_importance.order),
-                              corpus.removable, title=f"Switching heads off one by one: {corpus.corpus} "
-                                                      f"{corpus.split} BLEU (greedy)")
-    return maps, curve
+    return _maps([measure], {k.name: [scores[k.name]] for k in KINDS}, heads_off,
+                 f"The model's heads over a corpus ({corpus.corpus}, {corpus.split}; {how})")
+
+
+def pruning_figure(corpus: CorpusImportance) -> go.Figure:
+    """The pruning curves: val BLEU as heads go, least important first and at random."""
+    return viz.pruning_curve(corpus.by_importance.bleu, corpus.random.bleu, len(corpus.by_importance.order),
+                             corpus.removable, title=f"Switching heads off one by one: {corpus.corpus} "
+                                                     f"{corpus.split} BLEU (greedy)")

@@ -2,7 +2,6 @@
 measures what each head is for (transformer.heads computes it; these tests check the app shows what it computed)."""
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 
@@ -134,21 +133,45 @@ def test_the_head_importance_tab_shows_the_measures_of_every_head(tiny):
     assert judged.of is run.ablation.original and tiny.judge(Inputs(run=run, judged=judged)) == gr.skip()
     assert _ablate(tiny, run, ["cross:2.1"], tab=Tab.IMPORTANCE, judged=judged)[tiny.page.judged] is judged
     out = tiny._tab(Inputs(run=run, judged=judged, tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
-    figure = json.loads(out[tiny.page.importance].plot)
+    data = out[tiny.page.importance_data]  # what the page's viewer draws
     translator = tiny.registry.get("de-en").cpu
     expected = sentence_importance(translator, run.ablation.original)  # judged with every head on
-    maps = {(t["customdata"][0][0], t["hovertemplate"].split("<br>")[1].split(":")[0]): t for t in figure["data"]}
-    ablation = next(t for (key, measure), t in maps.items() if key == "head=cross:1.1" and measure == "ablation")
-    z = ablation["z"]
-    shape = [int(n) for n in z["shape"].split(",")]
-    assert np.allclose(np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape),
-                       expected.ablation.cross)
-    assert len(figure["data"]) == 9  # 3 kinds × (ablation, gradient, confidence)
-    assert "OFF" in json.dumps(figure["layout"]["annotations"])  # cross:1.2 is off
+    cross = next(k for k in data["maps"]["kinds"] if k["name"] == "cross")
+    assert np.allclose(cross["values"][0], expected.ablation.cross)  # ablation, gradient, confidence
+    assert np.allclose(cross["values"][2], expected.confidence.cross)
+    assert [m["title"].split(":")[0] for m in data["maps"]["measures"]] == ["ablation", "gradient",
+                                                                            "confidence (mean max weight)"]
+    assert data["maps"]["off"] == ["cross:1.2"] and data["corpus"] is None
+    assert np.allclose(np.subtract(data["changes"]["after"], data["changes"]["before"]),
+                       run.ablation.ablated_log_probs - run.ablation.log_probs)
     top, drop = expected.ablation.ranked()[0]
     assert f"{ablation_views.head_label(top.kind, top.layer, top.head)} | {drop:+.3f}" in out[
         tiny.page.importance_list]
     assert out[tiny.page.log_probs]["visible"] is True
+    unjudged = tiny._tab(Inputs(run=run, tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
+    assert unjudged[tiny.page.importance_data]["maps"] is None
+
+
+@pytest.mark.slow  # node draws
+@needs_node
+def test_the_viewer_draws_the_head_importance_maps_and_the_heads_off_changes(tiny):
+    """Three maps per kind, each cell its value and naming its head for a click, the heads off greyed; the change
+    in log p of each piece."""
+    run = _ablate(tiny, run_of(tiny, SENTENCE), ["cross:1.2"])[tiny.page.run]
+    judged = tiny.judge(Inputs(run=run))
+    data = tiny._tab(Inputs(run=run, judged=judged, tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)),
+                     "de-en")[tiny.page.importance_data]
+    page = viewer.drawn(None, [View()], importance=data)[0]
+    figure = page["importance"]
+    assert len(figure["data"]) == 9  # 3 kinds × (ablation, gradient, confidence)
+    maps = {(t["customdata"][0][0], t["hovertemplate"].split("<br>")[1].split(":")[0]): t for t in figure["data"]}
+    ablation = next(t for (key, measure), t in maps.items() if key == "head=cross:1.1" and measure == "ablation")
+    assert np.allclose(ablation["z"], judged.importance.ablation.cross)
+    assert "OFF" in json.dumps(figure["layout"]["annotations"])  # cross:1.2 is off
+    assert figure["layout"]["meta"]["export"] == "de-en_head-importance"
+    bars = page["log-probs"]["data"][0]
+    assert np.allclose(bars["y"], run.ablation.ablated_log_probs - run.ablation.log_probs)
+    assert bars["x"][0].startswith("1 ")
 
 
 def test_checkbox_choices_name_every_head_of_the_model(tiny):
@@ -177,8 +200,9 @@ def test_the_tab_shows_the_corpus_importance_of_a_model_whose_folder_has_it(fold
     out = h._tab(Inputs(run=run, judged=h.judge(Inputs(run=run)), tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)),
                  "de-en")
     assert out[h.page.corpus_row]["visible"] is True
-    maps = json.loads(out[h.page.corpus_map].plot)
-    assert "over 7 tatoeba val sentences" in json.dumps(maps["layout"]["annotations"])
+    corpus = out[h.page.importance_data]["corpus"]
+    assert corpus["measures"][0]["title"] == "importance over 7 tatoeba val sentences"
+    assert all(np.allclose(k["values"][0], 0.5) for k in corpus["kinds"])
     curve = json.loads(out[h.page.pruning].plot)
     assert "0 heads off, < 1 BLEU lost" in json.dumps(curve["layout"])  # 1 BLEU lost with the first head
 

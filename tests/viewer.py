@@ -25,14 +25,17 @@ def as_view(view: View) -> dict:
 
 
 def drawn(payload: dict | None, views: list[View], twin: dict | None = None, walk: dict | None = None,
-          positional: dict | None = None, dims: list[str] | None = None) -> list[dict]:
+          positional: dict | None = None, dims: list[str] | None = None,
+          importance: dict | None = None) -> list[dict]:
     """For each view: {box id: its figure ({data, layout}) as the page draws it, "partial": the output so far,
-    "view": the view fitted}; the positional encoding's boxes with `positional` (and the chosen `dims`)."""
+    "view": the view fitted}; the positional encoding's boxes with `positional` (and the chosen `dims`), the head
+    importance's with `importance`."""
     if NODE is None:
         pytest.skip("node is not installed")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "draw.json"
-        path.write_text(json.dumps({"data": {"payload": payload, "twin": twin, "walk": walk, "positional": positional},
+        path.write_text(json.dumps({"data": {"payload": payload, "twin": twin, "walk": walk, "positional": positional,
+                                             "importance": importance},
                                     "look": offline.look(), "views": [dict(as_view(v), dims=dims) for v in views]}),
                         encoding="utf-8")
         done = subprocess.run([NODE, str(ROOT / "tests" / "js" / "draw.mjs"), str(path)], capture_output=True,

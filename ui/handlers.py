@@ -465,25 +465,22 @@ class Handlers:
             headers, rows = head_views.head_table(trace)
             return {p.stats: gr.update(value=rows, headers=headers)}
         if tab == Tab.IMPORTANCE and trace is not None:
-            # judged on the translation with every head on, by the model that made it
+            # judged on the translation with every head on, by the model that made it; the viewer draws the maps
             own = run.ablation.original if run.ablation is not None else trace
             changed = run.ablation is not None
-            out = {p.log_probs: gr.update(value=plot(ablation_views.log_prob_figure(run.ablation),
-                                                     f"{run.request.key}_heads-off-log-p") if changed else None,
-                                          visible=changed)}
-            if i.judged is not None and i.judged.of is own:  # judged in the model's slot (judge, _made)
-                out.update({p.importance: plot(ablation_views.importance_figure(i.judged.importance,
-                                                                                run.request.heads_off),
-                                               f"{run.request.key}_head-importance"),
-                            p.importance_list: ablation_views.importance_list(i.judged.importance)})
-            else:
-                out[p.importance_list] = "Open this tab again to judge the heads of this translation."
             corpus = self.registry.get(run.request.key).corpus_heads()
-            out[p.corpus_row] = gr.update(visible=corpus is not None)
+            ready = i.judged is not None and i.judged.of is own  # judged in the model's slot (judge, _made)
+            out = {p.log_probs: gr.update(visible=changed), p.corpus_row: gr.update(visible=corpus is not None),
+                   p.importance_data: {
+                       "key": run.request.key,
+                       "maps": ablation_views.importance_maps(i.judged.importance, run.request.heads_off)
+                       if ready else None,
+                       "changes": ablation_views.log_prob_changes(run.ablation) if changed else None,
+                       "corpus": ablation_views.corpus_maps(corpus, run.request.heads_off) if corpus else None},
+                   p.importance_list: ablation_views.importance_list(i.judged.importance) if ready else
+                   "Open this tab again to judge the heads of this translation."}
             if corpus is not None:
-                maps, curve = ablation_views.corpus_figures(corpus, run.request.heads_off)
-                out[p.corpus_map] = plot(maps, f"{run.request.key}_corpus-head-importance")
-                out[p.pruning] = plot(curve, f"{run.request.key}_pruning")
+                out[p.pruning] = plot(ablation_views.pruning_figure(corpus), f"{run.request.key}_pruning")
             return out
         if tab == Tab.COMPARE and trace is not None:
             if twin is None or twin.of is not trace:

@@ -137,11 +137,12 @@ class Page:
     summary: gr.HTML
     stats: gr.Dataframe
     topk_table: gr.HTML
-    importance: gr.Plot
+    importance: gr.HTML
     importance_list: gr.Markdown
-    log_probs: gr.Plot
+    log_probs: gr.HTML
     corpus_row: gr.Row
-    corpus_map: gr.Plot
+    corpus_map: gr.HTML
+    importance_data: gr.JSON  # for the viewer: the maps' values, the heads-off changes, the corpus maps
     pruning: gr.Plot
     compare_text: gr.Markdown
     cmp_trained: gr.HTML
@@ -203,8 +204,8 @@ KEYS = ("Keys (outside text fields): ← / → decoding step · [ / ] layer · ,
 BOX = '<div class="anatomy-plot" data-testid="plotly"></div>'
 
 
-def box(elem_id: str) -> gr.HTML:
-    return gr.HTML(BOX, elem_id=elem_id, elem_classes=["anatomy-box"], padding=False)
+def box(elem_id: str, visible: bool = True) -> gr.HTML:
+    return gr.HTML(BOX, elem_id=elem_id, elem_classes=["anatomy-box"], padding=False, visible=visible)
 
 
 def animation_controls() -> AnimationControls:
@@ -390,11 +391,12 @@ def build_page(registry: ModelRegistry) -> Page:
         with gr.Tab("Head importance", id=Tab.IMPORTANCE) as t:
             tabs.append(t)
             gr.Markdown(ablation_views.IMPORTANCE_HELP, elem_classes=["anatomy-controls"])
-            importance = gr.Plot(empty, show_label=False, elem_id="importance")
+            importance = box("importance")
             importance_list = gr.Markdown(elem_id="importance-list")
-            log_probs = gr.Plot(empty, show_label=False, elem_id="log-probs", visible=False)
+            log_probs = box("log-probs", visible=False)
             with gr.Row(visible=False) as corpus_row:  # when the model's folder has heads.json
-                corpus_map = gr.Plot(empty, show_label=False, min_width=320, elem_id="corpus-importance")
+                with gr.Column(min_width=320):
+                    corpus_map = box("corpus-importance")
                 pruning = gr.Plot(empty, show_label=False, min_width=320, elem_id="pruning")
         with gr.Tab("Trained vs untrained", id=Tab.COMPARE) as t:
             tabs.append(t)
@@ -442,7 +444,7 @@ def build_page(registry: ModelRegistry) -> Page:
         api_notice = gr.Textbox(label="notice")
         api_trace = gr.JSON(label="trace")
         api_btn = gr.Button("api")
-        trace_data, twin_data, walk_data, pe_data = gr.JSON(None), gr.JSON(None), gr.JSON(None), gr.JSON(None)
+        trace_data, twin_data, walk_data, pe_data, importance_data = (gr.JSON(None) for _ in range(5))
         offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
                              gr.Button("export_html"))
 
@@ -466,7 +468,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 toggle_head=toggle_head,
                 clicked_head=clicked_head, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
                 topk_table=topk_table, importance=importance, importance_list=importance_list, log_probs=log_probs,
-                corpus_row=corpus_row, corpus_map=corpus_map, pruning=pruning,
+                corpus_row=corpus_row, corpus_map=corpus_map, importance_data=importance_data, pruning=pruning,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,
                 pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, pe_data=pe_data, arch=arch, card=card, params=params, curves=curves,
                 training_md=training_md, api_text=api_text, api_direction=api_direction, api_beam=api_beam,

@@ -31,8 +31,8 @@ REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility
 def viewed(p: Page) -> list:
     """What the viewer draws from, in the order its draw reads them (ui/static/app.js `draw`): the data the server
     sends, the view controls, the positional encoding's dimensions."""
-    return [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.kind, p.layer, p.head, p.merge, p.step, p.plain,
-            p.hide, p.display, p.walk_query, p.pe_dims]
+    return [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.kind, p.layer, p.head, p.merge,
+            p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims]
 
 
 def js(call: str) -> str:
@@ -50,7 +50,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     tab_inputs = {p.run, p.twin, p.judged, p.tab, p.direction, *controls}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
              p.offline.file, p.step, p.layer, p.head, p.pick_head, p.run, p.walk_query, p.trace_data]
-    tab_outputs = [p.pick_head, p.stats, p.importance, p.importance_list, p.log_probs, p.corpus_row, p.corpus_map,
+    tab_outputs = [p.pick_head, p.stats, p.importance_data, p.importance_list, p.log_probs, p.corpus_row,
                    p.pruning, p.twin_data, p.compare_text, p.pe_data, p.arch, p.card, p.params, p.curves,
                    p.training_md]
     made = [p.run, p.twin, p.judged, p.vectors, p.run_info]

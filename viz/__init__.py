@@ -23,10 +23,6 @@ from .architecture import architecture_diagram, parameter_markdown  # noqa: E402
 
 __all__ += ["architecture_diagram", "parameter_markdown"]
 
-from .importance import Measure, attention_measure, importance_maps, log_prob_change  # noqa: E402
-
-__all__ += ["Measure", "attention_measure", "importance_maps", "log_prob_change"]
-
 from .pruning import PruningPanel, pruning_curve, pruning_png  # noqa: E402
 
 __all__ += ["PruningPanel", "pruning_curve", "pruning_png"]

@@ -2,8 +2,8 @@
 // untrained twin's, the softmax walk the server drew) and the view: the host (host.js) draws them in the page, and
 // tests/js/draw.mjs prints them for tests/test_app.py and the others.
 
-import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, large, positional, stepFigures, steps, summary,
-  topkTable, walkFigure} from "./figures.js";
+import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, importanceMaps, large, logProbChange, positional,
+  stepFigures, steps, summary, topkTable, walkFigure} from "./figures.js";
 
 export const PLACEHOLDER = "Translate a sentence to see this";
 
@@ -15,7 +15,11 @@ export const PLACEHOLDER = "Translate a sentence to see this";
  * @typedef {{d_model: number, max_len: number, layout: string, dims: number[], source: string[] | null}}
  *   Positional  the chosen model's encoding (`dims`: its default curves) and the shown translation's source, if
  *   of that model
- * @typedef {{payload: Object | null, twin: Object | null, walk: Walk | null, positional: Positional | null}} Data
+ * @typedef {{maps: Object | null, changes: Object | null, corpus: Object | null, key: string}} Importance  the
+ *   translation's head importance, what its heads off changed, the model's corpus importance (figures.js
+ *   `importanceMaps`, `logProbChange`), and the direction that names their files
+ * @typedef {{payload: Object | null, twin: Object | null, walk: Walk | null, positional: Positional | null,
+ *   importance: Importance | null}} Data
  * @typedef {View & {query: number}} Shown  a view with the walk's query (from 1)
  */
 
@@ -83,10 +87,17 @@ const encoding = (part) => ({needs: "positional",
     return positional(p, p.source || [], look)[part];
   }});
 
+const judged = (part, draw, name) => ({needs: "importance",
+  depends: (v, versions) => [versions.importance],
+  make: (v, d, look) => d.importance[part]
+    ? named(draw(d.importance[part], look), `${d.importance.key}_${name}`)
+    : emptyFigure(look, part === "maps" ? "Open this tab again to judge the heads of this translation" : PLACEHOLDER,
+                  300)});
+
 /**
  * The boxes by element id: what each one's drawing depends on (the data's versions and the view's fields), and
- * the drawing. A box needs the payload (`v` fitted to it: fittedView) unless it says it needs the positional data
- * (`v` as the controls give it, with `positional`).
+ * the drawing. A box needs the payload (`v` fitted to it: fittedView) unless it names the data it needs
+ * (positional, importance: `v` as the controls give it).
  * @type {Object<string, {needs?: string, depends: function(Shown, Object): Array,
  *   make: function(Shown, Data, Look): Figure}>}
  */
@@ -110,4 +121,7 @@ export const BOXES = {
     ? named(heatmap(d.twin, fitted(d.twin, v), look, "Untrained"), exportName(d.payload, v, "untrained"))
     : emptyFigure(look, PLACEHOLDER, 300)},
   pe: encoding("curves"), "pe-similarity": encoding("similarity"), "pe-rows": encoding("rows"),
+  importance: judged("maps", importanceMaps, "head-importance"),
+  "log-probs": judged("changes", logProbChange, "heads-off-log-p"),
+  "corpus-importance": judged("corpus", importanceMaps, "corpus-head-importance"),
 };

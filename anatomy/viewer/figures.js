@@ -770,3 +770,83 @@ export function walkFigure(w, view, look, title) {
                 `${title} · layer ${w.layer}, head ${w.head} · query ${qLab}: softmax(q·k\u1d40 / \u221a${dK}) \u00b7 V, ` +
                 "step by step", {l: 20 + 7 * long, r: 20, t: 70, b: 20 + (note ? 28 : 0)});
 }
+
+// ---- which heads a translation needs (anatomy/ablation_views.py sends the maps' values) ----
+
+const MAP_ROW = 34, MAP_GAP = 56, MAP_TITLE = 24; // px: a layer row (two lines of text), between kinds, a title
+
+/**
+ * @typedef {{title: string, colorscale: Array, zmin: number, zmax: number}} Measure  one column of maps
+ * @typedef {{title: string, measures: Measure[], off: string[], kinds: {name: string, label: string,
+ *   values: number[][][], notes: (string[][] | null)[]}[]}} Maps  per kind and measure a (layers, heads) array
+ */
+
+/**
+ * Per-head maps side by side: one row per attention kind, one column per measure, each cell its value (and its
+ * note); a cell's customdata names its head ("head=KIND:LAYER.HEAD") for a click; the heads that are off greyed.
+ * @param {Maps} m
+ * @param {Look} look
+ * @returns {Figure}
+ */
+export function importanceMaps(m, look) {
+  const heights = m.kinds.map((k) => k.values[0].length), blocks = heights.map((L) => MAP_TITLE + MAP_ROW * L);
+  const plot = blocks.reduce((a, b) => a + b, 0) + MAP_GAP * (m.kinds.length - 1);
+  const nCols = m.measures.length, colGap = 0.06, width = (1 - colGap * (nCols - 1)) / nCols;
+  const data = [], layout = {}, annotations = [], shapes = [];
+  const axis = {showgrid: false, zeroline: false, ticks: "", showline: false, tickfont: {size: 10}, dtick: 1};
+  let y = plot; // px from the bottom of the plotting area to the top of the next kind's block
+  m.kinds.forEach((kind, i) => {
+    const L = heights[i], top = (y - MAP_TITLE) / plot, bottom = (y - MAP_TITLE - MAP_ROW * L) / plot;
+    m.measures.forEach((measure, j) => {
+      const n = i * nCols + j + 1, name = n === 1 ? "" : String(n), left = j * (width + colGap);
+      const z = kind.values[j], H = z[0].length, notes = kind.notes[j];
+      const text = z.map((row, l) => row.map((x, h) => x.toFixed(2) + (notes ? `<br>${escape(notes[l][h])}` : "")));
+      data.push({type: "heatmap", z, x: range(H).map((h) => h + 1), y: range(L).map((l) => l + 1), text,
+                 texttemplate: "%{text}", textfont: {size: 10},
+                 customdata: z.map((row, l) => row.map((_, h) => `head=${kind.name}:${l + 1}.${h + 1}`)),
+                 xgap: 1, ygap: 1, zmin: measure.zmin, zmax: measure.zmax, colorscale: measure.colorscale,
+                 showscale: false, xaxis: `x${name}`, yaxis: `y${name}`,
+                 hovertemplate: `${escape(kind.label)} layer %{y} head %{x}<br>${escape(measure.title)}: ` +
+                                "%{text}<br>click: switch this head off/on<extra></extra>"});
+      layout[`xaxis${name}`] = Object.assign({}, axis, {domain: [left, left + width], anchor: `y${name}`,
+                                                        title: {text: "head", standoff: 2, font: {size: 10}}});
+      layout[`yaxis${name}`] = Object.assign({}, axis, {domain: [bottom, top], anchor: `x${name}`,
+                                                        autorange: "reversed"},
+                                             j === 0 ? {title: {text: "layer", standoff: 2, font: {size: 10}}} : {});
+      annotations.push({text: `<b>${escape(kind.label)}</b> · ${escape(measure.title)}`, x: left, y: top,
+                        xref: "paper", yref: "paper", xanchor: "left", yanchor: "bottom", showarrow: false,
+                        font: {size: 12}});
+      for (const head of m.off) {
+        const found = /^(\w+):(\d+)\.(\d+)$/.exec(head);
+        if (!found || found[1] !== kind.name || +found[2] > L || +found[3] > H) continue;
+        const [l, h] = [+found[2], +found[3]];
+        shapes.push({type: "rect", xref: `x${name}`, yref: `y${name}`, x0: h - 0.5, x1: h + 0.5, y0: l - 0.5,
+                     y1: l + 0.5, fillcolor: look.masked, opacity: 0.6, line: {color: "#52525b", width: 2}});
+        annotations.push({text: "<b>OFF</b>", x: h + 0.45, y: l - 0.45, xref: `x${name}`, yref: `y${name}`,
+                          xanchor: "right", yanchor: "top", showarrow: false, font: {size: 9, color: "#18181b"}});
+      }
+    });
+    y -= blocks[i] + MAP_GAP;
+  });
+  Object.assign(layout, {annotations, shapes});
+  const top = m.title ? 80 : 50;
+  return figure(look, data, layout, top + 40 + plot, m.title, {l: 50, r: 20, t: top, b: 40});
+}
+
+/**
+ * Per piece of the all-heads translation, the change in its log p when the heads are off (after − before).
+ * @param {{pieces: string[], before: number[], after: number[], title: string}} c
+ * @param {Look} look
+ * @returns {Figure}
+ */
+export function logProbChange(c, look) {
+  const delta = c.after.map((a, i) => a - c.before[i]);
+  const data = [{type: "bar", x: c.pieces.map((p, i) => `${i + 1} ${escape(p)}`), y: delta,
+                 marker: {color: delta.map((d) => d < 0 ? "#dc2626" : "#2563eb")},
+                 customdata: c.before.map((b, i) => [b, c.after[i]]),
+                 hovertemplate: "%{x}<br>log p %{customdata[0]:.2f} \u2192 %{customdata[1]:.2f} (%{y:+.2f})<extra></extra>"}];
+  const layout = {xaxis: {type: "category", tickangle: -45, title: {text: "output piece of the original translation"}},
+                  yaxis: {title: {text: "\u0394 log p (heads off \u2212 all on)"}, zeroline: true,
+                          zerolinecolor: "#9ca3af"}};
+  return figure(look, data, layout, 300, c.title, {l: 60, r: 20, t: 40, b: 90});
+}

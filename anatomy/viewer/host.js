@@ -17,8 +17,8 @@ import {readPayload} from "./payload.js";
  */
 export function createHost(options) {
   const {look, config} = options;
-  const data = {payload: null, twin: null, walk: null, positional: null};
-  const versions = {payload: 0, twin: 0, walk: 0, positional: 0};
+  const data = {payload: null, twin: null, walk: null, positional: null, importance: null};
+  const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0};
   let view = null, asked = "", loading = false;
   const drawn = new WeakMap();
 
@@ -48,11 +48,11 @@ export function createHost(options) {
     const Plotly = plotly();
     if (!Plotly) return;
     const fitted = data.payload && view ? fittedView(data.payload, view) : null;
-    const raw = data.positional && view ? Object.assign({}, view, {positional: data.positional}) : null;
     for (const [id, box] of Object.entries(BOXES)) {
       const el = document.querySelector(`#${id} .anatomy-plot`);
       if (!el || !el.offsetParent) continue; // not on the page, or in a closed tab: drawn when it opens
-      const v = box.needs === "positional" ? raw : fitted;
+      const own = box.needs && data[box.needs];
+      const v = box.needs ? own && view && Object.assign({}, view, {[box.needs]: own}) : fitted;
       const key = JSON.stringify(v ? box.depends(v, versions) : ["empty"]);
       if (drawn.get(el) === key) continue;
       drawn.set(el, key);
@@ -73,8 +73,8 @@ export function createHost(options) {
 
   return {
     /**
-     * New data from the server: "payload" (the shown translation's), "twin" (its untrained twin's), "walk", or
-     * "positional" (the chosen model's encoding).
+     * New data from the server: "payload" (the shown translation's), "twin" (its untrained twin's), "walk",
+     * "positional" (the chosen model's encoding) or "importance" (its heads').
      * @param {string} name
      * @param {Object | null} value
      */

@@ -1,7 +1,6 @@
 // For the Python tests (tests/viewer.py): the figures the app's boxes show (anatomy/viewer/boxes.js) for each view,
-// from a JSON file {"data": {"payload", "twin", "walk", "positional"}, "look": ..., "views": [...]}; one JSON record
-// per view:
-// {box id: {data, layout}}, and "partial": the output up to the step.
+// from a JSON file {"data": {"payload", "twin", "walk", "positional", "importance"}, "look", "views"}; one JSON
+// record per view: {box id: {data, layout}}, and "partial": the output up to the step.
 import {readFileSync} from "node:fs";
 
 import {BOXES, fittedView} from "../../anatomy/viewer/boxes.js";
@@ -10,10 +9,11 @@ const {data, look, views} = JSON.parse(readFileSync(process.argv[2], "utf-8"));
 for (const view of views) {
   const v = data.payload ? fittedView(data.payload, view) : null, out = {view: v};
   for (const [id, box] of Object.entries(BOXES)) {
-    if (box.needs !== "positional") {
+    if (!box.needs) {
       if (v) out[id] = box.make(v, data, look);
+    } else if (data[box.needs]) {
+      out[id] = box.make(Object.assign({}, view, {[box.needs]: data[box.needs]}), data, look);
     }
-    else if (data.positional) out[id] = box.make(Object.assign({}, view, {positional: data.positional}), data, look);
   }
   if (v) out.partial = data.payload.pieces.output.slice(0, v.step);
   console.log(JSON.stringify(out));

@@ -3,8 +3,8 @@
 import assert from "node:assert/strict";
 import {test} from "node:test";
 
-import {emptyFigure, exportName, grid, heatmap, lines, positional, stepFigures, summary, topkTable, walkFigure,
-  walkStages} from "../../anatomy/viewer/figures.js";
+import {emptyFigure, exportName, grid, heatmap, importanceMaps, lines, logProbChange, positional, stepFigures, summary,
+  topkTable, walkFigure, walkStages} from "../../anatomy/viewer/figures.js";
 
 const HOSTILE = "<a href=\"javascript:alert(1)\">x</a>";
 const SPECIAL = new Set(["<s>", "</s>", "<pad>"]);
@@ -187,4 +187,24 @@ test("the softmax walk, by hand: q·k, ÷√d_k, the mask, the softmax over what
   assert.ok(fig.layout.title.text.startsWith("Decoder masked self-attention · layer 1, head 2 · query &lt;s&gt; \u25b8 Two:"));
   assert.deepEqual(fig.layout.yaxis2.ticktext, undefined);
   assert.ok(fig.layout.yaxis.domain[0] > fig.layout.yaxis7.domain[1]); // q above the keys
+});
+
+test("head importance maps: a row per kind and a column per measure, each cell naming its head; heads off grey", () => {
+  const kind = (name, label) => ({name, label, values: [[[0.5, -0.25]], [[1, 0]]], notes: [null, [["same 0.90", "eos 0.10"]]]});
+  const m = {title: "Which heads", off: ["cross:1.2", "bogus", "cross:9.9"],
+             measures: [{title: "ablation: drop in log p", colorscale: LOOK.diverging, zmin: -1, zmax: 1},
+                        {title: "confidence", colorscale: LOOK.attention, zmin: 0, zmax: 1}],
+             kinds: [kind("encoder", "Encoder self-attention"), kind("cross", "<b>Cross</b>")]};
+  const fig = importanceMaps(m, LOOK);
+  assert.equal(fig.data.length, 4);
+  assert.deepEqual(fig.data[2].customdata, [["head=cross:1.1", "head=cross:1.2"]]);
+  assert.deepEqual(fig.data[0].text, [["0.50", "-0.25"]]);
+  assert.equal(fig.data[1].text[0][0], "1.00<br>same 0.90");
+  assert.equal(fig.layout.shapes.length, 2); // cross:1.2 in both columns; the others are no heads of the model
+  assert.ok(fig.layout.annotations.some((a) => a.text.startsWith("<b>&lt;b&gt;Cross&lt;/b&gt;</b> · ablation")));
+  assert.ok(fig.layout.yaxis.domain[0] > fig.layout.yaxis3.domain[1]); // the first kind on top
+  const change = logProbChange({pieces: ["\u2581Two", "<b>"], before: [-1, -2], after: [-1.5, -1], title: "t"}, LOOK);
+  assert.deepEqual(change.data[0].y, [-0.5, 1]);
+  assert.deepEqual(change.data[0].marker.color, ["#dc2626", "#2563eb"]);
+  assert.deepEqual(change.data[0].x, ["1 \u2581Two", "2 &lt;b&gt;"]);
 });

@@ -8,11 +8,9 @@
     scale: 1.5, on: false, viewer,
     // The data the server sent and the view controls, in ui/wiring.py `viewed`'s order: the viewer draws what
     // changed (anything not in view, once it comes into view: scan).
-    draw(payload, twin, walk, positional, kind, layer, head, merge, step, plain, hide, display, query, dims) {
-      viewer.set('payload', payload);
-      viewer.set('twin', twin);
-      viewer.set('walk', walk);
-      viewer.set('positional', positional);
+    draw(payload, twin, walk, positional, importance, kind, layer, head, merge, step, plain, hide, display, query,
+         dims) {
+      Object.entries({payload, twin, walk, positional, importance}).forEach(([name, value]) => viewer.set(name, value));
       viewer.view({kind, layer, head, merge, step, plain, hide, display, query, dims});
       A.scan();  // the viewer draws, then each new figure is hooked and fitted
     },

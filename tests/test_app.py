@@ -174,8 +174,9 @@ def test_translate_streams_then_show_draws_the_run(tiny, monkeypatch):
     last = show(tiny, run)[-1]
     assert last[p.translation] == expected.text
     # the viewer draws from the trace payload (anatomy/payload.py), the same one the offline page and notebooks get
-    assert last[p.trace_data] == payload.trace_payload(run.trace, tiny.registry.get("de-en"), SENTENCE,
-                                                       list(run.notices))
+    sent = dict(last[p.trace_data])
+    assert sent.pop("opens_at") == {"layer": 2, "head": "mean", "step": 6, "query": 1}  # as the controls are set
+    assert sent == payload.trace_payload(run.trace, tiny.registry.get("de-en"), SENTENCE, list(run.notices))
     assert last[p.step]["value"] == 6 and "length limit" in last[p.run_info]
     assert "link to this view" in last[p.run_info] and Path(last[p.download]).is_file()
     downloaded = Trace.from_json(Path(last[p.download]).read_text())

@@ -338,8 +338,11 @@ class Handlers:
                p.head: gr.update(choices=views.head_choices(H), value=view.head),
                p.walk_query: gr.update(maximum=max(len(trace.source_tokens), 2),
                                        value=min(view.query, len(trace.source_tokens))),
-               p.trace_data: trace_payload(trace, self.registry.get(run.request.key), run.request.text,
-                                           list(run.notices))}
+               # the controls above change one by one in the page: the viewer opens the payload at their new values
+               p.trace_data: {**trace_payload(trace, self.registry.get(run.request.key), run.request.text,
+                                              list(run.notices)),
+                              "opens_at": {"layer": view.layer, "head": view.head, "step": view.step,
+                                           "query": min(view.query, len(trace.source_tokens))}}}
         if upto is not None:
             out[p.run_info] = f"Replaying in slow motion: step {upto} of {views.steps(run.trace)}…"
             return out

@@ -20,6 +20,9 @@ export function createHost(options) {
   const data = {payload: null, twin: null, walk: null, positional: null, importance: null};
   const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0};
   let view = null, asked = "", loading = false;
+  // A new translation's own view (its step, layer, head: `opens_at`, which the server sends with it): the controls
+  // that say it change one by one after the payload, and are read until one of them differs from before.
+  let opening = null, fresh = false;
   const drawn = new WeakMap();
 
   function plotly() {
@@ -47,12 +50,13 @@ export function createHost(options) {
   function refresh() {
     const Plotly = plotly();
     if (!Plotly) return;
-    const fitted = data.payload && view ? fittedView(data.payload, view) : null;
+    const shown = view && opening ? Object.assign({}, view, opening) : view;
+    const fitted = data.payload && shown ? fittedView(data.payload, shown) : null;
     for (const [id, box] of Object.entries(BOXES)) {
       const el = document.querySelector(`#${id} .anatomy-plot`);
       if (!el || !el.offsetParent) continue; // not on the page, or in a closed tab: drawn when it opens
       const own = box.needs && data[box.needs];
-      const v = box.needs ? own && view && Object.assign({}, view, {[box.needs]: own}) : fitted;
+      const v = box.needs ? own && shown && Object.assign({}, shown, {[box.needs]: own}) : fitted;
       const key = JSON.stringify(v ? box.depends(v, versions) : ["empty"]);
       if (drawn.get(el) === key) continue;
       drawn.set(el, key);
@@ -82,6 +86,10 @@ export function createHost(options) {
       if (data[name] === value) return;
       data[name] = value && (name === "payload" || name === "twin") ? readPayload(value) : value || null;
       versions[name] += 1;
+      if (name === "payload") {
+        opening = value && value.opens_at || null;
+        fresh = true;
+      }
     },
     /**
      * The view the controls show (layer and step from 1, head "mean" or a number, query from 1) and the
@@ -89,6 +97,8 @@ export function createHost(options) {
      * @param {import("./boxes.js").Shown} next
      */
     view(next) {
+      if (!fresh && opening && view && JSON.stringify(next) !== JSON.stringify(view)) opening = null;
+      fresh = false;
       view = next;
     },
     refresh,

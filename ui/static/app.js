@@ -12,7 +12,9 @@
          dims) {
       Object.entries({payload, twin, walk, positional, importance}).forEach(([name, value]) => viewer.set(name, value));
       viewer.view({kind, layer, head, merge, step, plain, hide, display, query, dims});
-      A.scan();  // the viewer draws, then each new figure is hooked and fitted
+      // one drawing for the changes that come in one task (the viewer reads a new translation's own step, layer
+      // and head from its payload: their controls' own change events may come later and then change nothing)
+      if (!A.drawing) A.drawing = Promise.resolve().then(() => { A.drawing = null; A.scan(); });
     },
     // Presenter mode (a talk must not wait on the server): toggles the page's class and scales every Plotly
     // figure's fonts and margins by `scale`, figures no taller than the window (the large view exactly as tall),

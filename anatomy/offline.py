@@ -83,8 +83,8 @@ def _figure(figure) -> dict:
 
 def look() -> dict:
     """What the viewer draws with besides a payload (figures.js `Look`): the template and colours, the title of
-    hidden special tokens, the statistics' names. Plotly.js names some scales as Plotly for Python does not (its "RdBu" runs
-    the other way): the stops."""
+    hidden special tokens, the statistics' names. Plotly.js names some scales as Plotly for Python does not (its
+    "RdBu" runs the other way): the stops."""
     return {"template": TEMPLATE_JSON, "attention": ATTENTION_STOPS, "diverging": pc.get_colorscale(DIVERGING_SCALE),
             "probability": pc.get_colorscale(PROBABILITY_SCALE), "masked": MASKED_COLOR, "heads": COLORS,
             "hide_title": attention_views.HIDE_TITLE,

@@ -112,7 +112,8 @@ export const BOXES = {
   grid: {depends: (v, versions) => [versions.payload, v.kind, v.merge, v.plain, v.hide],
          make: (v, d, look) => named(grid(d.payload, v, look, "switch this head off/on"),
                                      exportName(d.payload, v, "grid"))},
-  summary: {depends: (v, versions) => [versions.payload, v.kind], make: (v, d, look) => summary(d.payload, v.kind, look)},
+  summary: {depends: (v, versions) => [versions.payload, v.kind],
+            make: (v, d, look) => summary(d.payload, v.kind, look)},
   "topk-table": {depends: (v, versions) => [versions.payload], make: (v, d, look) => topkTable(d.payload, look)},
   "compare-trained": {depends: twinned, make: (v, d, look) => d.twin
     ? named(heatmap(d.payload, v, look, "Trained"), exportName(d.payload, v, "trained"))

@@ -153,7 +153,8 @@ export function heatmapFigure(look, w, queries, keys, o) {
     plot_bgcolor: o.hidden ? look.masked : "white", annotations: [], shapes: []};
   if (o.note || (o.hidden && o.hidden.some((row) => row.some(Boolean)))) {
     layout.annotations.push({text: o.note || "grey: hidden by the mask", x: 1, y: 1, xref: "paper", yref: "paper",
-                             xanchor: "right", yanchor: "bottom", showarrow: false, font: {size: 11, color: "#52525b"}});
+                             xanchor: "right", yanchor: "bottom", showarrow: false,
+                             font: {size: 11, color: "#52525b"}});
   }
   if (o.highlight !== null && o.highlight >= 0 && o.highlight < Tq) {
     layout.shapes.push({type: "rect", x0: -0.5, x1: Tk - 0.5, y0: o.highlight - 0.5, y1: o.highlight + 0.5,
@@ -244,7 +245,8 @@ export function lines(payload, view, look) {
                marker: {size: 9, color: "#94a3b8"}, hovertemplate: "%{customdata}<extra></extra>"}));
   const rows = Math.max(queries.length, keys.length);
   const annotations = [[0, kind.stepped ? "produces" : "query"], [1, "key"]].map(([x, text]) => ({
-    x, y: 0.7, text: `<b>${text}</b>`, showarrow: false, font: {size: LINE_FONT}, xanchor: x === 0 ? "right" : "left"}));
+    x, y: 0.7, text: `<b>${text}</b>`, showarrow: false, font: {size: LINE_FONT},
+    xanchor: x === 0 ? "right" : "left"}));
   if (note) {
     annotations.push({text: note, x: 0, y: 0, xref: "paper", yref: "paper", yanchor: "top", xanchor: "left",
                       showarrow: false, font: {size: 12, color: "#52525b"}, yshift: heads.length > 1 ? -34 : -4});
@@ -604,7 +606,8 @@ export function positional(p, source, look) {
   const sub = (text, x0, x1) => ({text, x: (x0 + x1) / 2, y: 1, xref: "paper", yref: "paper", xanchor: "center",
                                   yanchor: "bottom", showarrow: false, font: {size: 16}});
   const curves = figure(look, data, {
-    xaxis: {domain: [0, 0.495], title: {text: "dimension i"}}, yaxis: {autorange: "reversed", title: {text: "position"}},
+    xaxis: {domain: [0, 0.495], title: {text: "dimension i"}},
+    yaxis: {autorange: "reversed", title: {text: "position"}},
     xaxis2: {domain: [0.595, 1], anchor: "y2", title: {text: "position"}},
     yaxis2: {anchor: "x2", range: [-1.1, 1.1], showgrid: true, gridcolor: "#f3f4f6"},
     annotations: [sub("PE(pos, i)", 0, 0.495), sub("selected dimensions", 0.595, 1)],
@@ -734,7 +737,8 @@ export function walkFigure(w, view, look, title) {
   const vmax = Math.max(...[w.q, ...w.k, ...w.v, output].flat().map(Math.abs), 1e-6);
   const smax = Math.max(...scores.filter((_, j) => w.visible[j]).map(Math.abs), 1e-6);
   const vector = (name, z, y, r, c, hover) => Object.assign({type: "heatmap", name, z, x: dims, y,
-    coloraxis: "coloraxis", xgap: 0, ygap: 1, hovertemplate: `${hover}, dim %{x}: %{z:.4f}<extra></extra>`}, cell(r, c));
+    coloraxis: "coloraxis", xgap: 0, ygap: 1, hovertemplate: `${hover}, dim %{x}: %{z:.4f}<extra></extra>`},
+  cell(r, c));
   const data = [vector("q", [w.q], ["q"], 1, 1, "q"), vector("k", w.k, kLab, 2, 1, "k of %{y}"),
                 vector("output", [output], ["output"], 1, 6, "output"), vector("v", w.v, kLab, 2, 6, "v of %{y}")];
   const stages = [["q·k", scores, "coloraxis2", scores.map((s) => s.toFixed(1))],
@@ -755,7 +759,9 @@ export function walkFigure(w, view, look, title) {
   heading("v_j", 2, 6, 12);
   let note = null;
   if (view.head === MEAN) note = "The mean of heads has no single q: this is head 1. Choose a head above.";
-  else if (view.hide || view.merge) note = "The walk is the model's own computation: every piece, special tokens included.";
+  else if (view.hide || view.merge) {
+    note = "The walk is the model's own computation: every piece, special tokens included.";
+  }
   if (note) {
     layout.annotations.push({text: note, x: 0, y: 0, xref: "paper", yref: "paper", yanchor: "top", xanchor: "left",
                              yshift: -6, showarrow: false, font: {size: 12, color: "#52525b"}});
@@ -767,7 +773,8 @@ export function walkFigure(w, view, look, title) {
     coloraxis3: {colorscale: look.attention, cmin: 0, cmax: 1, showscale: false}});
   const long = longest(kLab, 20);
   return figure(look, data, layout, 140 + 24 * (Tk + 2) + (note ? 24 : 0),
-                `${title} · layer ${w.layer}, head ${w.head} · query ${qLab}: softmax(q·k\u1d40 / \u221a${dK}) \u00b7 V, ` +
+                `${title} · layer ${w.layer}, head ${w.head} · query ${qLab}: ` +
+                `softmax(q·k\u1d40 / \u221a${dK}) \u00b7 V, ` +
                 "step by step", {l: 20 + 7 * long, r: 20, t: 70, b: 20 + (note ? 28 : 0)});
 }
 
@@ -844,7 +851,8 @@ export function logProbChange(c, look) {
   const data = [{type: "bar", x: c.pieces.map((p, i) => `${i + 1} ${escape(p)}`), y: delta,
                  marker: {color: delta.map((d) => d < 0 ? "#dc2626" : "#2563eb")},
                  customdata: c.before.map((b, i) => [b, c.after[i]]),
-                 hovertemplate: "%{x}<br>log p %{customdata[0]:.2f} \u2192 %{customdata[1]:.2f} (%{y:+.2f})<extra></extra>"}];
+                 hovertemplate: "%{x}<br>log p %{customdata[0]:.2f} \u2192 %{customdata[1]:.2f} (%{y:+.2f})" +
+                                "<extra></extra>"}];
   const layout = {xaxis: {type: "category", tickangle: -45, title: {text: "output piece of the original translation"}},
                   yaxis: {title: {text: "\u0394 log p (heads off \u2212 all on)"}, zeroline: true,
                           zerolinecolor: "#9ca3af"}};

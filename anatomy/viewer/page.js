@@ -200,7 +200,9 @@ export function showPage(data) {
 
   translation().catch(console.error);
   controls();
-  for (const id of ["kind", "layer", "head", "display", "merge", "plain", "hide"]) $(id).addEventListener("change", read);
+  for (const id of ["kind", "layer", "head", "display", "merge", "plain", "hide"]) {
+    $(id).addEventListener("change", read);
+  }
   $("step").addEventListener("input", read);
   document.addEventListener("keydown", (e) => {
     if (e.target.closest("input, select, textarea") || e.altKey || e.ctrlKey || e.metaKey) return;

@@ -106,8 +106,8 @@
       if (gd.anatomyMode === mode.key) return;
       gd.anatomyMode = mode.key;
       const {layout, text, colorbars} = A.update(gd, gd.anatomyBase, mode);
-      const bars = colorbars.flatMap((c, i) => c && gd.data[i] && JSON.stringify(gd.data[i].colorbar) !== JSON.stringify(c)
-        ? [i] : []);
+      const bars = colorbars.flatMap((c, i) =>
+        c && gd.data[i] && JSON.stringify(gd.data[i].colorbar) !== JSON.stringify(c) ? [i] : []);
       if (A.holds(gd, layout) && !bars.length) return;
       Plotly.relayout(gd, layout).then(() => {
         if (bars.length) return Plotly.restyle(gd, {colorbar: bars.map(i => colorbars[i])}, bars);

@@ -24,7 +24,7 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
                   output serialized to JSON (figures and the trace payload), 1 thread, median of 5 (see
                   app_translation: adapt it when ui/handlers.py changes)
   importance_ms   in-process: the Head importance tab for that translation (every head's ablation, gradient and
-                  confidence, drawn and serialized), 1 thread, median of 5
+                  confidence, and the maps' values the page gets, serialized), 1 thread, median of 5
   capture_ms      decode.py's natural capture of the sentence with the model's own decoding (Translator.translate,
                   1 thread)
   crowdN_last_s   N raw-HTTP clients replay at once the queue events a page sent for one click (the
@@ -409,7 +409,7 @@ def server_ms(h: Handlers, key: str, text: str, own: Decoding, repeats: int = 5)
 
 def importance_ms(h: Handlers, key: str, text: str, own: Decoding, repeats: int = 5) -> float:
     """Median ms of the Head importance tab for the translation, in-process on 1 thread: every head's ablation,
-    gradient and confidence, judged when the tab opens, drawn and serialized."""
+    gradient and confidence, judged when the tab opens, and what the page gets of them serialized."""
     import torch
     from gradio.components.plot import PlotData
 
@@ -424,13 +424,16 @@ def importance_ms(h: Handlers, key: str, text: str, own: Decoding, repeats: int 
         run = made[h.page.run]
 
         def opened() -> int:
-            """The tab's two events: judge (in the model's slot), then tab_view drawing what it judged."""
+            """The tab's two events: judge (in the model's slot), then tab_view sending what it judged (the maps'
+            values for the page's viewer; for a revision before it, the figures)."""
             judged = h.judge(Inputs(settings, run=run))
             shown = h.tab_view(Inputs(settings, run=run, judged=judged, tab=Tab.IMPORTANCE, view=View()))
-            drawn = sum(len(v.model_dump_json()) for v in shown.values() if isinstance(v, PlotData))
-            if not drawn:
-                raise MeasurementFailed("importance_ms: the Head importance tab drew no figure")
-            return drawn
+            data = shown.get(getattr(h.page, "importance_data", None)) or {}
+            sent = sum(len(v.model_dump_json()) for v in shown.values() if isinstance(v, PlotData))
+            sent += len(json.dumps(data["maps"])) if data.get("maps") else 0
+            if not sent:
+                raise MeasurementFailed("importance_ms: the Head importance tab sent no maps")
+            return sent
 
         return median_ms(opened, repeats)
     except Exception as err:

@@ -364,9 +364,8 @@ def app_translation(h: Handlers, key: str, own: Decoding) -> Callable[[str], int
     """The one place that calls the app's handlers (ui/handlers.py): adapt it when they change.
 
     Returns a function that runs, as the page's Translate click does on the server, the translate handler to its
-    last output, the drawing of that Run (`show`), then the open tab's figures (`tab_view`, All heads on a fresh
-    page), and serializes every figure and the trace payload to JSON (returns the bytes, so nothing is optimised
-    away)."""
+    last output (the Run, what the page shows of it and the open tab's data: All heads on a fresh page), and
+    serializes every figure and the trace payload to JSON (returns the bytes, so nothing is optimised away)."""
     from gradio.components.plot import PlotData
 
     from anatomy.inputs import View
@@ -380,11 +379,9 @@ def app_translation(h: Handlers, key: str, own: Decoding) -> Callable[[str], int
         settings = PageSettings(key=key, text=text, beam=own.beam_size, max_new=0, device="cpu", top_k=5,
                                 length_penalty=own.length_penalty, slow=0.0)
         asked = Inputs(settings, view=view, signal=StopSignal())  # All heads: a fresh page's tab
-        *_, made = h.translate_page(asked)
-        page = Inputs(settings, view=view, run=made[h.page.run], signal=asked.signal)
-        shown = h.show(page)
-        outputs = [*shown.values(), *h.tab_view(page).values()]
-        payload = shown.get(h.page.trace_data) if hasattr(h.page, "trace_data") else None
+        *_, made = h.translate_page(asked)  # the Run, what the page shows of it and the open tab's data
+        outputs = list(made.values())
+        payload = made.get(h.page.trace_data)
         return (sum(len(v.model_dump_json()) for v in outputs if isinstance(v, PlotData))
                 + (len(json.dumps(payload)) if payload is not None else 0))
 

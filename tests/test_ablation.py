@@ -74,27 +74,21 @@ def test_switched_off_heads_are_drawn_as_off(tiny):
 
 
 @pytest.mark.parametrize("tab", [Tab.HEADS, Tab.COMPARE, Tab.IMPORTANCE])
-def test_a_head_switched_off_is_drawn_in_its_own_event_as_the_chained_events_drew_it(tiny, monkeypatch, tab):
-    """ablate_page (one event) gives what ablate, then show, then tab_view (reading the controls show set) gave, the
-    new trace first."""
+def test_a_head_switched_off_is_sent_with_the_page_and_the_open_tab_in_its_own_event(tiny, tab):
+    """ablate (one model event) sends the new Run as show sends it, and the open tab as tab_view does (reading the
+    controls show set): the page sends nothing else."""
     run = run_of(tiny, SENTENCE)
     p, view = tiny.page, View.of("encoder", 9, "2", True, step=1, query=40)  # the new Run opens at its last step
-    asked = Inputs(settings=PageSettings(key="de-en", heads_off=OFF), run=run, tab=tab, view=view)
-    made = tiny.ablate(asked)
-    monkeypatch.setattr(tiny, "ablate", lambda values: made)  # the same Run for both (its elapsed time differs)
-    new = made[p.run]
+    out = tiny.ablate(Inputs(settings=PageSettings(key="de-en", heads_off=OFF), run=run, tab=tab, view=view))
+    new = out[p.run]
     shown = tiny.show(Inputs(run=new, view=dataclasses.replace(view, step=None), signal=StopSignal()))
-    controls = View.of(view.kind, shown[p.layer]["value"], shown[p.head]["value"], view.merge,
-                       shown[p.step]["value"], view.plain, view.hide, view.display, shown[p.walk_query]["value"])
-    tab_drawn = tiny.tab_view(Inputs(run=new, twin=made.get(p.twin), judged=made.get(p.judged), tab=tab,
-                                     settings=PageSettings(key="de-en"), view=controls))
-    first, then = tiny.ablate_page(asked)
-    assert {**first, **then} == {**made, **shown, **tab_drawn}
-    # the translations and the trace the viewer draws come first, the tab after them
-    assert {p.translation, p.ablation, p.trace_data} <= set(first) and set(then) == set(tab_drawn)
-    assert (p.twin in made) == (p.twin_data in tab_drawn) == (tab == Tab.COMPARE)  # the new Run's twin sent
-    monkeypatch.setattr(tiny, "ablate", lambda values: gr.skip())
-    assert list(tiny.ablate_page(asked)) == [gr.skip()]  # unchanged heads: nothing redrawn
+    assert {c: out[c] for c in shown if c is not p.trace_data} == {c: v for c, v in shown.items()
+                                                                  if c is not p.trace_data}
+    assert out[p.trace_data]["pieces"] == shown[p.trace_data]["pieces"] and out[p.ablation]["visible"] is True
+    assert (p.twin_data in out) == (tab == Tab.COMPARE) and (p.importance_data in out) == (tab == Tab.IMPORTANCE)
+    assert (p.pick_head in out) and out[p.step]["value"] == len(new.trace.output_tokens)
+    assert tiny.ablate(Inputs(settings=PageSettings(key="de-en", heads_off=OFF), run=new, tab=tab,
+                              view=view)) == gr.skip()  # unchanged heads: nothing to send
 
 
 def test_translate_with_heads_off_shows_both_translations(tiny):

@@ -165,7 +165,8 @@ def test_translate_streams_then_show_draws_the_run(tiny, monkeypatch):
     assert outs[0][p.src_chips] and outs[0][p.translation] == ""
     streamed = [o for o in outs[1:-1]]
     assert [len(o[p.out_chips]) for o in streamed] == list(range(1, 7))  # one yield per generated piece
-    assert not any(isinstance(v, PlotData) or p.trace_data in o for o in outs for v in o.values())  # no drawing
+    assert not any(isinstance(v, PlotData) for o in outs for v in o.values())  # figures are the page's own
+    assert p.trace_data not in outs[-2] and p.trace_data in outs[-1]  # the Run's payload comes with the Run
     run = outs[-1][p.run]
     expected = tiny.registry.get("de-en").cpu.translate(SENTENCE, max_new_tokens=6)
     assert run.trace.output_tokens == expected.output_tokens and run.trace.settings.direction == "de-en"

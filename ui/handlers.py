@@ -85,9 +85,10 @@ class Handlers:
 
     def _made(self, request: Request, trace: Trace, showing: str, i: Inputs, *, start: float,
               notices: list[str] | tuple[str, ...] = (), **run) -> dict:
-        """The outputs of a model event: the new Run (its notices after the request's own), and what the page `i`
-        shows needs of a model for it, made here in the model's slot: the untrained twin's trace when its tab is
-        open, head importance when its tab is (the softmax walk is asked for by the viewer: `walk`)."""
+        """The outputs of a model event: the new Run (its notices after the request's own), what the page `i`
+        shows needs of a model for it, made here in the model's slot (the untrained twin's trace when its tab is
+        open, head importance when its tab is; the softmax walk is asked for by the viewer: `walk`), and what the
+        page shows of the Run (`_page_of`)."""
         p, entry = self.page, self.registry.get(request.key)
         new = Run(request, trace, showing, tuple(views.run_notices(entry, trace, [*request.notices, *notices])),
                   time.perf_counter() - start, **run)
@@ -96,7 +97,22 @@ class Handlers:
             out[p.twin] = self._twin(new)
         if i.tab == Tab.IMPORTANCE:
             out[p.judged] = self._judged(new, i.judged)
-        return out
+        return {**out, **self._page_of(i, out)}
+
+    def _page_of(self, i: Inputs, made: dict) -> dict:
+        """What the page shows of a model event's new Run, sent by the same event (as `show`, then the open tab as
+        `tab_view`), so that a page sends the server nothing but the model's events; a slow-motion Run only starts
+        its replay, whose own event sends its steps."""
+        p, run = self.page, made[self.page.run]
+        shown = self.show(dataclasses.replace(i, run=run))
+        if run.replay:
+            return shown
+        opened = dataclasses.replace(i.view, step=run.step, query=min(i.view.query, len(run.trace.source_tokens)))
+        settings = i.settings if i.settings.key in self.registry.entries else \
+            dataclasses.replace(i.settings, key=run.request.key)
+        tab = self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin),
+                                                judged=made.get(p.judged, i.judged), view=opened, settings=settings))
+        return {**shown, **(tab if tab != gr.skip() else {})}
 
     def _judged(self, run: Run, judged: Judged | None) -> Judged:
         """Head importance for the run: judged on its translation with every head on, by the model that made it
@@ -214,25 +230,6 @@ class Handlers:
             showing = "Every head on again"
         return self._made(request, trace, showing, i, start=start, notices=[notice] if notice else [],
                           ablation=self._ablation(translator, request, original, run.ablation))
-
-    def ablate_page(self, values: Inputs | dict):
-        """`ablate` and the new Run as `show` sends it, then the open tab as `tab_view` makes it (run, heads off,
-        tab, twin, direction, view). One event, not three chained ones: the page asked for each next one only
-        after the last one was done. It holds the model's slot (the Head importance tab's passes are made by
-        `ablate`)."""
-        p, i = self.page, Inputs.of(self.page, values)
-        made = self.ablate(i)
-        if p.run not in made:  # skipped: nothing to redraw
-            yield made
-            return
-        run = made[p.run]
-        yield {**made, **self.present(run, dataclasses.replace(i.view, step=run.step))}
-        # what tab_view would read from the controls that present has just set (tab_view fits the rest to the run)
-        opened = dataclasses.replace(i.view, step=run.step, query=min(i.view.query, len(run.trace.source_tokens)))
-        tab = self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin),
-                                                judged=made.get(p.judged, i.judged), view=opened))
-        if tab != gr.skip():
-            yield tab
 
     @staticmethod
     def every_head_on() -> list[str]:

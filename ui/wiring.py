@@ -53,29 +53,25 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     tab_outputs = [p.pick_head, p.stats, p.importance_data, p.importance_list, p.log_probs, p.corpus_row,
                    p.pruning, p.twin_data, p.compare_text, p.pe_data, p.arch, p.card, p.params, p.curves,
                    p.training_md]
-    made = [p.run, p.twin, p.judged, p.vectors, p.run_info]
+    # a model event sends its Run, what the page shows of it and the open tab's data in one event (Handlers._made)
+    made = list(dict.fromkeys([p.run, p.twin, p.judged, p.vectors, p.run_info, *shown, p.replay, *tab_outputs]))
     # a new Run opens at its own step (the last, or a link's), whatever the step slider says
     opening = controls - {p.step}
-
-    def draw(event):
-        """After a model event made a Run: draw it (a slow-motion one: start its replay), then the open tab."""
-        return event.then(h.show, {p.run, p.vectors, *opening}, [*shown, p.replay], **DRAW).then(
-            h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
     p.replay.change(h.replay, {p.run, p.signal, p.vectors, *opening}, [*shown, p.vectors], **REPLAY).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
     p.walk_btn.click(h.walk, {p.run, p.vectors, *controls}, [p.vectors, p.walk_data], **MODEL)
 
-    streamed = [*made, p.translation, p.out_chips, p.src_chips, p.text_hint]
-    draw(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL))
+    streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
+    gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL)
     p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
-    draw(p.force_btn.click(h.force, {p.run, p.forced, p.tab, p.judged, *controls}, made, **MODEL))
-    draw(p.candidates.select(h.candidate, {p.run, p.tab, p.judged, *controls}, made, **MODEL))
+    p.force_btn.click(h.force, {p.run, p.forced, p.tab, p.judged, p.direction, *controls}, made, **MODEL)
+    p.candidates.select(h.candidate, {p.run, p.tab, p.judged, p.direction, *controls}, made, **MODEL)
     if p.examples is not None:
-        draw(p.examples.load_input_event.then(h.example_settings, [p.direction],
-                                              [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
-                                               p.merge, p.hide, p.display, p.kind_help], **DRAW).then(
-            h.translate_page, asked, streamed, **MODEL))
+        p.examples.load_input_event.then(h.example_settings, [p.direction],
+                                         [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
+                                          p.merge, p.hide, p.display, p.kind_help], **DRAW).then(
+            h.translate_page, asked, streamed, **MODEL)
 
     # The viewer draws on any change of its data or of a view control, a visitor's or a handler's: in the browser.
     drawn = viewed(p)
@@ -100,20 +96,19 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW)
 
     # Heads off: a checkbox, a click on a head (app.js names it and clicks toggle_head), or Reset translates the
-    # shown request again with the heads now off, and draws it and the open tab in the same event (no round trips
-    # to show and tab_view).
+    # shown request again with the heads now off.
     ablate = {p.heads_off, p.vectors, *tab_inputs}
     # the progress shows where the model events show it (their one visible output), not on every figure
-    ablated = dict(MODEL, outputs=list(dict.fromkeys([*made, *shown, *tab_outputs])), show_progress_on=[p.run_info])
-    p.heads_off.input(h.ablate_page, ablate, **ablated)
+    ablated = dict(MODEL, outputs=made, show_progress_on=[p.run_info])
+    p.heads_off.input(h.ablate, ablate, **ablated)
     p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
-                        js="(off, clicked) => [off, window.anatomy.clickedHead]").then(h.ablate_page, ablate, **ablated)
-    p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate_page, ablate, **ablated)
+                        js="(off, clicked) => [off, window.anatomy.clickedHead]").then(h.ablate, ablate, **ablated)
+    p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate, ablate, **ablated)
 
-    draw(demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,
-                                       p.beam, p.max_new, p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display,
-                                       p.walk_query, p.step, p.presenter, p.kind_help], **DRAW).then(
-        h.translate_link, {p.link, p.signal, p.tab, p.judged, *controls}, made, **MODEL))
+    demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,
+                                  p.beam, p.max_new, p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display,
+                                  p.walk_query, p.step, p.presenter, p.kind_help], **DRAW).then(
+        h.translate_link, {p.link, p.signal, p.tab, p.judged, p.direction, *controls}, made, **MODEL)
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
     export = [p.export_figure, p.export_frame, p.export_wide]
     p.png_btn.click(None, export, None, js=js("exportFigure(args[0], 'png', args[1], args[2])"))

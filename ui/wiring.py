@@ -11,8 +11,9 @@ from .values import Tab
 # a link, the untrained twin, head importance, the softmax walk's q, k, v, heads off, the API) runs in MODEL, one at
 # a time across every visitor (a small CPU runs one model pass well, two badly); no other event does, so drawing and
 # view changes never wait for a translation (tokenizing alone is not a model pass). tests/test_wiring.py checks it.
-# A model event makes what the page will show of a model with its Run (the twin and importance, for the open tab);
-# what a tab opened later finds missing, it asks of a model event (make_twin, judge). The page's viewer
+# A model event makes what the page will show of a model with its Run (the twin and importance, for the open tab) and
+# sends the Run's payload and the open tab's data with it, so that a translation is one request; what a tab opened
+# later finds missing, it asks of a model event (make_twin, judge). The page's viewer
 # (anatomy/viewer/host.js) draws the trace's views from its payload: a view change runs in the browser only, and the
 # viewer asks for the softmax walk (walk_btn), whose q, k, v need the model.
 MODEL = dict(concurrency_id="model", concurrency_limit=1, api_visibility="undocumented")

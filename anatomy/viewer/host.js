@@ -19,6 +19,7 @@ export function createHost(options) {
   const {look, config} = options;
   const data = {payload: null, twin: null, walk: null, positional: null, importance: null};
   const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0};
+  const texts = {};  // each datum as last set, as JSON
   let view = null, asked = "", loading = false;
   // A new translation's own view (its step, layer, head: `opens_at`, which the server sends with it): the controls
   // that say it change one by one after the payload, and are read until one of them differs from before.
@@ -83,7 +84,10 @@ export function createHost(options) {
      * @param {Object | null} value
      */
     set(name, value) {
-      if (data[name] === value) return;
+      // by content: the page may hand the same value over as a new object on each event
+      const text = JSON.stringify(value ?? null);
+      if (texts[name] === text) return;
+      texts[name] = text;
       data[name] = value && (name === "payload" || name === "twin") ? readPayload(value) : value || null;
       versions[name] += 1;
       if (name === "payload") {

@@ -20,26 +20,14 @@ import pytest
 
 from anatomy import notebook, offline
 from anatomy.registry import ModelRegistry
-from tests.app_fixtures import SENTENCE, make_checkpoint, tiny_entry
+from tests.app_fixtures import SENTENCE, make_checkpoint
 from tests.browser import needs_chromium
+from tests.test_offline import entry, trace  # noqa: F401 (the offline page's fixtures: a tiny model's trace)
 from transformer import Trace
 from transformer.pieces import detokenize
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS = 9  # the tiny random model never ends early
 GERMAN = "Ein Hund läuft im Park."
-
-
-@pytest.fixture(scope="module")
-def entry(tmp_path_factory):
-    return tiny_entry(tmp_path_factory.mktemp("notebook-checkpoints"))
-
-
-@pytest.fixture(scope="module")
-def trace(entry):
-    trace = entry.cpu.translate(SENTENCE, max_new_tokens=STEPS)
-    assert len(trace.output_tokens) == STEPS
-    return trace
 
 
 @pytest.fixture

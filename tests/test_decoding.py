@@ -305,6 +305,16 @@ def test_trace_json_round_trip(translator):
     for name in ("encoder_self_attn", "decoder_self_attn", "cross_attn"):
         np.testing.assert_array_equal(getattr(again, name), getattr(trace, name))
     assert again.to_json() == trace.to_json()
+    assert again.to_dict() == trace.to_dict()  # every weight exact
+
+
+def test_json_of_a_prefix_of_a_trace(translator):
+    """A slow-motion frame or a stopped replay is a trace whose arrays are slices of another's."""
+    trace = translator.translate("green tree house", beam_size=2)
+    T = 2
+    cut = replace(trace, decoder_self_attn=trace.decoder_self_attn[:, :, :T, :T], cross_attn=trace.cross_attn[:, :, :T])
+    assert not cut.cross_attn.flags.c_contiguous
+    np.testing.assert_array_equal(Trace.from_json(cut.to_json()).decoder_self_attn, trace.decoder_self_attn[:, :, :T, :T])
 
 
 def test_long_input_is_truncated_with_a_notice(translator):

@@ -14,7 +14,9 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
   all_s           click → every figure in view drawn: heatmap, the three decoding-step panels and the open
                   tab's (All heads)
   view_s          a layer, head or step change, by mouse and by keyboard (slider: focus + arrow key; head
-                  radio: focus + Space) → the affected figures redrawn; median over all of them
+                  radio: focus + Space) → the affected figures in the window redrawn (what the visitor sees; the
+                  page draws those below the fold after them); median over all of them
+  view_all_s      the same to every affected figure redrawn, in the window or not
   server_requests_per_view  the queue events a page sent to the server per such view change (the viewer draws
                   in the page: 0)
   ablate_s        a click on a head's checkbox under Switch heads off (ABLATED_HEAD) → the translation with that
@@ -33,7 +35,7 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
   payload_kb      the trace payload the page's viewer gets for the translation (anatomy/payload.py), as JSON
 
 The last line is machine-readable (wrapped here):
-first_piece_s=… heatmap_s=… all_s=… view_s=… ablate_s=… ablate_all_s=… server_ms=… importance_ms=…
+first_piece_s=… heatmap_s=… all_s=… view_s=… view_all_s=… ablate_s=… ablate_all_s=… server_ms=… importance_ms=…
 capture_ms=… crowd16_last_s=… first_click_all_s=… server_requests_per_view=… payload_kb=…
 A figure that cannot be measured (not drawn in time, a control that did not change, a failed visitor, handlers
 that moved) ends the run at once with the reason and exit status 1: no figure is ever left out or guessed.
@@ -278,9 +280,9 @@ def click_slider(page: Page, name: str, value: int) -> None:
     page.page.mouse.click(x, box["y"] + box["height"] / 2)
 
 
-def view_changes(page: Page, trace: dict, timeout_s: float) -> dict[str, float]:
-    """Head, layer and step changed by mouse, then by keyboard; seconds until the affected figures showed the
-    new view, by change."""
+def view_changes(page: Page, trace: dict, timeout_s: float) -> dict[str, tuple[float, float]]:
+    """Head, layer and step changed by mouse, then by keyboard; seconds until the affected figures in the window
+    showed the new view, and until all of them did, by change."""
     times = {}
     view = current_view(page)
     L, T = view["layer"], view["step"]
@@ -314,13 +316,24 @@ def view_changes(page: Page, trace: dict, timeout_s: float) -> dict[str, float]:
             view = current_view(page)
             if view == before:
                 raise MeasurementFailed(f"{what} by {device}: the control did not change")
+            seen = in_window(page, AFFECTED[what])
             done = page.drawn(trace, AFFECTED[what], view, since, timeout_s)
             missing = sorted(set(AFFECTED[what]) - set(done))
             if missing:
                 raise MeasurementFailed(f"{what} by {device}: {', '.join(missing)} not redrawn within "
                                         f"{timeout_s:.0f} s (--view-timeout)")
-            times[f"{what}/{device}"] = (max(done.values()) - since) / 1000
+            if not seen:
+                raise MeasurementFailed(f"{what} by {device}: none of {', '.join(AFFECTED[what])} is in the window")
+            times[f"{what}/{device}"] = ((max(done[f] for f in seen) - since) / 1000, (max(done.values()) - since) / 1000)
     return times
+
+
+def in_window(page: Page, figures) -> list[str]:
+    """The figures that show (some of) themselves in the window now."""
+    return page.page.evaluate("""figs => Object.entries(figs).filter(([, sel]) => {
+        const el = document.querySelector(sel), r = el && el.getBoundingClientRect();
+        return r && r.bottom > 0 && r.top < window.innerHeight;
+      }).map(([name]) => name)""", {f: FIGURES[f] for f in figures})
 
 
 def ablate(page: Page, ablated: dict, timeout_s: float) -> dict[str, float]:
@@ -576,7 +589,8 @@ def measure(args: argparse.Namespace) -> str:
     figures = {name: statistics.median([w[name] for w in warm])
                for name in ("first_piece_s", "heatmap_s", "all_s", "ablate_s", "ablate_all_s")}
     return (f"first_piece_s={figures['first_piece_s']:.2f} heatmap_s={figures['heatmap_s']:.2f} "
-            f"all_s={figures['all_s']:.2f} view_s={statistics.median(views):.2f} "
+            f"all_s={figures['all_s']:.2f} view_s={statistics.median(v for v, _ in views):.2f} "
+            f"view_all_s={statistics.median(a for _, a in views):.2f} "
             f"ablate_s={figures['ablate_s']:.2f} ablate_all_s={figures['ablate_all_s']:.2f} server_ms={server:.1f} "
             f"importance_ms={importance:.1f} "
             f"capture_ms={capture:.1f} crowd{args.crowd}_last_s={crowd_s:.2f} first_click_all_s={first['all_s']:.2f} "
@@ -584,7 +598,7 @@ def measure(args: argparse.Namespace) -> str:
 
 
 def browse(args: argparse.Namespace, url: str, key: str, text: str, expected: dict,
-           ablated: dict) -> tuple[dict, list[dict], list[float], list, list[float]]:
+           ablated: dict) -> tuple[dict, list[dict], list[tuple[float, float]], list, list[float]]:
     """The first click, then --runs warm clicks with view changes and a head switched off, each on a fresh page:
     the first click's times, the warm clicks' times (with the head's), every view change's seconds, the queue
     events of the last warm page, and each warm page's queue events per view change."""
@@ -610,7 +624,9 @@ def browse(args: argparse.Namespace, url: str, key: str, text: str, expected: di
                 per_view.append((len(page.joins) - len(joins)) / len(changed))
                 views += changed.values()
                 times.update(ablate(page, ablated, args.view_timeout))
-                print(f"warm {run}: " + ", ".join(f"{k} {v:.2f}" for k, v in {**times, **changed}.items()) + " s")
+                print(f"warm {run}: " + ", ".join([f"{k} {v:.2f}" for k, v in times.items()]
+                                                  + [f"{k} {v:.2f} (all {a:.2f})" for k, (v, a) in changed.items()])
+                      + " s")
             except MeasurementFailed as err:
                 raise MeasurementFailed(f"{'first click' if run == 0 else f'warm click {run}'}: {err}") from err
             except Exception as err:  # e.g. an element that is gone (see SELECTORS): the page cannot be measured

@@ -206,13 +206,14 @@ def test_a_view_control_or_new_data_draws_in_the_browser_only(tiny):
     from, runs the viewer's JavaScript and no Python: a view change makes no request to the server
     (benchmarks/page.py counts them in Chromium)."""
     p = tiny.page
-    drawn = [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.kind, p.layer, p.head, p.merge,
-             p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims]
-    draws = [fn for fn in tiny.demo.fns.values() if fn.js and "anatomy.draw(" in fn.js]
-    assert len(draws) == 1 and draws[0].fn is None
-    assert [c._id for c in draws[0].inputs] == [c._id for c in drawn]
-    assert {t[0] for t in draws[0].targets} == {c._id for c in drawn}
+    data = [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data]
+    controls = [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims]
+    for call, drawn in (("data", data), ("view", controls)):  # a view change hands over no data
+        draws = [fn for fn in tiny.demo.fns.values() if fn.js and f"anatomy.{call}(" in fn.js]
+        assert len(draws) == 1 and draws[0].fn is None
+        assert [c._id for c in draws[0].inputs] == [c._id for c in drawn]
+        assert {t[0] for t in draws[0].targets} == {c._id for c in drawn}
     # the server's handlers of those controls only set other controls or the kind's help (no figure)
     for fn in tiny.demo.fns.values():
-        if fn.fn is not None and any(t[0] in {c._id for c in drawn[5:]} for t in fn.targets):
+        if fn.fn is not None and any(t[0] in {c._id for c in controls} for t in fn.targets):
             assert {c._id for c in fn.outputs} <= {p.layer._id, p.kind_help._id}, fn.name

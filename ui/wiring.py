@@ -29,11 +29,11 @@ REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility
 # What the viewer draws from: the data the server sends, then the view controls (figures.js `View`, in this order).
 
 
-def viewed(p: Page) -> list:
-    """What the viewer draws from, in the order its draw reads them (ui/static/app.js `draw`): the data the server
-    sends, the view controls, the positional encoding's dimensions."""
-    return [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.kind, p.layer, p.head, p.merge,
-            p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims]
+def viewed(p: Page) -> tuple[list, list]:
+    """What the viewer draws from, in the order ui/static/app.js reads them: the data the server sends (`data`), and
+    the view controls with the positional encoding's dimensions (`view`)."""
+    return ([p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data],
+            [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims])
 
 
 def js(call: str) -> str:
@@ -74,10 +74,11 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
                                           p.merge, p.hide, p.display, p.kind_help], **DRAW).then(
             h.translate_page, asked, streamed, **MODEL)
 
-    # The viewer draws on any change of its data or of a view control, a visitor's or a handler's: in the browser.
-    drawn = viewed(p)
-    gr.on([c.change for c in drawn], None, drawn, None, js=js("draw(...args)"), show_progress="hidden",
-          api_visibility="private")
+    # The viewer draws on any change of its data or of a view control, a visitor's or a handler's: in the browser. A
+    # view change hands over only the controls' values (the data would be gathered and compared on each).
+    for name, drawn in zip(("data", "view"), viewed(p)):
+        gr.on([c.change for c in drawn], None, drawn, None, js=js(f"{name}(...args)"), show_progress="hidden",
+              api_visibility="private")
     p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
     # .input: a visitor's choice; a handler that sets the kind or direction sets the layer slider's range in the
     # same update (on .change, this would read the layer before that update's own value, and undo it)

@@ -63,9 +63,19 @@ function walk(d, v, look) {
                        {asks: JSON.stringify(want)});
 }
 
+// The three step panels of the last payload and view, made together: a view change redraws them one after another.
+let lastSteps = {payload: null, view: "", figures: null};
+function stepPanels(payload, v, look) {
+  const view = JSON.stringify(v);
+  if (lastSteps.payload !== payload || lastSteps.view !== view) {
+    lastSteps = {payload, view, figures: stepFigures(payload, v, look)};
+  }
+  return lastSteps.figures;
+}
+
 const step = (part) => ({
   depends: (v, versions) => [versions.payload, v.layer, v.head, v.step, v.merge, v.plain, v.hide],
-  make: (v, d, look) => named(stepFigures(d.payload, v, look)[part], exportName(d.payload, v, `step-${part}`))});
+  make: (v, d, look) => named(stepPanels(d.payload, v, look)[part], exportName(d.payload, v, `step-${part}`))});
 const twinned = (v, versions) => [versions.payload, versions.twin, ...Object.values(v)];
 
 /**
@@ -107,7 +117,7 @@ export const BOXES = {
               : named(large(d.payload, v, look), exportName(d.payload, v))},
   "step-cross": step("cross"), "step-self": step("self"),
   "step-topk": {depends: (v, versions) => [versions.payload, v.step, v.plain],
-                make: (v, d, look) => named(stepFigures(d.payload, v, look).topk,
+                make: (v, d, look) => named(stepPanels(d.payload, v, look).topk,
                                             exportName(d.payload, v, "step-topk"))},
   grid: {depends: (v, versions) => [versions.payload, v.kind, v.merge, v.plain, v.hide],
          make: (v, d, look) => named(grid(d.payload, v, look, "switch this head off/on"),

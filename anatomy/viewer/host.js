@@ -20,11 +20,11 @@ export function createHost(options) {
   const data = {payload: null, twin: null, walk: null, positional: null, importance: null};
   const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0};
   const texts = {};  // each datum as last set, as JSON
-  let view = null, asked = "", loading = false;
+  let view = null, asked = "", loading = false, later = false;
   // A new translation's own view (its step, layer, head: `opens_at`, which the server sends with it): the controls
-  // that say it change one by one after the payload, and are read until one of them differs from before.
-  let opening = null, fresh = false;
-  const drawn = new WeakMap();
+  // that say it change one by one after the payload, and are read once one of them differs from before.
+  let opening = null;
+  const drawn = new WeakMap(), drawnData = new WeakMap();
 
   function plotly() {
     if (window.Plotly) return window.Plotly;
@@ -47,26 +47,45 @@ export function createHost(options) {
     }));
   }
 
-  /** Draw every box in view whose drawing is not what the data and the view now ask for. */
-  function refresh() {
+  /**
+   * Draw every box in view whose drawing is not what the data and the view now ask for: those in the window at
+   * once, the others (below the fold) once the window's have been painted, so that a view change shows where the
+   * visitor looks in the time of the figures there.
+   * @param {boolean} [outside]  also draw those outside the window
+   */
+  function refresh(outside = false) {
     const Plotly = plotly();
     if (!Plotly) return;
     const shown = view && opening ? Object.assign({}, view, opening) : view;
     const fitted = data.payload && shown ? fittedView(data.payload, shown) : null;
-    for (const [id, box] of Object.entries(BOXES)) {
+    // what each box in view should show, measured before any is drawn: a look after a drawing would lay the page
+    // out again
+    const due = Object.entries(BOXES).map(([id, box]) => {
       const el = document.querySelector(`#${id} .anatomy-plot`);
-      if (!el || !el.offsetParent) continue; // not on the page, or in a closed tab: drawn when it opens
+      if (!el || !el.offsetParent) return null; // not on the page, or in a closed tab: drawn when it opens
       const own = box.needs && data[box.needs];
       const v = box.needs ? own && shown && Object.assign({}, shown, {[box.needs]: own}) : fitted;
       const key = JSON.stringify(v ? box.depends(v, versions) : ["empty"]);
-      if (drawn.get(el) === key) continue;
+      const r = el.getBoundingClientRect();
+      return drawn.get(el) === key ? null : {box, el, v, key, seen: r.bottom > 0 && r.top < window.innerHeight};
+    }).filter(Boolean);
+    for (const {box, el, v, key} of outside ? due : due.filter((d) => d.seen)) {
       drawn.set(el, key);
       const figure = v ? box.make(v, data, look) : emptyFigure(look, PLACEHOLDER, 300);
       if (figure.asks && figure.asks !== asked) { // once per view: a walk the server cannot make is not asked again
         asked = figure.asks;
         options.askWalk();
       }
+      // the traces drawn before, when equal: Plotly compares them by identity, and then redraws only the layout
+      // (a step change moves the large view's frame: a tenth of drawing the heatmap again)
+      const traces = JSON.stringify(figure.data), before = drawnData.get(el);
+      if (before && before.text === traces) figure.data = before.data;
+      else drawnData.set(el, {text: traces, data: figure.data});
       Plotly.react(el, figure.data, figure.layout, config);
+    }
+    if (!outside && !later && due.some((d) => !d.seen)) { // after the window's next paint
+      later = true;
+      requestAnimationFrame(() => setTimeout(() => { later = false; refresh(true); }));
     }
     const partial = document.querySelector("#partial .anatomy-chips");
     const key = JSON.stringify(fitted ? [versions.payload, fitted.step] : ["empty"]);
@@ -90,10 +109,7 @@ export function createHost(options) {
       texts[name] = text;
       data[name] = value && (name === "payload" || name === "twin") ? readPayload(value) : value || null;
       versions[name] += 1;
-      if (name === "payload") {
-        opening = value && value.opens_at || null;
-        fresh = true;
-      }
+      if (name === "payload") opening = value && value.opens_at || null;
     },
     /**
      * The view the controls show (layer and step from 1, head "mean" or a number, query from 1) and the
@@ -101,8 +117,7 @@ export function createHost(options) {
      * @param {import("./boxes.js").Shown} next
      */
     view(next) {
-      if (!fresh && opening && view && JSON.stringify(next) !== JSON.stringify(view)) opening = null;
-      fresh = false;
+      if (opening && view && JSON.stringify(next) !== JSON.stringify(view)) opening = null;
       view = next;
     },
     refresh,

@@ -8,12 +8,17 @@
     scale: 1.5, on: false, viewer,
     // The data the server sent and the view controls, in ui/wiring.py `viewed`'s order: the viewer draws what
     // changed (anything not in view, once it comes into view: scan).
-    draw(payload, twin, walk, positional, importance, kind, layer, head, merge, step, plain, hide, display, query,
-         dims) {
+    data(payload, twin, walk, positional, importance) {
       Object.entries({payload, twin, walk, positional, importance}).forEach(([name, value]) => viewer.set(name, value));
+      A.draw();
+    },
+    view(kind, layer, head, merge, step, plain, hide, display, query, dims) {
       viewer.view({kind, layer, head, merge, step, plain, hide, display, query, dims});
-      // one drawing for the changes that come in one task (the viewer reads a new translation's own step, layer
-      // and head from its payload: their controls' own change events may come later and then change nothing)
+      A.draw();
+    },
+    // One drawing for the changes that come in one task (the viewer reads a new translation's own step, layer and
+    // head from its payload: their controls' own change events may come later and then change nothing).
+    draw() {
       if (!A.drawing) A.drawing = Promise.resolve().then(() => { A.drawing = null; A.scan(); });
     },
     // Presenter mode (a talk must not wait on the server): toggles the page's class and scales every Plotly
@@ -69,8 +74,8 @@
       // ' · ' gets a line of its own (width guessed at 0.55 em a character, the toolbar's camera ~60 px; side by
       // side panels on a wide screen keep one line each, so that they stay aligned)
       if (typeof b.titleText === 'string') {
-        const long = b.titleText.replace(/<[^>]*>/g, '').length * 0.55 * b.title > gd.parentElement.clientWidth - 60;
-        const split = narrow && window.innerWidth < NARROW && long && b.titleText.includes(' · ');
+        const split = narrow && window.innerWidth < NARROW && b.titleText.includes(' · ')
+          && b.titleText.replace(/<[^>]*>/g, '').length * 0.55 * b.title > gd.parentElement.clientWidth - 60;
         u['title.text'] = split ? b.titleText.replace(' · ', '<br>') : b.titleText;
         if (split) u['margin.t'] = b.t + Math.round(1.2 * b.title);
       }
@@ -82,7 +87,8 @@
       const large = !!gd.closest('#heatmap'), top = gd.getBoundingClientRect().top + window.scrollY;
       // the large view beside the settings ends above the fold (the window's first screen)
       const fold = large && top < 0.6 * window.innerHeight ? Math.max(360, window.innerHeight - top - 16) : Infinity;
-      return {key: [A.on, narrow, A.on ? room : fold].join(), narrow, room, large, fold};
+      gd.anatomyModeOf = {key: [A.on, narrow, A.on ? room : fold].join(), narrow, room, large, fold};
+      return gd.anatomyModeOf;
     },
     // A figure's layout update (paths as Plotly.relayout takes them) and trace text sizes for a mode.
     update(gd, b, mode) {
@@ -117,11 +123,25 @@
     },
     // A new figure of the page, fitted to its mode before its first drawing (else it would be drawn twice).
     prefit(gd, data, layout) {
-      if (!gd.offsetParent || !gd.matches('[data-testid=plotly]') || !gd.parentElement) return;
-      const base = A.base(data, layout), mode = A.modeOf(gd), {layout: u, text, colorbars} = A.update(gd, base, mode);
+      if (!gd.matches('[data-testid=plotly]') || !gd.parentElement) return;
+      // the figure's last mode: measuring its place now would lay the page out between two figures' drawings (the
+      // fit after drawing measures it, and fits again where it changed); a figure never measured is measured, when
+      // in view
+      const mode = gd.anatomyModeOf || (gd.offsetParent && A.modeOf(gd));
+      if (!mode) return;
+      // the traces drawn now again (the viewer hands them over when equal): fitted already, and their base values
+      // are the first drawing's
+      const again = Array.isArray(gd.data) && data.length === gd.data.length && data.every((t, i) => t === gd.data[i]);
+      const base = A.base(data, layout);
+      if (again && gd.anatomyBase) {
+        Object.assign(base, {text: gd.anatomyBase.text, colorbars: gd.anatomyBase.colorbars});
+      }
+      const {layout: u, text, colorbars} = A.update(gd, base, mode);
       Object.entries(u).forEach(([path, v]) => { if (v !== null) A.put(layout, path, v); });
-      text.forEach((size, i) => { if (size) data[i].textfont = Object.assign({}, data[i].textfont, {size}); });
-      colorbars.forEach((c, i) => { if (c) data[i].colorbar = c; });
+      if (!again) {
+        text.forEach((size, i) => { if (size) data[i].textfont = Object.assign({}, data[i].textfont, {size}); });
+        colorbars.forEach((c, i) => { if (c) data[i].colorbar = c; });
+      }
       Object.assign(gd, {anatomyLayout: layout, anatomyBase: base, anatomyMode: mode.key});
     },
     // Once plotly.js is loaded (with the first figure): Gradio draws every new figure with Plotly.react and then
@@ -170,7 +190,11 @@
       document.querySelectorAll('.js-plotly-plot[data-testid=plotly]').forEach(gd => {
         if (!gd.anatomyHooked && gd.on) {
           gd.anatomyHooked = true;
-          gd.on('plotly_afterplot', () => A.fit(gd));
+          // in the next frame, once for every figure drawn in this task: a fit measures the page, which would
+          // lay it out again after each figure
+          gd.on('plotly_afterplot', () => {
+            if (!A.frame) A.frame = requestAnimationFrame(() => { A.frame = 0; A.scan(); });
+          });
           // line view (viz/lines.py): pointing at a piece keeps its lines; a click or tap pins that, another
           // click on it (or anywhere else) lets go
           // (a tap also makes Plotly report a hover and a click: the tap's own handler below answers it)

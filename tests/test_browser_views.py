@@ -245,7 +245,9 @@ def test_a_link_with_empty_values_opens_a_working_page(page, url):
 
 def test_a_view_change_draws_each_figure_once_already_fitted(page, url, key):
     """Gradio would draw a new figure, then draw it again after its resize, then app.js would fit it (narrow step
-    panels, the large view above the fold) in a third drawing: one drawing, fitted, is all a view change costs."""
+    panels, the large view above the fold) in a third drawing: one drawing, fitted, is all a view change costs; the
+    large view (in the window) comes first, the step panels (below the fold) after it. A step change hands Plotly
+    the large view's traces it has (the same objects): only the frame moves."""
     page.add_init_script("""(() => { window.__draws = [];
         const hook = () => document.querySelectorAll('.js-plotly-plot').forEach(gd => {
           if (gd.__counted || !gd.on) return;
@@ -263,7 +265,8 @@ def test_a_view_change_draws_each_figure_once_already_fitted(page, url, key):
     wait_title(page, "heatmap", "head 2")
     wait_title(page, "step-cross", "head 2")
     page.wait_for_timeout(1000)  # Gradio's resize comes 100 ms after a drawing; a fit right after it
-    assert sorted(page.evaluate("window.__draws")) == ["heatmap", "step-cross", "step-self"]
+    draws = page.evaluate("window.__draws")
+    assert draws[0] == "heatmap" and sorted(draws[1:]) == ["step-cross", "step-self"]
     fitted = page.evaluate("""() => ['heatmap', 'step-cross'].map(id => {
         const gd = document.querySelector('#' + id + ' .js-plotly-plot');
         return {width: gd.parentElement.clientWidth, font: gd._fullLayout.font.size, height: gd._fullLayout.height,
@@ -271,6 +274,14 @@ def test_a_view_change_draws_each_figure_once_already_fitted(page, url, key):
     large, step = fitted
     assert large["bottom"] <= 1000  # the large view ends above the fold (1000 px window)
     assert step["width"] < 560 and step["font"] == 10  # narrow: app.js's small type, from the first drawing on
+
+    frame = "() => document.querySelector('#heatmap .js-plotly-plot').layout.shapes[0].y0"
+    row = page.evaluate(frame)
+    page.evaluate("window.__traces = document.querySelector('#heatmap .js-plotly-plot').data[0]")
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("ArrowLeft")  # the page's key for the step before
+    page.wait_for_function(f"({frame})() === {row - 1}")
+    assert page.evaluate("document.querySelector('#heatmap .js-plotly-plot').data[0] === window.__traces")
     assert not page.errors, page.errors
 
 

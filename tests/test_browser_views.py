@@ -150,9 +150,15 @@ def test_head_statistics_open_a_head_and_untrained_twin(page, url, key, shipped)
     # a row of the table: encoder self-attention, layer 1, head 2 -> the large view shows that head
     assert page.locator("#head-stats [data-testid=cell-1-0]").inner_text().strip() == "encoder self-attention"
     assert page.locator("#head-stats [data-testid=cell-1-2]").inner_text().strip() == "2"
-    page.locator("#head-stats [data-testid=cell-1-3]").click()
+    cell = page.locator("#head-stats [data-testid=cell-1-3]")
+    cell.scroll_into_view_if_needed()
+    assert page.evaluate("document.querySelector('#heatmap').getBoundingClientRect().bottom") < 0  # far above
+    cell.click()
     wait_title(page, "heatmap", "Encoder self-attention · layer 1, head 2")
     assert shown_view(page)["kind"] == "encoder"
+    # the large view comes into sight (issue 35: feedback where the visitor looks)
+    page.wait_for_function("(() => { const r = document.querySelector('#heatmap').getBoundingClientRect();"
+                           " return r.top >= 0 && r.top < window.innerHeight / 2; })()")
 
     page.get_by_role("tab", name="Trained vs untrained").click()
     wait_title(page, "compare-untrained", "Untrained: Encoder self-attention · layer 1, head 2")
@@ -347,4 +353,55 @@ def test_translate_with_an_empty_box_shows_a_hint_and_no_error(page, url):
     assert page.evaluate(hint) and page.locator("#text-hint").is_visible()
     assert page.input_value("#translation textarea") == shown and shown
     assert page.locator("[data-testid=toast-body], .error").count() == 0
+    assert not page.errors, page.errors
+
+
+# A label box's overlaps with its neighbours in one figure: rows by their boxes; slanted column labels by the distance
+# across their slant (dx · sin(angle)), which must hold a label's height; and the query axis's title against the
+# figure's title. Each overlap is named.
+OVERLAPS = """id => {
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot'), out = [];
+  const boxes = sel => Array.from(gd.querySelectorAll(sel)).map(t => t.getBoundingClientRect())
+    .filter(r => r.height > 0);
+  const rows = boxes('.yaxislayer-above .ytick text').sort((a, b) => a.top - b.top);
+  rows.slice(1).forEach((r, i) => { if (r.top < rows[i].bottom - 1) out.push('rows ' + i); });
+  const xa = gd._fullLayout.xaxis, slant = Math.abs(Math.sin((xa.tickangle || 0) * Math.PI / 180));
+  const cols = boxes('.xaxislayer-above .xtick text').sort((a, b) => a.left - b.left);
+  cols.slice(1).forEach((r, i) => {
+    const apart = slant > 0.2 ? (r.right - cols[i].right) * slant >= 0.9 * xa.tickfont.size
+      : r.left >= cols[i].right - 1;
+    if (!apart) out.push('columns ' + i);
+  });
+  const title = gd.querySelector('.g-gtitle text'), ytitle = gd.querySelector('.g-ytitle text');
+  if (title && ytitle && ytitle.getBoundingClientRect().top < title.getBoundingClientRect().bottom) {
+    out.push('titles');
+  }
+  return {out, rows: rows.length, cols: cols.length, font: gd._fullLayout.yaxis.tickfont.size,
+          shown: gd._fullLayout.yaxis.tickvals ? gd._fullLayout.yaxis.tickvals.length : 0};
+}"""
+LONG = ("Als die beiden Freunde am frühen Morgen das kleine Dorf am Rande des Waldes erreichten, war der Markt auf "
+        "dem Platz vor der alten Kirche schon voller Menschen, die Obst, Gemüse, Brot und Käse kauften, während "
+        "Kinder zwischen den Ständen spielten und ein Musiker an der Ecke ein Lied sang, das alle kannten; später "
+        "setzten sie sich in ein Café, tranken Kaffee, sprachen über die Reise, die vor ihnen lag, und beschlossen, "
+        "am nächsten Tag noch vor Sonnenaufgang weiterzufahren, um die Berge zu sehen, bevor es wieder regnet.")
+
+
+@pytest.mark.parametrize("text", ["Hallo!", "Der Mann, der gestern im Park saß, las ein Buch über Vögel, während "
+                                  "seine Tochter mit dem Hund spielte.", LONG])
+def test_labels_never_overlap_from_one_piece_to_the_longest_input(page, url, key, text):
+    """Issue 35: the large view grows with its rows (beyond the fold, up to the window), its labels shrink down to
+    10 px and are then thinned; the step panels' columns the same; a figure of few rows takes its axis title on two
+    lines."""
+    assert len(text) <= 500
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': text, 'direction': key})}", wait_until="domcontentloaded")
+    page.wait_for_selector("#heatmap .heatmaplayer image")
+    wait_title(page, "step-self", "Step ")
+    page.wait_for_timeout(1500)  # the panels below the fold are drawn after the window
+    pieces = page.evaluate("document.querySelectorAll('#source-pieces .token, #source-pieces span').length")
+    for figure in ("heatmap", "step-cross", "step-self"):
+        found = page.evaluate(OVERLAPS, figure)
+        assert not found["out"], (figure, pieces, found)
+        assert figure != "heatmap" or (found["rows"] and found["font"] >= 10), found
+    window = page.evaluate("document.querySelector('#heatmap .js-plotly-plot').getBoundingClientRect().height")
+    assert window <= 1000
     assert not page.errors, page.errors

@@ -83,8 +83,9 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # .input: a visitor's choice; a handler that sets the kind or direction sets the layer slider's range in the
     # same update (on .change, this would read the layer before that update's own value, and undo it)
     gr.on([p.kind.input, p.direction.input], h.layer_range, {p.kind, p.layer, p.run, p.direction}, [p.layer], **DRAW)
-    p.stats.select(h.stat_pick, {p.run}, [p.kind, p.layer, p.head], **DRAW)
-    p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW)
+    # a head opened from below (a row of head statistics, All heads' picker): the large view comes into sight
+    p.stats.select(h.stat_pick, {p.run}, [p.kind, p.layer, p.head], **DRAW).success(None, js=js("reveal('heatmap')"))
+    p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).success(None, js=js("reveal('heatmap')"))
 
     # Tabs: computed when opened; the untrained twin and head importance only for their own tabs (model passes).
     compare, importance = (next(t for t in p.tabs if t.id == tab) for tab in (Tab.COMPARE, Tab.IMPORTANCE))

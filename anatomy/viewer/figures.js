@@ -160,9 +160,17 @@ export function heatmapFigure(look, w, queries, keys, o) {
     layout.shapes.push({type: "rect", x0: -0.5, x1: Tk - 0.5, y0: o.highlight - 0.5, y1: o.highlight + 0.5,
                         line: {color: ORANGE, width: 3}, name: "step-frame"});
   }
-  const lk = longest(kLab, 24), lq = longest(qLab, 32);
-  return figure(look, data, layout, cellHeight(Tq, 30, 260, 1400, 110 + 6 * lk), o.title,
-                {l: 40 + 7 * lq, b: 50 + 6 * lk});
+  const lk = longest(kLab, 24), lq = longest(qLab, 32), below = 40 + 50 + 6 * lk; // the margins above and below
+  // the query axis's title stands beside the rows (6.5 px a character): few rows take it on two lines, and the
+  // figure is never shorter than it
+  const along = (t) => 6.5 * Math.max(...t.split("<br>").map((line) => line.length));
+  let height = cellHeight(Tq, 30, 260, 1400, 110 + 6 * lk), l = 40 + 7 * lq;
+  if (height - below < along(o.queryTitle) && o.queryTitle.includes(" (")) {
+    layout.yaxis.title.text = o.queryTitle.replace(" (", "<br>(");
+    l += 16;
+  }
+  height = Math.max(height, below + along(layout.yaxis.title.text));
+  return figure(look, data, layout, height, o.title, {l, b: 50 + 6 * lk});
 }
 
 /**

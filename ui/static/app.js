@@ -50,11 +50,34 @@
               l: m.l ?? 80, r: m.r ?? 80, t: m.t ?? 100, b: m.b ?? 80,
               notes: (layout.annotations || []).map(a => a.font?.size ?? font),
               text: data.map(t => t.textfont?.size || null), colorbars: data.map(t => t.colorbar || null),
-              yticks: layout.yaxis?.ticktext, xangle: layout.xaxis?.tickangle,
+              xangle: layout.xaxis?.tickangle,
+              y: A.ticks(layout.yaxis), x: A.ticks(layout.xaxis),
               ytitle: layout.yaxis ? layout.yaxis.title?.text ?? '' : undefined, titleText: layout.title?.text};
     },
-    // The layout changes for a mode: presenter (k = scale) and/or narrow, from the figure's own base values.
-    sized(gd, b, k, height, narrow) {
+    // An axis's labelled ticks (tickmode array), or null.
+    ticks(axis) {
+      const vals = axis && axis.tickmode === 'array' && axis.tickvals, text = axis && axis.ticktext;
+      return Array.isArray(vals) && Array.isArray(text) && vals.length === text.length && vals.length
+        ? {vals, text} : null;
+    },
+    // An axis's labels fitted to `px` pixels, each needing `need(font)` of them: in the figure's font, else smaller
+    // down to `least`, else every k-th label (a long sentence: never two labels on top of each other).
+    spaced(ticks, text, px, font, least, need) {
+      const room = px / ticks.vals.length;
+      const size = Math.max(least, Math.min(font, Math.floor(font * room / need(font))));
+      const k = Math.max(1, Math.ceil(need(size) / Math.max(room, 0.1)));
+      const keep = ticks.vals.map((_, i) => i).filter(i => i % k === 0);
+      return {size, vals: keep.map(i => ticks.vals[i]), text: keep.map(i => text[i])};
+    },
+    // A label cut for a phone, keeping both sides of "read ▸ produced" (no half HTML entity).
+    short(t) {
+      const cut = (s, n) => s.length > n ? s.slice(0, n - 1).replace(/&[a-z]*$/, '') + '…' : s;
+      const sides = t.split(' \u25b8 ');
+      return sides.length === 2 ? sides.map(s => cut(s, 7)).join(' \u25b8 ') : cut(t, 12);
+    },
+    // The layout changes for a mode: presenter (k = scale) and/or narrow, from the figure's own base values; `width`
+    // the figure's (for its x labels).
+    sized(gd, b, k, height, narrow, width) {
       const u = {'font.size': b.font * k, 'title.font.size': b.title * k, height,
                  'margin.l': b.l * k, 'margin.r': b.r * k, 'margin.t': b.t * k, 'margin.b': b.b * k};
       b.notes.forEach((size, i) => { u['annotations[' + i + '].font.size'] = size * k; });
@@ -65,10 +88,20 @@
       if (narrow) {
         Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 80), 'margin.r': Math.min(b.r, 10),
                           'margin.b': Math.min(b.b, 90)});
-        if (b.yticks) u['yaxis.ticktext'] = b.yticks.map(t => t.length > 12 ? t.slice(0, 11).replace(/&[a-z]*$/, '') + '…'
-                                                                 : t);
-      } else if (b.yticks) {
-        u['yaxis.ticktext'] = b.yticks;
+      }
+      const font = u['font.size'], least = 10 * (narrow ? 1 : k);
+      if (b.y) { // rows: a label's height and a little
+        const y = A.spaced(b.y, narrow ? b.y.text.map(A.short) : b.y.text, height - u['margin.t'] - u['margin.b'],
+                           font, least, f => 1.15 * f);
+        Object.assign(u, {'yaxis.tickvals': y.vals, 'yaxis.ticktext': y.text, 'yaxis.tickfont.size': y.size});
+      }
+      if (b.x && width) { // columns: slanted labels stand a label's height apart across their slant
+        const slant = Math.sin(Math.abs(u['xaxis.tickangle'] ?? b.xangle ?? 0) * Math.PI / 180);
+        const long = Math.max(...b.x.text.map(t => String(t).replace(/&[a-z]+;/g, '_').length));
+        const bar = b.colorbars.some(Boolean) ? 70 : 0;
+        const x = A.spaced(b.x, b.x.text, width - u['margin.l'] - u['margin.r'] - bar, font, least,
+                           f => slant > 0.2 ? 1.15 * f / slant : 0.6 * f * long + 6);
+        Object.assign(u, {'xaxis.tickvals': x.vals, 'xaxis.ticktext': x.text, 'xaxis.tickfont.size': x.size});
       }
       // a phone: a title too long for the figure would run under the toolbar, so what comes before its first
       // ' · ' gets a line of its own (width guessed at 0.55 em a character, the toolbar's camera ~60 px; side by
@@ -87,7 +120,8 @@
       const large = !!gd.closest('#heatmap'), top = gd.getBoundingClientRect().top + window.scrollY;
       // the large view beside the settings ends above the fold (the window's first screen)
       const fold = large && top < 0.6 * window.innerHeight ? Math.max(360, window.innerHeight - top - 16) : Infinity;
-      gd.anatomyModeOf = {key: [A.on, narrow, A.on ? room : fold].join(), narrow, room, large, fold};
+      const width = gd.parentElement.clientWidth;
+      gd.anatomyModeOf = {key: [A.on, width, A.on ? room : fold].join(), narrow, room, large, fold, width};
       return gd.anatomyModeOf;
     },
     // A figure's layout update (paths as Plotly.relayout takes them) and trace text sizes for a mode.
@@ -95,12 +129,16 @@
       const k = A.on && !mode.narrow ? A.scale : 1;
       // presenter: the large view fills the window's height, others at most that; width: null drops the width
       // fixed at first draw, so the figure fills its container again
-      const height = !A.on ? Math.min(b.height, Math.round(mode.fold))
+      let height = !A.on ? Math.min(b.height, Math.round(mode.fold))
         : mode.large ? mode.room : Math.min(Math.round(b.height * k), mode.room);
+      // the fold never makes rows too low for their labels: a long sentence's view grows, up to the window
+      if (!A.on && b.y) {
+        height = Math.max(height, Math.min(b.height, mode.room, Math.round(b.y.vals.length * 11.5 + b.t + b.b)));
+      }
       // narrow: a colorbar without its title and with every other tick leaves the plot its width
       const colorbars = b.colorbars.map(c => c && (mode.narrow ? Object.assign({}, c, {title: {text: ''}, thickness: 8},
         c.tickvals ? {tickvals: c.tickvals.filter((_, i) => i % 2 === 0)} : {}) : c));
-      return {layout: Object.assign({autosize: true, width: null}, A.sized(gd, b, k, height, mode.narrow)),
+      return {layout: Object.assign({autosize: true, width: null}, A.sized(gd, b, k, height, mode.narrow, mode.width)),
               text: b.text.map(s => s && s * k), colorbars};
     },
     fit(gd) {
@@ -293,7 +331,7 @@
       let size = {width: gd._fullLayout.width, height: gd._fullLayout.height, scale: format === 'png' ? 3 : 1};
       if (wide) {
         size = {width: 1920, height: 1080, scale: 1};
-        Object.entries(A.sized(gd, gd.anatomyBase || A.base(gd.data, gd.layout), A.scale, 1080, false))
+        Object.entries(A.sized(gd, gd.anatomyBase || A.base(gd.data, gd.layout), A.scale, 1080, false, 1920))
           .forEach(([path, v]) => A.put(layout, path, v));
       }
       Object.assign(layout, {width: size.width, height: size.height});
@@ -302,6 +340,16 @@
         const a = Object.assign(document.createElement('a'), {href: url, download: name + '.' + format});
         document.body.appendChild(a); a.click(); a.remove();
       });
+    },
+    // A click far below that opened a head in the large view: the view comes into sight, with a flash.
+    reveal(id) {
+      const el = document.getElementById(id);
+      if (!el) return;
+      const r = el.getBoundingClientRect();
+      if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({behavior: 'smooth', block: 'start'});
+      el.classList.remove('anatomy-flash');
+      void el.offsetWidth;  // the animation starts again
+      el.classList.add('anatomy-flash');
     },
     // Keyboard stepping: a slider moved as if dragged (its input event redraws), a head radio as if clicked.
     nudge(id, delta) {

@@ -58,7 +58,8 @@ def test_translate_and_explore(page, shipped):
 
     # the large view: queries as rows, keys as columns, both axes titled so; token text escaped, not markup
     text = plot_text(page, "heatmap")
-    assert "query: decoder position (read ▸ produced)" in text and "key: source piece" in text
+    # (few rows: the query title on two lines)
+    assert "query: decoder position" in text and "(read ▸ produced)" in text and "key: source piece" in text
     assert "</s>" in text and "<s> ▸" in text
     assert heatmap_count(page, "heatmap") == 1
     # Plotly's camera button exports PNG at ≥ 2× scale

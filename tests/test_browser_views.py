@@ -366,11 +366,15 @@ OVERLAPS = """id => {
   const rows = boxes('.yaxislayer-above .ytick text').sort((a, b) => a.top - b.top);
   rows.slice(1).forEach((r, i) => { if (r.top < rows[i].bottom - 1) out.push('rows ' + i); });
   const xa = gd._fullLayout.xaxis, slant = Math.abs(Math.sin((xa.tickangle || 0) * Math.PI / 180));
-  const cols = boxes('.xaxislayer-above .xtick text').sort((a, b) => a.left - b.left);
-  cols.slice(1).forEach((r, i) => {
-    const apart = slant > 0.2 ? (r.right - cols[i].right) * slant >= 0.9 * xa.tickfont.size
-      : r.left >= cols[i].right - 1;
-    if (!apart) out.push('columns ' + i);
+  // a slanted label's anchor: the x of its translate (Plotly rotates each label about its tick)
+  const at = t => +(/translate\(([-\d.e]+)/.exec(t.getAttribute('transform') || '') || [0, NaN])[1];
+  const labels = Array.from(gd.querySelectorAll('.xaxislayer-above .xtick text'))
+    .filter(t => t.getBoundingClientRect().height > 0);
+  const cols = labels.map(t => ({x: at(t), box: t.getBoundingClientRect()})).sort((a, b) => a.box.left - b.box.left);
+  cols.slice(1).forEach((c, i) => {
+    const apart = slant > 0.2 ? Math.abs(c.x - cols[i].x) * slant >= 0.9 * xa.tickfont.size
+      : c.box.left >= cols[i].box.right - 1;
+    if (!apart) out.push('columns ' + i + ' ' + c.x + ' ' + cols[i].x);
   });
   const title = gd.querySelector('.g-gtitle text'), ytitle = gd.querySelector('.g-ytitle text');
   if (title && ytitle && ytitle.getBoundingClientRect().top < title.getBoundingClientRect().bottom) {
@@ -383,7 +387,7 @@ LONG = ("Als die beiden Freunde am frühen Morgen das kleine Dorf am Rande des W
         "dem Platz vor der alten Kirche schon voller Menschen, die Obst, Gemüse, Brot und Käse kauften, während "
         "Kinder zwischen den Ständen spielten und ein Musiker an der Ecke ein Lied sang, das alle kannten; später "
         "setzten sie sich in ein Café, tranken Kaffee, sprachen über die Reise, die vor ihnen lag, und beschlossen, "
-        "am nächsten Tag noch vor Sonnenaufgang weiterzufahren, um die Berge zu sehen, bevor es wieder regnet.")
+        "am nächsten Tag früh weiterzufahren, um die Berge zu sehen. Es war schön.")
 
 
 @pytest.mark.parametrize("text", ["Hallo!", "Der Mann, der gestern im Park saß, las ein Buch über Vögel, während "

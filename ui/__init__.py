@@ -60,14 +60,14 @@ def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
 
 
 def page_script() -> str:
-    """The page's JavaScript: the viewer's bundle (anatomy/viewer/host.js and what it imports), the viewer made with
-    the page's look, then ui/static/app.js given it. Plotly.js comes from the plotly package (launch_options
-    allows that one file)."""
+    """The page's JavaScript: the viewer's bundle (anatomy/viewer/host.js and what it imports, and fit.js), the
+    viewer made with the page's look, then ui/static/app.js given both. Plotly.js comes from the plotly package
+    (launch_options allows that one file)."""
     options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": f"gradio_api/file={offline.PLOTLY_JS}"}
-    return ("() => {\n" + bundle.script("host") +
+    return ("() => {\n" + bundle.script("host") + bundle.script("fit") +
             f"const viewer = viewer_host.createHost(Object.assign({json.dumps(options)}, "
             "{askWalk: () => document.querySelector('#walk-ask')?.click(), loaded: () => window.anatomy.scan()}));\n"
-            f"({(STATIC / 'app.js').read_text(encoding='utf-8')})(viewer);\n}}")
+            f"({(STATIC / 'app.js').read_text(encoding='utf-8')})(viewer, viewer_fit);\n}}")
 
 
 def launch_options() -> dict:

@@ -6,10 +6,29 @@ import {MEAN, fitted, grid, kindOf, large, linesThrough, positional, stepFigures
   topkTable} from "./figures.js";
 import {readPayload} from "./payload.js";
 import {readable} from "./labels.js";
+import {labelsFitted, ticksOf} from "./fit.js";
 
 const CONFIG = {displaylogo: false, responsive: true};
 const $ = (id) => document.getElementById(id);
 const range = (n) => Array.from({length: n}, (_, i) => i);
+
+/**
+ * A figure's layout with its labels fitted to the element it is drawn in (fit.js).
+ * @param {{data: Object[], layout: Object}} f
+ * @param {HTMLElement} el
+ */
+function labelled(f, el) {
+  const L = f.layout, font = (L.font && L.font.size) || L.template?.layout?.font?.size || 12;
+  const u = labelsFitted({x: ticksOf(L.xaxis), y: ticksOf(L.yaxis), angle: L.xaxis && L.xaxis.tickangle,
+                          colorbar: f.data.some((t) => t.colorbar)},
+                         {height: L.height || 450, width: el.clientWidth, font, least: 10, narrow: false,
+                          margin: Object.assign({l: 80, r: 80, t: 100, b: 80}, L.margin)});
+  for (const [path, value] of Object.entries(u)) {
+    const keys = path.split("."), last = keys.pop();
+    keys.reduce((o, key) => (o[key] = Object.assign({}, o[key])), L)[last] = value;
+  }
+  return L;
+}
 
 /**
  * Draw a page's data into this document: every section, then the figures; `document.body.dataset.ready` is "1"
@@ -18,7 +37,7 @@ const range = (n) => Array.from({length: n}, (_, i) => i);
  */
 export function showPage(data) {
   const P = readPayload(data.payload), G = data.page, look = G.look, T = steps(P);
-  const draw = (id, f) => Plotly.react($(id), f.data, f.layout, CONFIG);
+  const draw = (id, f) => Plotly.react($(id), f.data, labelled(f, $(id)), CONFIG);
   const state = Object.assign({}, G.view);
 
   function chips(id, items, colors = {}) {

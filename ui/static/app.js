@@ -1,7 +1,7 @@
 // Transformer Anatomy in the browser: the viewer's drawing, presenter mode, keyboard stepping, figure export, share
 // links and the line view's hover. Loaded once with the page (launch(js=...), after the viewer's bundle, which
-// made `viewer`: anatomy/viewer/host.js); the page's events call window.anatomy.*.
-(viewer) => {
+// made `viewer`: anatomy/viewer/host.js, and `fit`: fit.js); the page's events call window.anatomy.*.
+(viewer, fit) => {
   const STEP_FRAME = 'step-frame';  // viz/attention.py names the orange step frame so
   const NARROW = 560;  // px: a figure narrower than this (a phone) gets small margins and short labels
   const A = window.anatomy = {
@@ -51,29 +51,8 @@
               notes: (layout.annotations || []).map(a => a.font?.size ?? font),
               text: data.map(t => t.textfont?.size || null), colorbars: data.map(t => t.colorbar || null),
               xangle: layout.xaxis?.tickangle,
-              y: A.ticks(layout.yaxis), x: A.ticks(layout.xaxis),
+              y: fit.ticksOf(layout.yaxis), x: fit.ticksOf(layout.xaxis),
               ytitle: layout.yaxis ? layout.yaxis.title?.text ?? '' : undefined, titleText: layout.title?.text};
-    },
-    // An axis's labelled ticks (tickmode array), or null.
-    ticks(axis) {
-      const vals = axis && axis.tickmode === 'array' && axis.tickvals, text = axis && axis.ticktext;
-      return Array.isArray(vals) && Array.isArray(text) && vals.length === text.length && vals.length
-        ? {vals, text} : null;
-    },
-    // An axis's labels fitted to `px` pixels, each needing `need(font)` of them: in the figure's font, else smaller
-    // down to `least`, else every k-th label (a long sentence: never two labels on top of each other).
-    spaced(ticks, text, px, font, least, need) {
-      const room = px / ticks.vals.length;
-      const size = Math.max(least, Math.min(font, Math.floor(font * room / need(font))));
-      const k = Math.max(1, Math.ceil(need(size) / Math.max(room, 0.1)));
-      const keep = ticks.vals.map((_, i) => i).filter(i => i % k === 0);
-      return {size, vals: keep.map(i => ticks.vals[i]), text: keep.map(i => text[i])};
-    },
-    // A label cut for a phone, keeping both sides of "read ▸ produced" (no half HTML entity).
-    short(t) {
-      const cut = (s, n) => s.length > n ? s.slice(0, n - 1).replace(/&[a-z]*$/, '') + '…' : s;
-      const sides = t.split(' \u25b8 ');
-      return sides.length === 2 ? sides.map(s => cut(s, 7)).join(' \u25b8 ') : cut(t, 12);
     },
     // The layout changes for a mode: presenter (k = scale) and/or narrow, from the figure's own base values; `width`
     // the figure's (for its x labels).
@@ -89,20 +68,10 @@
         Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 80), 'margin.r': Math.min(b.r, 10),
                           'margin.b': Math.min(b.b, 90)});
       }
-      const font = u['font.size'], least = 10 * (narrow ? 1 : k);
-      if (b.y) { // rows: a label's height and a little
-        const y = A.spaced(b.y, narrow ? b.y.text.map(A.short) : b.y.text, height - u['margin.t'] - u['margin.b'],
-                           font, least, f => 1.15 * f);
-        Object.assign(u, {'yaxis.tickvals': y.vals, 'yaxis.ticktext': y.text, 'yaxis.tickfont.size': y.size});
-      }
-      if (b.x && width) { // columns: slanted labels stand a label's height apart across their slant
-        const slant = Math.sin(Math.abs(u['xaxis.tickangle'] ?? b.xangle ?? 0) * Math.PI / 180);
-        const long = Math.max(...b.x.text.map(t => String(t).replace(/&[a-z]+;/g, '_').length));
-        const bar = b.colorbars.some(Boolean) ? 70 : 0;
-        const x = A.spaced(b.x, b.x.text, width - u['margin.l'] - u['margin.r'] - bar, font, least,
-                           f => slant > 0.2 ? 1.15 * f / slant : 0.6 * f * long + 6);
-        Object.assign(u, {'xaxis.tickvals': x.vals, 'xaxis.ticktext': x.text, 'xaxis.tickfont.size': x.size});
-      }
+      Object.assign(u, fit.labelsFitted({x: b.x, y: b.y, angle: u['xaxis.tickangle'] ?? b.xangle,
+                                         colorbar: b.colorbars.some(Boolean)},
+        {height, width, font: u['font.size'], least: 10 * (narrow ? 1 : k), narrow,
+         margin: {l: u['margin.l'], r: u['margin.r'], t: u['margin.t'], b: u['margin.b']}}));
       // a phone: a title too long for the figure would run under the toolbar, so what comes before its first
       // ' · ' gets a line of its own (width guessed at 0.55 em a character, the toolbar's camera ~60 px; side by
       // side panels on a wide screen keep one line each, so that they stay aligned)

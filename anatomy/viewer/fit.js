@@ -1,0 +1,73 @@
+// Tick labels fitted to the pixels a figure is drawn in, for every host (the app's app.js, the offline page): a
+// label never lies on its neighbour, from one piece to the longest input. Labels shrink down to a least size, then
+// every second, third… one is shown.
+
+/**
+ * @typedef {{vals: number[], text: string[]}} Ticks  an axis's labelled ticks
+ */
+
+/**
+ * An axis's labelled ticks (tickmode "array"), or null.
+ * @param {Object | undefined} axis  a Plotly layout axis
+ * @returns {Ticks | null}
+ */
+export function ticksOf(axis) {
+  const vals = axis && axis.tickmode === "array" && axis.tickvals, text = axis && axis.ticktext;
+  return Array.isArray(vals) && Array.isArray(text) && vals.length === text.length && vals.length
+    ? {vals, text} : null;
+}
+
+/**
+ * Labels on `px` pixels, each needing `need(size)` of them: in `font`, else smaller down to `least`, else every
+ * k-th label.
+ * @param {Ticks} ticks
+ * @param {string[]} text  the labels as shown (ticks.text, or cut for a phone)
+ * @param {number} px
+ * @param {number} font
+ * @param {number} least
+ * @param {function(number): number} need
+ * @returns {{size: number, vals: number[], text: string[]}}
+ */
+export function spaced(ticks, text, px, font, least, need) {
+  const room = px / ticks.vals.length;
+  const size = Math.max(least, Math.min(font, Math.floor(font * room / need(font))));
+  const k = Math.max(1, Math.ceil(need(size) / Math.max(room, 0.1)));
+  const keep = ticks.vals.map((_, i) => i).filter((i) => i % k === 0);
+  return {size, vals: keep.map((i) => ticks.vals[i]), text: keep.map((i) => text[i])};
+}
+
+/**
+ * A label cut for a phone, keeping both sides of "read ▸ produced" (no half HTML entity).
+ * @param {string} label
+ */
+export function short(label) {
+  const cut = (s, n) => s.length > n ? s.slice(0, n - 1).replace(/&[a-z]*$/, "") + "\u2026" : s;
+  const sides = label.split(" \u25b8 ");
+  return sides.length === 2 ? sides.map((s) => cut(s, 5)).join(" \u25b8 ") : cut(label, 12);
+}
+
+/**
+ * The layout update (Plotly.relayout's paths) that keeps a figure's x and y labels apart, drawn `height` × `width`
+ * px with these margins: rows a label's height and a little apart, slanted columns that far across their slant.
+ * @param {{x: Ticks | null, y: Ticks | null, angle: number | undefined, colorbar: boolean}} axes  the figure's
+ *   labels (ticksOf), its x labels' angle and whether it has a colorbar
+ * @param {{height: number, width: number, margin: {l: number, r: number, t: number, b: number}, font: number,
+ *   least: number, narrow: boolean}} at  `least`: the smallest label size; `narrow`: a phone (row labels cut)
+ * @returns {Object<string, *>}
+ */
+export function labelsFitted(axes, at) {
+  const u = {}, m = at.margin;
+  if (axes.y) {
+    const y = spaced(axes.y, at.narrow ? axes.y.text.map(short) : axes.y.text, at.height - m.t - m.b, at.font,
+                     at.least, (f) => 1.15 * f);
+    Object.assign(u, {"yaxis.tickvals": y.vals, "yaxis.ticktext": y.text, "yaxis.tickfont.size": y.size});
+  }
+  if (axes.x && at.width) {
+    const slant = Math.sin(Math.abs(axes.angle || 0) * Math.PI / 180);
+    const long = Math.max(...axes.x.text.map((t) => String(t).replace(/&[a-z]+;/g, "_").length));
+    const x = spaced(axes.x, axes.x.text, at.width - m.l - m.r - (axes.colorbar ? 70 : 0), at.font, at.least,
+                     (f) => slant > 0.2 ? 1.15 * f / slant : 0.6 * f * long + 6);
+    Object.assign(u, {"xaxis.tickvals": x.vals, "xaxis.ticktext": x.text, "xaxis.tickfont.size": x.size});
+  }
+  return u;
+}

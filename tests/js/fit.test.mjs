@@ -1,0 +1,51 @@
+// anatomy/viewer/fit.js: tick labels fitted to their pixels, worked by hand.
+import assert from "node:assert/strict";
+import {test} from "node:test";
+
+import {labelsFitted, short, spaced, ticksOf} from "../../anatomy/viewer/fit.js";
+
+const ticks = (n) => ({vals: Array.from({length: n}, (_, i) => i), text: Array.from({length: n}, (_, i) => `p${i}`)});
+const rows = (f) => 1.15 * f;
+
+test("labels that have room keep their size and all show", () => {
+  const t = ticks(10), s = spaced(t, t.text, 200, 12, 10, rows); // 20 px a row, 13.8 needed
+  assert.deepEqual([s.size, s.vals.length], [12, 10]);
+});
+
+test("crowded labels shrink, down to the least size", () => {
+  const t = ticks(20), s = spaced(t, t.text, 240, 12, 10, rows); // 12 px a row: 12 × 12 / 13.8 → 10
+  assert.deepEqual([s.size, s.vals.length], [10, 20]);
+});
+
+test("then every k-th label shows, the text with its tick", () => {
+  const t = ticks(100), s = spaced(t, t.text, 400, 12, 10, rows); // 4 px a row; 11.5 needed at 10 px: k = 3
+  assert.equal(s.size, 10);
+  assert.deepEqual(s.vals.slice(0, 3), [0, 3, 6]);
+  assert.deepEqual(s.text.slice(0, 3), ["p0", "p3", "p6"]);
+  assert.equal(s.vals.length, 34);
+});
+
+test("slanted columns stand a label's height apart across their slant", () => {
+  const x = ticks(40), u = labelsFitted({x, y: null, angle: -90, colorbar: false},
+    {height: 300, width: 460, margin: {l: 40, r: 20, t: 40, b: 40}, font: 12, least: 10, narrow: false});
+  // 400 px for 40 columns: 10 px each, 11.5 needed at 10 px → every second label
+  assert.deepEqual([u["xaxis.tickfont.size"], u["xaxis.tickvals"].length], [10, 20]);
+  const slanted = labelsFitted({x, y: null, angle: -50, colorbar: true},
+    {height: 300, width: 870, margin: {l: 40, r: 20, t: 40, b: 40}, font: 12, least: 10, narrow: false});
+  // 740 px (a colorbar takes 70): 18.5 px each; at -50° a 12 px label needs 13.8 / sin 50° = 18.0: all, at 12 px
+  assert.deepEqual([slanted["xaxis.tickfont.size"], slanted["xaxis.tickvals"].length], [12, 40]);
+});
+
+test("only labelled axes are fitted", () => {
+  assert.equal(ticksOf({tickmode: "auto", tickvals: [0], ticktext: ["a"]}), null);
+  assert.equal(ticksOf({tickmode: "array", tickvals: [0, 1], ticktext: ["a"]}), null);
+  assert.deepEqual(labelsFitted({x: null, y: null, angle: 0, colorbar: false},
+    {height: 300, width: 400, margin: {l: 0, r: 0, t: 0, b: 0}, font: 12, least: 10, narrow: false}), {});
+});
+
+test("a phone's row label keeps both pieces, each cut, never half an entity", () => {
+  assert.equal(short("\u2581while \u25b8 \u2581two"), "\u2581whi\u2026 \u25b8 \u2581two");
+  assert.equal(short("&lt;/s&gt; \u25b8 \u2581a"), "&lt;\u2026 \u25b8 \u2581a");
+  assert.equal(short("&lt;/s&gt; \u25b8 &amp;"), "&lt;\u2026 \u25b8 &amp;");
+  assert.equal(short("\u2581Sonnenaufgang"), "\u2581Sonnenaufg\u2026");
+});

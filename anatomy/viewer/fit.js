@@ -37,11 +37,15 @@ export function spaced(ticks, text, px, font, least, need) {
 }
 
 /**
- * A label cut for a phone, keeping both sides of "read ▸ produced" (no half HTML entity).
+ * A label cut for a phone, keeping both sides of "read ▸ produced"; an HTML entity counts as the one character it
+ * shows and is never cut.
  * @param {string} label
  */
 export function short(label) {
-  const cut = (s, n) => s.length > n ? s.slice(0, n - 1).replace(/&[a-z]*$/, "") + "\u2026" : s;
+  const cut = (s, n) => {
+    const shown = s.match(/&[a-z]+;|[\s\S]/gu) || [];
+    return shown.length > n ? shown.slice(0, n - 1).join("") + "\u2026" : s;
+  };
   const sides = label.split(" \u25b8 ");
   return sides.length === 2 ? sides.map((s) => cut(s, 5)).join(" \u25b8 ") : cut(label, 12);
 }

@@ -37,8 +37,8 @@ export function spaced(ticks, text, px, font, least, need) {
 }
 
 /**
- * A label cut for a phone, keeping both sides of "read ▸ produced"; an HTML entity counts as the one character it
- * shows and is never cut.
+ * A label cut for a phone, keeping both sides of "read ▸ produced" (the produced piece a character longer); an HTML
+ * entity counts as the one character it shows and is never cut.
  * @param {string} label
  */
 export function short(label) {
@@ -47,7 +47,7 @@ export function short(label) {
     return shown.length > n ? shown.slice(0, n - 1).join("") + "\u2026" : s;
   };
   const sides = label.split(" \u25b8 ");
-  return sides.length === 2 ? sides.map((s) => cut(s, 5)).join(" \u25b8 ") : cut(label, 12);
+  return sides.length === 2 ? `${cut(sides[0], 4)} \u25b8 ${cut(sides[1], 5)}` : cut(label, 12);
 }
 
 /**

@@ -44,8 +44,8 @@ test("only labelled axes are fitted", () => {
 });
 
 test("a phone's row label keeps both pieces, each cut, never half an entity", () => {
-  assert.equal(short("\u2581while \u25b8 \u2581two"), "\u2581whi\u2026 \u25b8 \u2581two");
+  assert.equal(short("\u2581while \u25b8 \u2581table"), "\u2581wh\u2026 \u25b8 \u2581tab\u2026");
   assert.equal(short("&lt;/s&gt; \u25b8 \u2581a"), "&lt;/s&gt; \u25b8 \u2581a");  // </s>: 4 characters shown
-  assert.equal(short("&lt;unk&gt;x \u25b8 &amp;"), "&lt;unk\u2026 \u25b8 &amp;");
+  assert.equal(short("&lt;unk&gt;x \u25b8 &amp;"), "&lt;un\u2026 \u25b8 &amp;");
   assert.equal(short("\u2581Sonnenaufgang"), "\u2581Sonnenaufg\u2026");
 });

@@ -65,7 +65,7 @@
       // narrow: no room beside the labels for the y title (labels are cut whole: no half HTML entity)
       if (b.ytitle !== undefined) u['yaxis.title.text'] = narrow ? '' : b.ytitle;
       if (narrow) {
-        Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 92), 'margin.r': Math.min(b.r, 10),
+        Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 84), 'margin.r': Math.min(b.r, 10),
                           'margin.b': Math.min(b.b, 90)});
       }
       Object.assign(u, fit.labelsFitted({x: b.x, y: b.y, angle: u['xaxis.tickangle'] ?? b.xangle,

@@ -1,6 +1,7 @@
 // Tick labels fitted to the pixels a figure is drawn in, for every host (the app's app.js, the offline page): a
 // label never lies on its neighbour, from one piece to the longest input. Labels shrink down to a least size, then
-// every second, third… one is shown.
+// every second, third… one is shown. Both hosts change layouts with its Plotly paths (put) and read a layout's
+// font and margins with frameOf.
 
 /**
  * @typedef {{vals: number[], text: string[]}} Ticks  an axis's labelled ticks
@@ -74,4 +75,32 @@ export function labelsFitted(axes, at) {
     Object.assign(u, {"xaxis.tickvals": x.vals, "xaxis.ticktext": x.text, "xaxis.tickfont.size": x.size});
   }
   return u;
+}
+
+/**
+ * A Plotly path ("margin.l", "annotations[0].font.size") as its keys.
+ * @param {string} path
+ */
+export const pathKeys = (path) => path.replace(/\[(\d+)\]/g, ".$1").split(".");
+
+/**
+ * Sets a value in a layout object by a Plotly path.
+ * @param {Object} layout
+ * @param {string} path
+ * @param {*} value
+ */
+export function put(layout, path, value) {
+  const keys = pathKeys(path), last = keys.pop();
+  keys.reduce((o, key) => (o[key] = o[key] || {}), layout)[last] = value;
+}
+
+/**
+ * A layout's font size and margins, else Plotly's defaults (the template's font; margins 80/80/100/80).
+ * @param {Object} layout
+ * @returns {{font: number, l: number, r: number, t: number, b: number}}
+ */
+export function frameOf(layout) {
+  const m = layout.margin || {};
+  return {font: layout.font?.size ?? layout.template?.layout?.font?.size ?? 12,
+          l: m.l ?? 80, r: m.r ?? 80, t: m.t ?? 100, b: m.b ?? 80};
 }

@@ -66,8 +66,9 @@ export function createHost(options) {
       const own = box.needs && data[box.needs];
       const v = box.needs ? own && shown && Object.assign({}, shown, {[box.needs]: own}) : fitted;
       const key = JSON.stringify(v ? box.depends(v, versions) : ["empty"]);
+      if (drawn.get(el) === key) return null;
       const r = el.getBoundingClientRect();
-      return drawn.get(el) === key ? null : {box, el, v, key, seen: r.bottom > 0 && r.top < window.innerHeight};
+      return {box, el, v, key, seen: r.bottom > 0 && r.top < window.innerHeight};
     }).filter(Boolean);
     for (const {box, el, v, key} of outside ? due : due.filter((d) => d.seen)) {
       drawn.set(el, key);

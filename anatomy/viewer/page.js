@@ -6,7 +6,7 @@ import {MEAN, fitted, grid, kindOf, large, linesThrough, positional, stepFigures
   topkTable} from "./figures.js";
 import {readPayload} from "./payload.js";
 import {readable} from "./labels.js";
-import {labelsFitted, ticksOf} from "./fit.js";
+import {frameOf, labelsFitted, put, ticksOf} from "./fit.js";
 
 const CONFIG = {displaylogo: false, responsive: true};
 const $ = (id) => document.getElementById(id);
@@ -18,15 +18,12 @@ const range = (n) => Array.from({length: n}, (_, i) => i);
  * @param {HTMLElement} el
  */
 function labelled(f, el) {
-  const L = f.layout, font = (L.font && L.font.size) || L.template?.layout?.font?.size || 12;
+  const L = f.layout, {font, l, r, t, b} = frameOf(L);
   const u = labelsFitted({x: ticksOf(L.xaxis), y: ticksOf(L.yaxis), angle: L.xaxis && L.xaxis.tickangle,
-                          colorbar: f.data.some((t) => t.colorbar)},
+                          colorbar: f.data.some((trace) => trace.colorbar)},
                          {height: L.height || 450, width: el.clientWidth, font, least: 10, narrow: false,
-                          margin: Object.assign({l: 80, r: 80, t: 100, b: 80}, L.margin)});
-  for (const [path, value] of Object.entries(u)) {
-    const keys = path.split("."), last = keys.pop();
-    keys.reduce((o, key) => (o[key] = Object.assign({}, o[key])), L)[last] = value;
-  }
+                          margin: {l, r, t, b}});
+  Object.entries(u).forEach(([path, value]) => put(L, path, value));
   return L;
 }
 

@@ -45,9 +45,8 @@
     // A figure's base values, from its own layout (before any mode changed it), else Plotly's defaults (the
     // template's font; titles 1.4 times the font; margins 80/80/100/80).
     base(data, layout) {
-      const font = layout.font?.size ?? layout.template?.layout?.font?.size ?? 12, m = layout.margin || {};
-      return {font, title: layout.title?.font?.size ?? Math.round(font * 1.4), height: layout.height ?? 450,
-              l: m.l ?? 80, r: m.r ?? 80, t: m.t ?? 100, b: m.b ?? 80,
+      const {font, l, r, t, b} = fit.frameOf(layout);
+      return {font, title: layout.title?.font?.size ?? Math.round(font * 1.4), height: layout.height ?? 450, l, r, t, b,
               notes: (layout.annotations || []).map(a => a.font?.size ?? font),
               text: data.map(t => t.textfont?.size || null), colorbars: data.map(t => t.colorbar || null),
               xangle: layout.xaxis?.tickangle,
@@ -144,7 +143,7 @@
         Object.assign(base, {text: gd.anatomyBase.text, colorbars: gd.anatomyBase.colorbars});
       }
       const {layout: u, text, colorbars} = A.update(gd, base, mode);
-      Object.entries(u).forEach(([path, v]) => { if (v !== null) A.put(layout, path, v); });
+      Object.entries(u).forEach(([path, v]) => { if (v !== null) fit.put(layout, path, v); });
       if (!again) {
         text.forEach((size, i) => { if (size) data[i].textfont = Object.assign({}, data[i].textfont, {size}); });
         colorbars.forEach((c, i) => { if (c) data[i].colorbar = c; });
@@ -173,19 +172,12 @@
         return resize.apply(this, arguments);
       };
     },
-    // A Plotly path ('margin.l', 'annotations[0].font.size') as its keys.
-    pathKeys: path => path.replace(/\[(\d+)\]/g, '.$1').split('.'),
-    // Sets a value in a layout object by a Plotly path.
-    put(layout, path, value) {
-      const keys = A.pathKeys(path), last = keys.pop();
-      keys.reduce((o, key) => (o[key] = o[key] || {}), layout)[last] = value;
-    },
     // Whether a figure is drawn with every value of a layout update.
     holds(gd, u) {
       return Object.entries(u).every(([path, want]) => {
         if (path === 'width') return want === null && gd.layout.width == null;
         if (path === 'autosize') return gd.layout.autosize === want;
-        const have = A.pathKeys(path).reduce((o, key) => o && o[key], gd._fullLayout);
+        const have = fit.pathKeys(path).reduce((o, key) => o && o[key], gd._fullLayout);
         return Array.isArray(want) ? Array.isArray(have) && want.length === have.length
           && want.every((v, i) => v === have[i]) : have === want;
       });
@@ -301,7 +293,7 @@
       if (wide) {
         size = {width: 1920, height: 1080, scale: 1};
         Object.entries(A.sized(gd, gd.anatomyBase || A.base(gd.data, gd.layout), A.scale, 1080, false, 1920))
-          .forEach(([path, v]) => A.put(layout, path, v));
+          .forEach(([path, v]) => fit.put(layout, path, v));
       }
       Object.assign(layout, {width: size.width, height: size.height});
       const name = ((layout.meta && layout.meta.export) || 'transformer-anatomy_' + elemId) + (wide ? '_16x9' : '');

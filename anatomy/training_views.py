@@ -2,13 +2,22 @@
 model card."""
 from __future__ import annotations
 
+import base64
+import re
 from functools import lru_cache
+from pathlib import Path
 
 import plotly.graph_objects as go
 
 import viz
+from transformer.checkpoint import HF_PREFIX
 
 from .registry import ModelEntry, shown_path
+
+FIGURE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")  # a Markdown image: ![alt](target)
+IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+               ".svg": "image/svg+xml"}
+MAX_INLINE = 512 * 1024  # bytes: a card's figure inlined into the page
 
 
 @lru_cache(maxsize=16)
@@ -16,12 +25,30 @@ def training_curves(entry: ModelEntry) -> go.Figure:
     return viz.training_curves(entry.metrics, title="Training")
 
 
+@lru_cache(maxsize=16)
 def training_markdown(entry: ModelEntry) -> str:
     """How the checkpoint was trained and scored (config.json), then its model card."""
     if entry.untrained:
         return training_summary(entry)
+    local = entry.source and not entry.source.startswith(HF_PREFIX)
+    card = card_figures(entry.card, Path(entry.source) if local else None)
     return "\n\n".join([training_summary(entry), "", "---", "",
-                        entry.card or f"No model card (README.md) in `{shown_path(entry.source)}`."])
+                        card or f"No model card (README.md) in `{shown_path(entry.source)}`."])
+
+
+def card_figures(card: str, folder: Path | None) -> str:
+    """A model card whose figures beside it (`![alt](heads.png)`) are inlined: the page serves no file of a
+    checkpoint's folder, so a relative link would be a broken image. One that cannot be read is named in words."""
+    def inline(m: re.Match) -> str:
+        alt, target = m.groups()
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):  # http(s)://, data: — the browser's to load
+            return m.group(0)
+        mime, path = IMAGE_TYPES.get(Path(target).suffix.lower()), folder / target if folder else None
+        if mime and path and path.is_file() and path.stat().st_size <= MAX_INLINE:
+            return f"![{alt}](data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')})"
+        return f"*(figure not shown here: {alt}, `{target}` beside the model card)*"
+
+    return FIGURE.sub(inline, card)
 
 
 def training_summary(entry: ModelEntry) -> str:

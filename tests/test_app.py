@@ -6,6 +6,7 @@ the gradio_client test of translation quality uses the shipped checkpoints.
 from __future__ import annotations
 
 import ast
+import base64
 import json
 import os
 import subprocess
@@ -132,6 +133,19 @@ def test_untrained_fallback_is_labelled_and_usable(folders):
     assert "untrained" in training_views.training_markdown(entry)
     bare = ModelRegistry.discover([])  # no folder at all: a tokenizer trained on the example sentences
     assert all(e.untrained for e in bare.entries.values()) and "example sentences" in bare.notices[0]
+
+
+def test_model_card_figures_are_inlined_or_named(tmp_path):
+    """The Training tab shows a card's figures: the page serves no checkpoint file, so a relative one is inlined."""
+    png = b"\x89PNG\r\n\x1a\n" + bytes(20)
+    (tmp_path / "heads.png").write_bytes(png)
+    card = ("![Val BLEU as heads go](heads.png)\n![gone](missing.png)\n![remote](https://example.org/a.png)\n"
+            "[a link](notes.md)")
+    out = training_views.card_figures(card, tmp_path)
+    assert f"![Val BLEU as heads go](data:image/png;base64,{base64.b64encode(png).decode()})" in out
+    assert "![gone]" not in out and "`missing.png`" in out
+    assert "![remote](https://example.org/a.png)" in out and "[a link](notes.md)" in out
+    assert "heads.png)" not in training_views.card_figures(card, None)  # a Hub card: named, never broken
 
 
 def test_device_choice_falls_back_to_cpu_with_a_notice(tiny):

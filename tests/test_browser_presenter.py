@@ -46,12 +46,13 @@ def overlap(a, b) -> bool:
 
 
 @pytest.mark.parametrize("width,height", [(1280, 720), (1920, 1080)])
-def test_presenter_heatmap_fits_the_screen(browser, url, key, width, height):
+def test_presenter_stage_fits_the_screen(browser, url, key, width, height):
+    """The first screen, unscrolled, holds the source, the translation and the whole large view in large type."""
     page = open_page(browser, url, key, width, height, presenter=True)
-    page.locator("#heatmap").scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
-    heat = page.evaluate(BOXES, "#heatmap")[0]
-    assert inside(heat, width, height), heat
+    page.evaluate("window.scrollTo(0, 0)")
+    for elem in ("#source-text textarea", "#translation textarea", "#heatmap"):
+        box = page.evaluate(BOXES, elem)[0]
+        assert inside(box, width, height), (elem, box)
     texts = {name: page.evaluate(BOXES, ", ".join(f"#heatmap {s}" for s in sels)) for name, sels in
              [("x", [".xtick text"]), ("y", [".ytick text"]),
               ("titles", [".gtitle", ".g-xtitle text", ".g-ytitle text"])]}
@@ -60,13 +61,25 @@ def test_presenter_heatmap_fits_the_screen(browser, url, key, width, height):
         for box in boxes:
             assert inside(box, width, height), (name, box)
     for ticks in (texts["x"], texts["y"]):
-        assert min(t["font"] for t in ticks) >= 16
+        assert min(t["font"] for t in ticks) >= 18  # read from the back of a room
         for i, a in enumerate(ticks):
             for b in ticks[i + 1:]:
                 assert not overlap(a, b), (a, b)
-    # Stop and slow motion stay for talks; the settings go
+    # Stop, slow motion and the page's files stay for talks; the settings go; the view's controls are one key away
     assert page.locator("#stop").is_visible() and page.locator("#slow").is_visible()
-    assert not page.locator("#run-info").is_visible()
+    assert page.locator("#download-page").is_visible() and page.locator("#download").is_visible()
+    assert not page.locator("#run-info").is_visible() and not page.locator("#kind").is_visible()
+    page.locator("h1").first.click()
+    page.keyboard.press("v")
+    page.locator("#kind").get_by_label("Encoder self-attention").check()
+    wait_title(page, "heatmap", "Encoder self-attention · layer")
+    page.locator("#view-toggle").click()  # and the button folds them again
+    page.wait_for_function("!document.querySelector('#kind').checkVisibility()")
+    # every tab in one click: a wrapped bar, no overflow menu
+    assert page.get_by_role("button", name="More tabs").count() == 0
+    for tab in page.get_by_role("tab").all():
+        box = tab.bounding_box()
+        assert tab.is_visible() and box["x"] >= 0 and box["x"] + box["width"] <= width, (tab.inner_text(), box)
     # the step panels: one per row, titles within the screen's width
     for elem in ("step-cross", "step-self", "step-topk"):
         title = page.evaluate(BOXES, f"#{elem} .gtitle")[0]
@@ -149,6 +162,14 @@ def test_translation_and_heatmap_above_the_fold(browser, url, key):
     for elem in ("#translation", "#heatmap"):
         box = page.evaluate(BOXES, elem)[0]
         assert inside(box, 1600, 1000), (elem, box)
+    # the export controls open over the page: nothing below them moves
+    before = page.evaluate(BOXES, "#heatmap, #translation")
+    page.get_by_text("Export a figure").click()
+    page.locator("#export-png").wait_for()
+    assert page.locator("#export-png").is_visible() and page.evaluate(BOXES, "#heatmap, #translation") == before
+    page.get_by_text("Export animation").click()
+    page.locator("#animation-make").wait_for()
+    assert page.evaluate(BOXES, "#heatmap, #translation") == before
     page.context.close()
 
 
@@ -158,4 +179,10 @@ def test_phone_heatmap_is_usable(browser, url, key):
     size = page.evaluate("document.querySelector('#heatmap .js-plotly-plot')._fullLayout._size")
     assert size["w"] >= 160, size  # was ~95 px with the desktop margins
     assert page.evaluate("document.documentElement.scrollWidth") <= 392  # no sideways scrolling
+    # the large view within two screens of the translation; the view's controls in readable rows
+    top = {e: page.evaluate(BOXES, e)[0]["y"] for e in ("#translation", "#heatmap")}
+    assert top["#heatmap"] - top["#translation"] <= 2 * 844, top
+    for elem in ("#merge", "#plain", "#hide"):
+        box = page.evaluate(BOXES, elem)[0]
+        assert box["w"] >= 140 and box["x"] + box["w"] <= 392, (elem, box)
     page.context.close()

@@ -110,17 +110,20 @@ def test_presenter_mode_and_export(page, url, key):
     page.get_by_label("Presenter mode").check()
     page.wait_for_function(f"{font} >= 18")
     assert page.evaluate("document.body.classList.contains('anatomy-presenter')")
-    assert not page.locator("#run-info").is_visible() and not page.locator("#share").is_visible()
+    assert not page.locator("#run-info").is_visible() and page.locator("#share").is_visible()  # files stay
     assert page.locator("#heatmap").is_visible() and page.locator("#translation").is_visible()
     assert page.evaluate("getComputedStyle(document.querySelector('.gradio-container')).backgroundColor") \
         == "rgb(255, 255, 255)"
-    # a figure that arrives while presenting is enlarged too
+    # a figure that arrives while presenting is enlarged too (the view's controls: behind View settings)
+    page.locator("#view-toggle").click()
     page.locator("#head").get_by_label("1", exact=True).check()
     wait_title(page, "heatmap", "head 1")
     page.wait_for_function(f"{font} >= 18")
-    # the large view is as tall as the window (a projector shows all of it at once)
-    page.wait_for_function("document.querySelector('#heatmap .js-plotly-plot')._fullLayout.height"
-                           " === window.innerHeight - 24")
+    page.locator("#view-toggle").click()
+    # the large view fills the first screen below its top (a projector shows all of it at once)
+    page.wait_for_function("(() => { const r = document.querySelector('#heatmap .js-plotly-plot')"
+                           ".getBoundingClientRect(); return r.bottom <= innerHeight && r.height >= 0.7 * innerHeight"
+                           " && r.bottom >= innerHeight - 40; })()")
 
     shown = page.evaluate(width)
     page.get_by_text("Export a figure").click()
@@ -158,7 +161,7 @@ def test_head_statistics_open_a_head_and_untrained_twin(page, url, key, shipped)
     assert shown_view(page)["kind"] == "encoder"
     # the large view comes into sight (issue 35: feedback where the visitor looks)
     page.wait_for_function("(() => { const r = document.querySelector('#heatmap').getBoundingClientRect();"
-                           " return r.top >= 0 && r.top < window.innerHeight / 2; })()")
+                           " return r.top >= -2 && r.top < window.innerHeight / 2; })()")
 
     page.get_by_role("tab", name="Trained vs untrained").click()
     wait_title(page, "compare-untrained", "Untrained: Encoder self-attention · layer 1, head 2")
@@ -324,6 +327,15 @@ def test_heads_switched_off_by_link_click_and_checkbox(page, url, key, shipped):
     page.wait_for_function(f"{ABLATION}.includes('3 heads off')", timeout=TIMEOUT)
     assert "encoder L" in page.locator("#ablation").inner_text() or "encoder self-attention" in \
         page.locator("#ablation").inner_text()
+    # far below the comparison: it comes to the bottom of the window too, with a way up to it
+    echo = page.locator("#anatomy-echo")
+    echo.wait_for()
+    assert "3 heads off" in echo.inner_text() and "All heads on" in echo.inner_text()
+    assert echo.evaluate("e => { const r = e.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; }")
+    echo.get_by_role("button", name="Show beside the view").click()
+    page.wait_for_function("(() => { const r = document.querySelector('#ablation').getBoundingClientRect();"
+                           " return r.top >= -2 && r.top < innerHeight; })()")
+    assert echo.count() == 0
     page.get_by_role("button", name="Switch every head back on").click()
     page.wait_for_function(f"{ABLATION}.trim() === ''", timeout=TIMEOUT)
     assert page.locator("#heads-off input:checked").count() == 0

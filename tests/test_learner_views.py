@@ -202,8 +202,8 @@ def test_the_viewer_draws_the_walk_the_server_sent_for_its_view_only(tiny, run):
     assert any("model's own computation" in a["text"] for a in plain["heatmap"]["layout"]["annotations"])
     mean = View.of("cross", 1, "mean", False, 2, False, False, "walk")
     fig = viewer.drawn(data, [mean], walk=walked(tiny, run, mean)[tiny.page.walk_data])[0]["heatmap"]
-    assert "head 1" in viewer.title(fig)
-    assert any("no single q" in a["text"] for a in fig["layout"]["annotations"])
+    assert "head 1 (the mean of heads has no single q)" in viewer.title(fig)  # said in the title
+    assert not any("no single q" in a["text"] for a in fig["layout"]["annotations"])
 
 
 def same_view(page: dict) -> View:

@@ -108,8 +108,10 @@ def test_model_figures():
     assert "No training log" in viz.training_curves([]).layout.annotations[0].text
     curves = viz.training_curves([{"epoch": 1, "train_loss": 5, "val_loss": 4, "val_bleu": 3.0},
                                   {"epoch": 2, "train_loss": 4, "val_loss": 3, "val_bleu": 9.5}])
-    assert {t.name for t in curves.data} == {"train loss", "val loss", "val BLEU"}
-    assert any("9.5" in a.text for a in curves.layout.annotations)
+    assert {t.name for t in curves.data} == {"train loss", "val loss", "val BLEU", "best BLEU 9.5 (epoch 2)"}
+    best = [t for t in curves.data if t.name.startswith("best BLEU")]  # a marker, no note over the lines
+    assert len(best) == 1 and list(best[0].x) == [2] and list(best[0].y) == [9.5] and "9.5" in best[0].name
+    assert not any("BLEU" in a.text for a in curves.layout.annotations)  # subplot titles only
     assert curves.layout.xaxis.dtick == 1  # two epochs: ticks at whole epochs only
     assert viz.training_curves([{"epoch": e, "train_loss": 1.0} for e in range(1, 41)]).layout.xaxis.dtick == 4
     mixed = viz.training_curves([{"epoch": 1, "train_loss": 5, "val_bleu": 6.0, "val_bleu_tatoeba": 9.0,

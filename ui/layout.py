@@ -115,6 +115,7 @@ class Page:
     step_self: gr.HTML
     step_topk: gr.HTML
     # attention explorer
+    view_toggle: gr.Button  # presenter mode: shows or folds the view controls below (app.js toggleView)
     kind: gr.Radio
     layer: gr.Slider
     head: gr.Radio
@@ -238,11 +239,11 @@ def build_page(registry: ModelRegistry) -> Page:
     entry0 = registry.get(None)
     c0 = entry0.config
     empty = plot(viz.empty_figure("Translate a sentence to see this", 300))
-    with gr.Row(equal_height=False):
+    with gr.Row(equal_height=False, elem_id="header-row"):
         with gr.Column(scale=4):
             gr.Markdown("# Transformer Anatomy")
             gr.Markdown(INTRO, elem_classes=["anatomy-controls"])
-        with gr.Column(scale=1, min_width=330):
+        with gr.Column(scale=1, min_width=330, elem_id="header-tools"):
             presenter = gr.Checkbox(False, label="Presenter mode", elem_id="presenter",
                                     info="Large type, figures fit the screen, white page: for talks")
             # One accordion for both exports: a second one would push the large view below the fold at 1600×1000.
@@ -297,41 +298,50 @@ def build_page(registry: ModelRegistry) -> Page:
                                       datatype=["number", "str", "number", "number", "number"],
                                       label="Beam candidates (click one to see its attention)", interactive=False,
                                       visible=False, wrap=True, elem_id="candidates")
-            with gr.Accordion("Inspect a translation (teacher forcing)", open=False, elem_classes=["anatomy-controls"]):
+            with gr.Accordion("Inspect a translation (teacher forcing)", open=False, elem_id="inspect-panel",
+                              elem_classes=["anatomy-controls"]):
                 forced = gr.Textbox(label="Any translation of the source above: edit it, then Inspect", lines=2,
                                     elem_id="forced")
                 force_btn = gr.Button("Inspect", size="sm", elem_id="inspect")
-            with gr.Row(elem_classes=["anatomy-controls"]):
+            # kept in presenter mode: a talk hands out its page
+            with gr.Row(elem_id="files-row"):
                 download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
                 page_btn = gr.Button("Download page (HTML)", size="sm", elem_id="download-page")
                 share_btn = gr.Button("Link to this view", size="sm", elem_id="share")
             page_file = gr.File(label="Page of this translation: one HTML file that opens offline", visible=False,
-                                interactive=False, elem_id="page-file", elem_classes=["anatomy-controls"])
+                                interactive=False, elem_id="page-file")
             share_url = gr.Textbox(label="Link to this view (text, settings, attention, layer, head, step)",
                                    interactive=False, buttons=["copy"], elem_id="share-url",
-                                   elem_classes=["anatomy-controls"], placeholder="click Link to this view")
+                                   placeholder="click Link to this view")
             share_query = gr.Textbox(visible=False)
         with gr.Column(scale=3, min_width=320, elem_id="explorer"):
-            with gr.Row():
-                kind = gr.Radio(views.kind_choices(), value=DEFAULTS["view"], label="Attention", min_width=300,
-                                elem_id="kind")
-                head = gr.Radio(views.head_choices(c0.n_heads), value=MEAN_HEAD, label="Head", min_width=220,
-                                elem_id="head")
-            with gr.Row():
-                layer = gr.Slider(1, max(c0.n_layers(DEFAULTS["view"]), 2), value=c0.n_layers(DEFAULTS["view"]),
-                                  step=1, label="Layer", min_width=160, elem_id="layer")
-                merge = gr.Checkbox(value=DEFAULTS["merge"], label="Merge pieces into words", min_width=160,
-                                    elem_id="merge")
-                plain = gr.Checkbox(value=False, label="Hide ▁ marker", min_width=140, elem_id="plain",
-                                    info="a piece inside a word starts with ·")
-                hide = gr.Checkbox(value=False, label="Hide special tokens", min_width=160, elem_id="hide",
-                                   info="<s>, </s>, <pad>; rows renormalised")
-            with gr.Row():
-                display = gr.Radio([("heatmap", "heatmap"), ("lines", "lines"), ("softmax walk", "walk")],
-                                   value=DISPLAYS[0], label="Show as", min_width=260, elem_id="display")
-                walk_query = gr.Slider(1, 2, value=1, step=1, min_width=200, elem_id="walk-query",
-                                       label="Walk query: source piece (encoder self-attention)")
-            gr.Markdown(KEYS, elem_id="keys")
+            # presenter mode folds the view's controls away (the keys move the view) and shows this button instead:
+            # the source, the translation and a large view fit a 1280×720 screen
+            with gr.Column(elem_id="view-controls"):
+                with gr.Row():
+                    kind = gr.Radio(views.kind_choices(), value=DEFAULTS["view"], label="Attention", min_width=300,
+                                    elem_id="kind")
+                    head = gr.Radio(views.head_choices(c0.n_heads), value=MEAN_HEAD, label="Head", min_width=220,
+                                    elem_id="head")
+                with gr.Row():
+                    layer = gr.Slider(1, max(c0.n_layers(DEFAULTS["view"]), 2), value=c0.n_layers(DEFAULTS["view"]),
+                                      step=1, label="Layer", min_width=160, elem_id="layer")
+                    merge = gr.Checkbox(value=DEFAULTS["merge"], label="Merge pieces into words", min_width=160,
+                                        elem_id="merge")
+                    plain = gr.Checkbox(value=False, label="Hide ▁ marker", min_width=140, elem_id="plain",
+                                        info="a piece inside a word starts with ·")
+                    hide = gr.Checkbox(value=False, label="Hide special tokens", min_width=160, elem_id="hide",
+                                       info="<s>, </s>, <pad>; rows renormalised")
+                with gr.Row():
+                    display = gr.Radio([("heatmap", "heatmap"), ("lines", "lines"), ("softmax walk", "walk")],
+                                       value=DISPLAYS[0], label="Show as", min_width=260, elem_id="display")
+                    walk_query = gr.Slider(1, 2, value=1, step=1, min_width=200, elem_id="walk-query",
+                                           label="Walk query: source piece (encoder self-attention)")
+                    # the decoder's walks: their query is the decoding step (app.js shows one of the two)
+                    gr.Markdown("Walk query: the decoding step t (← / → or *Step t* below)", elem_id="walk-step")
+            with gr.Row(elem_id="view-bar"):
+                view_toggle = gr.Button("View settings (v)", size="sm", elem_id="view-toggle")
+                gr.Markdown(KEYS, elem_id="keys")
             heat = box("heatmap")
             with gr.Accordion("What this attention shows", open=False, elem_classes=["anatomy-controls"]):
                 kind_help = gr.Markdown(attention_views.kind_help(DEFAULTS["view"]), elem_id="kind-help")
@@ -370,7 +380,8 @@ def build_page(registry: ModelRegistry) -> Page:
             step_topk = box("step-topk")
 
     tabs = []
-    with gr.Tabs():
+    # every tab in one click, also in large type on a narrow screen: a wrapped bar, never Gradio's overflow menu
+    with gr.Tabs(overflow_behavior="wrap"):
         with gr.Tab("All heads", id=Tab.HEADS) as t:
             tabs.append(t)
             pick_head = gr.Dropdown(views.grid_pick_choices(c0.n_layers(DEFAULTS["view"]), c0.n_heads), value=None,
@@ -394,7 +405,7 @@ def build_page(registry: ModelRegistry) -> Page:
             importance = box("importance")
             importance_list = gr.Markdown(elem_id="importance-list")
             log_probs = box("log-probs", visible=False)
-            with gr.Row(visible=False) as corpus_row:  # when the model's folder has heads.json
+            with gr.Row(visible=False, elem_id="corpus-row") as corpus_row:  # when the model's folder has heads.json
                 with gr.Column(min_width=320):
                     corpus_map = box("corpus-importance")
                 pruning = gr.Plot(empty, show_label=False, min_width=320, elem_id="pruning")
@@ -462,15 +473,15 @@ def build_page(registry: ModelRegistry) -> Page:
                 src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
                 download=download, share_btn=share_btn, share_url=share_url, share_query=share_query,
                 examples=gallery, step=step, partial=partial, step_cross=step_cross, step_self=step_self,
-                step_topk=step_topk, kind=kind, layer=layer, head=head, merge=merge, plain=plain, hide=hide,
-                display=display, walk_query=walk_query, heat=heat,
+                step_topk=step_topk, view_toggle=view_toggle, kind=kind, layer=layer, head=head, merge=merge,
+                plain=plain, hide=hide, display=display, walk_query=walk_query, heat=heat,
                 kind_help=kind_help, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
                 toggle_head=toggle_head,
                 clicked_head=clicked_head, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
                 topk_table=topk_table, importance=importance, importance_list=importance_list, log_probs=log_probs,
                 corpus_row=corpus_row, corpus_map=corpus_map, importance_data=importance_data, pruning=pruning,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,
-                pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, pe_data=pe_data, arch=arch, card=card, params=params, curves=curves,
-                training_md=training_md, api_text=api_text, api_direction=api_direction, api_beam=api_beam,
-                api_max=api_max, api_off=api_off, api_translation=api_translation, api_notice=api_notice,
+                pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, pe_data=pe_data, arch=arch, card=card, params=params,
+                curves=curves, training_md=training_md, api_text=api_text, api_direction=api_direction,
+                api_beam=api_beam, api_max=api_max, api_off=api_off, api_translation=api_translation, api_notice=api_notice,
                 api_trace=api_trace, api_btn=api_btn)

@@ -104,8 +104,10 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # the progress shows where the model events show it (their one visible output), not on every figure
     ablated = dict(MODEL, outputs=made, show_progress_on=[p.run_info])
     p.heads_off.input(h.ablate, ablate, **ablated)
+    # a click far below the view: the comparison comes to where the visitor looks
     p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
-                        js="(off, clicked) => [off, window.anatomy.clickedHead]").then(h.ablate, ablate, **ablated)
+                        js="(off, clicked) => [off, window.anatomy.clickedHead]").then(h.ablate, ablate, **ablated) \
+        .success(None, js=js("echo('ablation')"))
     p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate, ablate, **ablated)
 
     demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,
@@ -113,6 +115,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
                                   p.walk_query, p.step, p.presenter, p.kind_help], **DRAW).then(
         h.translate_link, {p.link, p.signal, p.tab, p.judged, p.direction, *controls}, made, **MODEL)
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
+    p.view_toggle.click(None, None, None, js=js("toggleView()"))
     export = [p.export_figure, p.export_frame, p.export_wide]
     p.png_btn.click(None, export, None, js=js("exportFigure(args[0], 'png', args[1], args[2])"))
     p.svg_btn.click(None, export, None, js=js("exportFigure(args[0], 'svg', args[1], args[2])"))

@@ -51,8 +51,10 @@ def parameter_sunburst(named_counts: Iterable[tuple[str, int]], *, root: str = "
     ids = ["/".join(p) for p in totals]
     parents = ["/".join(p[:-1]) for p in totals]
     fig = go.Figure(go.Sunburst(
-        ids=ids, labels=[escape(p[-1]) for p in totals], parents=parents, values=list(totals.values()),
-        branchvalues="total", maxdepth=3, insidetextorientation="radial",
+        # a long label on two lines, and the orientation (radial, tangential, horizontal) that draws it largest:
+        # radial text in the wide, shallow embedding wedge came out ~3 px
+        ids=ids, labels=[escape(p[-1]).replace(" (", "<br>(") for p in totals], parents=parents,
+        values=list(totals.values()), branchvalues="total", maxdepth=3, insidetextorientation="auto",
         hovertemplate="%{label}<br>%{value:,} parameters<br>%{percentRoot:.1%} of the model<extra></extra>",
         marker=dict(colors=[COLORS[groups.index(p[1]) % len(COLORS)] if len(p) > 1 else "#ffffff" for p in totals]),
     ))
@@ -86,8 +88,10 @@ def training_curves(records: Sequence[dict], *, title: str | None = None) -> go.
     bleus = [(r.get("val_bleu"), r["epoch"]) for r in rows if r.get("val_bleu") is not None]
     if bleus:
         best, at = max(bleus)
-        fig.add_annotation(x=at, y=best, text=f"best BLEU {best:.1f}", row=1, col=2, showarrow=True, arrowhead=2,
-                           ay=-30)
+        # a marker named in the legend: a note in the plot would cover the lines above the best point
+        fig.add_trace(go.Scatter(x=[at], y=[best], name=f"best BLEU {best:.1f} (epoch {at})", mode="markers",
+                                 marker=dict(symbol="star", size=14, color=COLORS[2],
+                                             line=dict(color="#18181b", width=1))), row=1, col=2)
     # Epochs are whole numbers: ticks between them (1.2, 1.4, ...) would name epochs that never ran.
     fig.update_xaxes(title=dict(text="epoch"), showgrid=True, gridcolor="#f3f4f6", tick0=0,
                      dtick=max(1, math.ceil(max(epochs) / 10)))

@@ -761,15 +761,14 @@ export function walkFigure(w, view, look, title) {
   cell(2, n + 2))));
   for (let c = 2; c <= 5; c++) cell(1, c); // the empty cells above the stages keep make_subplots' axes
   heading(`q (${qLab})`, 1, 1, 12);
-  heading("output \u03a3 softmax_j \u00b7 v_j", 1, 6, 12);
+  heading("output: \u03a3 softmax_j v_j", 1, 6, 12);
   heading("k_j", 2, 1, 12);
   stage.forEach((text, n) => heading(text, 2, n + 2, 10));
   heading("v_j", 2, 6, 12);
-  let note = null;
-  if (view.head === MEAN) note = "The mean of heads has no single q: this is head 1. Choose a head above.";
-  else if (view.hide || view.merge) {
-    note = "The walk is the model's own computation: every piece, special tokens included.";
-  }
+  // the mean of heads has no single q: the title says which head this is, where the head is read
+  const one = view.head === MEAN ? " (the mean of heads has no single q)" : "";
+  const note = !one && (view.hide || view.merge)
+    ? "The walk is the model's own computation: every piece, special tokens included." : null;
   if (note) {
     layout.annotations.push({text: note, x: 0, y: 0, xref: "paper", yref: "paper", yanchor: "top", xanchor: "left",
                              yshift: -6, showarrow: false, font: {size: 12, color: "#52525b"}});
@@ -780,15 +779,16 @@ export function walkFigure(w, view, look, title) {
     coloraxis2: {colorscale: look.diverging, cmin: -smax, cmax: smax, showscale: false},
     coloraxis3: {colorscale: look.attention, cmin: 0, cmax: 1, showscale: false}});
   const long = longest(kLab, 20);
-  return figure(look, data, layout, 140 + 24 * (Tk + 2) + (note ? 24 : 0),
-                `${title} · layer ${w.layer}, head ${w.head} · query ${qLab}: ` +
-                `softmax(q·k\u1d40 / \u221a${dK}) \u00b7 V, ` +
-                "step by step", {l: 20 + 7 * long, r: 20, t: 70, b: 20 + (note ? 28 : 0)});
+  return figure(look, data, layout, 160 + 24 * (Tk + 2) + (note ? 24 : 0),
+                `${title} · layer ${w.layer}, head ${w.head}${one}<br>query ${qLab}: ` +
+                `softmax(q·k\u1d40 / \u221a${dK}) V, step by step`,
+                {l: 20 + 7 * long, r: 20, t: 90, b: 20 + (note ? 28 : 0)});
 }
 
 // ---- which heads a translation needs (anatomy/ablation_views.py sends the maps' values) ----
 
-const MAP_ROW = 34, MAP_GAP = 56, MAP_TITLE = 24; // px: a layer row (two lines of text), between kinds, a title
+// px: a layer row (two lines of text), between kinds, a title (two lines: the kind, the measure)
+const MAP_ROW = 34, MAP_GAP = 56, MAP_TITLE = 38;
 
 /**
  * @typedef {{title: string, colorscale: Array, zmin: number, zmax: number}} Measure  one column of maps
@@ -828,9 +828,9 @@ export function importanceMaps(m, look) {
       layout[`yaxis${name}`] = Object.assign({}, axis, {domain: [bottom, top], anchor: `x${name}`,
                                                         autorange: "reversed"},
                                              j === 0 ? {title: {text: "layer", standoff: 2, font: {size: 10}}} : {});
-      annotations.push({text: `<b>${escape(kind.label)}</b> · ${escape(measure.title)}`, x: left, y: top,
-                        xref: "paper", yref: "paper", xanchor: "left", yanchor: "bottom", showarrow: false,
-                        font: {size: 12}});
+      annotations.push({text: `<b>${escape(kind.label)}</b><br>${escape(measure.title)}`, x: left, y: top,
+                        xref: "paper", yref: "paper", xanchor: "left", yanchor: "bottom", align: "left",
+                        showarrow: false, font: {size: 12}});
       for (const head of m.off) {
         const found = /^(\w+):(\d+)\.(\d+)$/.exec(head);
         if (!found || found[1] !== kind.name || +found[2] > L || +found[3] > H) continue;

@@ -78,6 +78,43 @@ export function labelsFitted(axes, at) {
 }
 
 /**
+ * An axis title along `px` pixels in `font`: as it is, else on two lines (at " ("), else none (a title longer than
+ * its axis runs into the figure's title).
+ * @param {string} text  may hold "<br>"
+ * @param {number} px
+ * @param {number} font
+ * @returns {string}
+ */
+export function titleFitted(text, px, font) {
+  const long = (t) => 0.58 * font * Math.max(...t.split("<br>").map((line) => line.replace(/<[^>]*>/g, "").length));
+  if (long(text) <= px) return text;
+  const two = text.includes("<br>") ? text : text.replace(" (", "<br>(");
+  return long(two) <= px ? two : "";
+}
+
+/**
+ * A title broken into lines that each fit `px` pixels in `size` (0.55 em a character): a line too long breaks at
+ * its " · " separators, as few times as it must.
+ * @param {string} text  may hold "<br>"
+ * @param {number} px
+ * @param {number} size
+ * @returns {string}
+ */
+export function titleLines(text, px, size) {
+  const fits = (line) => 0.55 * size * line.replace(/<[^>]*>/g, "").length <= px;
+  return text.split("<br>").flatMap((line) => {
+    if (fits(line)) return [line];
+    const lines = [];
+    line.split(" \u00b7 ").forEach((part) => {
+      const joined = lines.length ? `${lines[lines.length - 1]} \u00b7 ${part}` : part;
+      if (lines.length && fits(joined)) lines[lines.length - 1] = joined;
+      else lines.push(part);
+    });
+    return lines;
+  }).join("<br>");
+}
+
+/**
  * A Plotly path ("margin.l", "annotations[0].font.size") as its keys.
  * @param {string} path
  */

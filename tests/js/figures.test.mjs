@@ -184,7 +184,7 @@ test("the softmax walk, by hand: q·k, ÷√d_k, the mask, the softmax over what
   const masked = fig.data.find((t) => t.name === "masked");
   assert.ok(Math.abs(masked.z[0][0] - Math.SQRT1_2) < 1e-12 && masked.z[1][0] === null);
   assert.deepEqual(masked.text, [["0.71"], ["\u2212\u221e"]]);
-  assert.ok(fig.layout.title.text.startsWith("Decoder masked self-attention · layer 1, head 2 · query &lt;s&gt; \u25b8 Two:"));
+  assert.ok(fig.layout.title.text.startsWith("Decoder masked self-attention · layer 1, head 2<br>query &lt;s&gt; \u25b8 Two:"));
   assert.deepEqual(fig.layout.yaxis2.ticktext, undefined);
   assert.ok(fig.layout.yaxis.domain[0] > fig.layout.yaxis7.domain[1]); // q above the keys
 });
@@ -201,7 +201,7 @@ test("head importance maps: a row per kind and a column per measure, each cell n
   assert.deepEqual(fig.data[0].text, [["0.50", "-0.25"]]);
   assert.equal(fig.data[1].text[0][0], "1.00<br>same 0.90");
   assert.equal(fig.layout.shapes.length, 2); // cross:1.2 in both columns; the others are no heads of the model
-  assert.ok(fig.layout.annotations.some((a) => a.text.startsWith("<b>&lt;b&gt;Cross&lt;/b&gt;</b> · ablation")));
+  assert.ok(fig.layout.annotations.some((a) => a.text.startsWith("<b>&lt;b&gt;Cross&lt;/b&gt;</b><br>ablation")));
   assert.ok(fig.layout.yaxis.domain[0] > fig.layout.yaxis3.domain[1]); // the first kind on top
   const change = logProbChange({pieces: ["\u2581Two", "<b>"], before: [-1, -2], after: [-1.5, -1], title: "t"}, LOOK);
   assert.deepEqual(change.data[0].y, [-0.5, 1]);

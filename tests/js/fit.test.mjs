@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import {test} from "node:test";
 
-import {labelsFitted, short, spaced, ticksOf} from "../../anatomy/viewer/fit.js";
+import {labelsFitted, short, spaced, ticksOf, titleFitted, titleLines} from "../../anatomy/viewer/fit.js";
 
 const ticks = (n) => ({vals: Array.from({length: n}, (_, i) => i), text: Array.from({length: n}, (_, i) => `p${i}`)});
 const rows = (f) => 1.15 * f;
@@ -48,4 +48,20 @@ test("a phone's row label keeps both pieces, each cut, never half an entity", ()
   assert.equal(short("&lt;/s&gt; \u25b8 \u2581a"), "&lt;/s&gt; \u25b8 \u2581a");  // </s>: 4 characters shown
   assert.equal(short("&lt;unk&gt;x \u25b8 &amp;"), "&lt;un\u2026 \u25b8 &amp;");
   assert.equal(short("\u2581Sonnenaufgang"), "\u2581Sonnenaufg\u2026");
+});
+
+test("a title too wide breaks at its separators, as few times as it must", () => {
+  const title = "Cross-attention · layer 3, head 1 · query 4";  // 43 characters: 43 × 0.55 × 10 = 236.5 px
+  assert.equal(titleLines(title, 240, 10), title);
+  assert.equal(titleLines(title, 200, 10), "Cross-attention · layer 3, head 1<br>query 4");
+  assert.equal(titleLines(title, 100, 10), "Cross-attention<br>layer 3, head 1<br>query 4");
+  // lines it had stay; a part longer than any line stands alone rather than being cut
+  assert.equal(titleLines("a · b<br>c", 10, 10), "a<br>b<br>c");
+});
+
+test("an axis title runs on one line, else two at its bracket, else none", () => {
+  const t = "query: decoder position (read \u25b8 produced)";  // 41 characters, 24 before " ("
+  assert.equal(titleFitted(t, 41 * 0.58 * 10, 10), t);
+  assert.equal(titleFitted(t, 200, 10), "query: decoder position<br>(read \u25b8 produced)");
+  assert.equal(titleFitted(t, 100, 10), "");
 });

@@ -14,6 +14,8 @@
     },
     view(kind, layer, head, merge, step, plain, hide, display, query, dims) {
       viewer.view({kind, layer, head, merge, step, plain, hide, display, query, dims});
+      // the walk's query control, only for a walk: a source piece for the encoder's, the decoding step for others
+      document.body.dataset.walk = display !== 'walk' ? '' : kind === 'encoder' ? 'query' : 'step';
       A.draw();
     },
     // One drawing for the changes that come in one task (the viewer reads a new translation's own step, layer and
@@ -42,6 +44,10 @@
       A.scan();
       window.dispatchEvent(new Event('resize'));
     },
+    // Presenter mode's view controls, folded away so that the first screen holds the large view: shown or folded.
+    toggleView() {
+      document.body.classList.toggle('anatomy-view-open');
+    },
     // A figure's base values, from its own layout (before any mode changed it), else Plotly's defaults (the
     // template's font; titles 1.4 times the font; margins 80/80/100/80).
     base(data, layout) {
@@ -49,37 +55,55 @@
       return {font, title: layout.title?.font?.size ?? Math.round(font * 1.4), height: layout.height ?? 450, l, r, t, b,
               notes: (layout.annotations || []).map(a => a.font?.size ?? font),
               text: data.map(t => t.textfont?.size || null), colorbars: data.map(t => t.colorbar || null),
+              cells: data.map(t => A.cellText(t, layout)),
               xangle: layout.xaxis?.tickangle,
+              // sizes a figure sets on its own axes (small multiples), else the layout's font's
+              axes: Object.keys(layout).filter(key => /^[xy]axis\d*$/.test(key)).flatMap(key => [
+                [key + '.tickfont.size', layout[key].tickfont?.size],
+                [key + '.title.font.size', layout[key].title?.font?.size]]).filter(([, size]) => size),
               y: fit.ticksOf(layout.yaxis), x: fit.ticksOf(layout.xaxis),
               ytitle: layout.yaxis ? layout.yaxis.title?.text ?? '' : undefined, titleText: layout.title?.text};
     },
+    // A heatmap's cell text: its longest line in characters and the share of the plot's width one cell takes
+    // (the text grows in presenter mode only as far as its cells hold it).
+    cellText(t, layout) {
+      if (t.type !== 'heatmap' || !t.texttemplate || !Array.isArray(t.z) || !Array.isArray(t.z[0])) return null;
+      const domain = (layout['xaxis' + (t.xaxis || 'x').slice(1)] || {}).domain || [0, 1];
+      const lines = (Array.isArray(t.text) ? t.text.flat() : []).flatMap(s => String(s).split('<br>'));
+      return {chars: Math.max(4, ...lines.map(s => s.replace(/<[^>]*>/g, '').length)),
+              share: (domain[1] - domain[0]) / t.z[0].length};
+    },
     // The layout changes for a mode: presenter (k = scale) and/or narrow, from the figure's own base values; `width`
     // the figure's (for its x labels).
-    sized(gd, b, k, height, narrow, width) {
+    sized(b, k, height, narrow, width) {
       const u = {'font.size': b.font * k, 'title.font.size': b.title * k, height,
                  'margin.l': b.l * k, 'margin.r': b.r * k, 'margin.t': b.t * k, 'margin.b': b.b * k};
       b.notes.forEach((size, i) => { u['annotations[' + i + '].font.size'] = size * k; });
+      b.axes.forEach(([path, size]) => { u[path] = size * k; });
       // large type or narrow: upright labels stand one per column, where slanted ones run into their neighbours
       if (b.xangle !== undefined) u['xaxis.tickangle'] = k > 1 || narrow ? -90 : b.xangle;
-      // narrow: no room beside the labels for the y title (labels are cut whole: no half HTML entity)
-      if (b.ytitle !== undefined) u['yaxis.title.text'] = narrow ? '' : b.ytitle;
       if (narrow) {
         Object.assign(u, {'font.size': 10, 'margin.l': Math.min(b.l, 84), 'margin.r': Math.min(b.r, 10),
                           'margin.b': Math.min(b.b, 90)});
+      }
+      // a title wider than its figure takes more lines (broken at its ' · '), each widening the top margin
+      if (typeof b.titleText === 'string' && width) {
+        const text = fit.titleLines(b.titleText, 0.97 * width - 10, u['title.font.size']);
+        const added = text.split('<br>').length - b.titleText.split('<br>').length;
+        u['title.text'] = text;
+        u['margin.t'] += Math.round(1.25 * u['title.font.size'] * added);
+      }
+      // narrow: no room beside the labels for the y title (labels are cut whole: no half HTML entity); else as many
+      // lines of it as its axis's height takes (a second line widens the margin by one)
+      if (b.ytitle !== undefined) {
+        const text = narrow ? '' : fit.titleFitted(b.ytitle, height - u['margin.t'] - u['margin.b'], u['font.size']);
+        u['yaxis.title.text'] = text;
+        if (text.includes('<br>') && !b.ytitle.includes('<br>')) u['margin.l'] += Math.round(1.2 * u['font.size']);
       }
       Object.assign(u, fit.labelsFitted({x: b.x, y: b.y, angle: u['xaxis.tickangle'] ?? b.xangle,
                                          colorbar: b.colorbars.some(Boolean)},
         {height, width, font: u['font.size'], least: 10 * (narrow ? 1 : k), narrow,
          margin: {l: u['margin.l'], r: u['margin.r'], t: u['margin.t'], b: u['margin.b']}}));
-      // a phone: a title too long for the figure would run under the toolbar, so what comes before its first
-      // ' · ' gets a line of its own (width guessed at 0.55 em a character, the toolbar's camera ~60 px; side by
-      // side panels on a wide screen keep one line each, so that they stay aligned)
-      if (typeof b.titleText === 'string') {
-        const split = narrow && window.innerWidth < NARROW && b.titleText.includes(' · ')
-          && b.titleText.replace(/<[^>]*>/g, '').length * 0.55 * b.title > gd.parentElement.clientWidth - 60;
-        u['title.text'] = split ? b.titleText.replace(' · ', '<br>') : b.titleText;
-        if (split) u['margin.t'] = b.t + Math.round(1.2 * b.title);
-      }
       return u;
     },
     // Where a figure is drawn: presenter mode or not, narrow (a phone) or not, and the height it may take.
@@ -89,16 +113,18 @@
       // the large view beside the settings ends above the fold (the window's first screen)
       const fold = large && top < 0.6 * window.innerHeight ? Math.max(360, window.innerHeight - top - 16) : Infinity;
       const width = gd.parentElement.clientWidth;
-      gd.anatomyModeOf = {key: [A.on, width, A.on ? room : fold].join(), narrow, room, large, fold, width};
+      gd.anatomyModeOf = {key: [A.on, width, room, fold].join(), narrow, room, large, fold, width};
       return gd.anatomyModeOf;
     },
     // A figure's layout update (paths as Plotly.relayout takes them) and trace text sizes for a mode.
     update(gd, b, mode) {
       const k = A.on && !mode.narrow ? A.scale : 1;
-      // presenter: the large view fills the window's height, others at most that; width: null drops the width
-      // fixed at first draw, so the figure fills its container again
+      // presenter: the large view fills the first screen below its top (the window's height further down), others
+      // at most the window's height but for those with text in their cells (a table, maps of numbers), whose rows
+      // grow with their text; width: null drops the width fixed at first draw, so the figure fills its container
       let height = !A.on ? Math.min(b.height, Math.round(mode.fold))
-        : mode.large ? mode.room : Math.min(Math.round(b.height * k), mode.room);
+        : mode.large ? Math.round(Math.min(mode.fold, mode.room))
+        : Math.min(Math.round(b.height * k), b.text.some(Boolean) ? Infinity : mode.room);
       // the fold never makes rows too low for their labels: a long sentence's view grows, up to the window
       if (!A.on && b.y) {
         height = Math.max(height, Math.min(b.height, mode.room, Math.round(b.y.vals.length * 11.5 + b.t + b.b)));
@@ -106,8 +132,15 @@
       // narrow: a colorbar without its title and with every other tick leaves the plot its width
       const colorbars = b.colorbars.map(c => c && (mode.narrow ? Object.assign({}, c, {title: {text: ''}, thickness: 8},
         c.tickvals ? {tickvals: c.tickvals.filter((_, i) => i % 2 === 0)} : {}) : c));
-      return {layout: Object.assign({autosize: true, width: null}, A.sized(gd, b, k, height, mode.narrow, mode.width)),
-              text: b.text.map(s => s && s * k), colorbars};
+      return {layout: Object.assign({autosize: true, width: null}, A.sized(b, k, height, mode.narrow, mode.width)),
+              text: b.text.map((s, i) => s && A.textSize(s, k, b.cells[i], (mode.width - (b.l + b.r) * k))),
+              colorbars};
+    },
+    // A trace's text size: k times its own, but no larger than its cells hold (0.6 em a character) nor smaller
+    // than its own.
+    textSize(size, k, cells, plotWidth) {
+      if (!cells) return size * k;
+      return Math.max(size, Math.min(size * k, Math.floor(plotWidth * cells.share / (0.62 * cells.chars))));
     },
     fit(gd) {
       if (!gd._fullLayout || !window.Plotly || !gd.offsetParent) return;  // hidden (another tab): when shown
@@ -292,7 +325,7 @@
       let size = {width: gd._fullLayout.width, height: gd._fullLayout.height, scale: format === 'png' ? 3 : 1};
       if (wide) {
         size = {width: 1920, height: 1080, scale: 1};
-        Object.entries(A.sized(gd, gd.anatomyBase || A.base(gd.data, gd.layout), A.scale, 1080, false, 1920))
+        Object.entries(A.sized(gd.anatomyBase || A.base(gd.data, gd.layout), A.scale, 1080, false, 1920))
           .forEach(([path, v]) => fit.put(layout, path, v));
       }
       Object.assign(layout, {width: size.width, height: size.height});
@@ -312,6 +345,24 @@
       void el.offsetWidth;  // the animation starts again
       el.classList.add('anatomy-flash');
     },
+    // Heads switched off or on by a click far below (All heads, Head importance): the comparison beside the view,
+    // when out of sight, also at the bottom of the window for a while, with a way up to it.
+    echo(id) {
+      const el = document.getElementById(id), r = el && el.getBoundingClientRect();
+      if (!el || (r.height && r.bottom > 0 && r.top < window.innerHeight)) return;
+      const shown = el.querySelectorAll('.anatomy-ablation > p');
+      const translation = (document.querySelector('#translation textarea') || {value: ''}).value;
+      if (!shown.length && !translation) return;
+      const note = document.getElementById('anatomy-echo') || document.body.appendChild(
+        Object.assign(document.createElement('div'), {id: 'anatomy-echo', role: 'status'}));
+      const parts = shown.length ? Array.from(shown).slice(0, 2).map(p => p.cloneNode(true))
+        : [Object.assign(document.createElement('p'), {textContent: 'Every head on again: ' + translation})];
+      const up = Object.assign(document.createElement('button'), {textContent: 'Show beside the view'});
+      up.onclick = () => { note.remove(); A.reveal(el.offsetHeight ? id : 'translation'); };
+      note.replaceChildren(...parts, up);
+      clearTimeout(A.echoTimer);
+      A.echoTimer = setTimeout(() => note.remove(), 9000);
+    },
     // Keyboard stepping: a slider moved as if dragged (its input event redraws), a head radio as if clicked.
     nudge(id, delta) {
       const r = document.querySelector('#' + id + ' input[type=range]');
@@ -328,7 +379,7 @@
     },
     keys: {ArrowLeft: () => A.nudge('step', -1), ArrowRight: () => A.nudge('step', 1),
            '[': () => A.nudge('layer', -1), ']': () => A.nudge('layer', 1),
-           ',': () => A.nextHead(-1), '.': () => A.nextHead(1)},
+           ',': () => A.nextHead(-1), '.': () => A.nextHead(1), v: () => A.on && A.toggleView()},
     // The page's own address + the query built on the server: a link that works behind any proxy or Space.
     link(query) {
       return query ? window.location.origin + window.location.pathname + query : '';

@@ -164,7 +164,7 @@ def source_chips(pieces: list[str]) -> list[tuple[str, str]]:
 
 def candidate_rows(trace: Trace) -> list[list]:
     """The beam candidates as table rows: #, text (EMPTY for none), score, log p, pieces with EOS."""
-    return [[i + 1, c.text or EMPTY, round(c.score, 4), round(c.log_prob, 4), len(c.tokens) + 1]
+    return [[i + 1, c.text or EMPTY, round(c.score, 3), round(c.log_prob, 3), len(c.tokens) + 1]
             for i, c in enumerate(trace.candidates)]
 
 

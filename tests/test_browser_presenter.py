@@ -75,6 +75,12 @@ def test_presenter_stage_fits_the_screen(browser, url, key, width, height):
     wait_title(page, "heatmap", "Encoder self-attention · layer")
     page.locator("#view-toggle").click()  # and the button folds them again
     page.wait_for_function("!document.querySelector('#kind').checkVisibility()")
+    # the beam candidates: every column within the table, none cut, numbers on one line
+    cells = page.evaluate(BOXES, "#candidates [role=columnheader], #candidates [role=gridcell]")
+    table = page.evaluate(BOXES, "#candidates")[0]
+    assert cells and all(c["x"] + c["w"] <= table["x"] + table["w"] + 1 for c in cells), (table, cells)
+    numbers = page.evaluate(BOXES, "#candidates [role=gridcell]:not([data-col='1']) span")
+    assert all(n["h"] < 1.6 * n["font"] for n in numbers), numbers
     # every tab in one click: a wrapped bar, no overflow menu
     assert page.get_by_role("button", name="More tabs").count() == 0
     for tab in page.get_by_role("tab").all():
@@ -170,6 +176,20 @@ def test_translation_and_heatmap_above_the_fold(browser, url, key):
     page.get_by_text("Export animation").click()
     page.locator("#animation-make").wait_for()
     assert page.evaluate(BOXES, "#heatmap, #translation") == before
+    page.get_by_text("Export a figure").click()
+    # the beam candidates' columns all within the table
+    cells = page.evaluate(BOXES, "#candidates [role=columnheader]")
+    table = page.evaluate(BOXES, "#candidates")[0]
+    assert len(cells) == 5 and all(c["x"] + c["w"] <= table["x"] + table["w"] + 1 for c in cells), (table, cells)
+    # no broken image on any tab (the model card's figure is inlined)
+    for tab in page.get_by_role("tab").all():
+        tab.click()
+        if tab.inner_text() == "Training":
+            page.locator("#training-card img").first.wait_for()
+        page.wait_for_timeout(300)
+        broken = page.evaluate("Array.from(document.querySelectorAll('img')).filter(i => i.complete"
+                               " && i.offsetParent && !i.naturalWidth).map(i => i.alt || i.src.slice(0, 80))")
+        assert not broken, (tab.inner_text(), broken)
     page.context.close()
 
 

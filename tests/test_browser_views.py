@@ -392,6 +392,7 @@ OVERLAPS = """id => {
   if (title && ytitle && ytitle.getBoundingClientRect().top < title.getBoundingClientRect().bottom) {
     out.push('titles');
   }
+  if (title && title.getBoundingClientRect().right > gd.getBoundingClientRect().right + 1) out.push('title cut');
   return {out, rows: rows.length, cols: cols.length, font: gd._fullLayout.yaxis.tickfont.size,
           shown: gd._fullLayout.yaxis.tickvals ? gd._fullLayout.yaxis.tickvals.length : 0};
 }"""
@@ -407,17 +408,25 @@ LONG = ("Als die beiden Freunde am frühen Morgen das kleine Dorf am Rande des W
 def test_labels_never_overlap_from_one_piece_to_the_longest_input(page, url, key, text):
     """Issue 35: the large view grows with its rows (beyond the fold, up to the window), its labels shrink down to
     10 px and are then thinned; the step panels' columns the same; a figure of few rows takes its axis title on two
-    lines."""
+    lines; a title wider than its figure takes more lines. On a desktop, a projector in presenter mode and a
+    phone."""
     assert len(text) <= 500
     page.goto(f"{url}?{urllib.parse.urlencode({'text': text, 'direction': key})}", wait_until="domcontentloaded")
     page.wait_for_selector("#heatmap .heatmaplayer image")
     wait_title(page, "step-self", "Step ")
-    page.wait_for_timeout(1500)  # the panels below the fold are drawn after the window
     pieces = page.evaluate("document.querySelectorAll('#source-pieces .token, #source-pieces span').length")
-    for figure in ("heatmap", "step-cross", "step-self"):
-        found = page.evaluate(OVERLAPS, figure)
-        assert not found["out"], (figure, pieces, found)
-        assert figure != "heatmap" or (found["rows"] and found["font"] >= 10), found
-    window = page.evaluate("document.querySelector('#heatmap .js-plotly-plot').getBoundingClientRect().height")
-    assert window <= 1000
+    for width, height, presenter in ((1600, 1000, False), (1280, 720, True), (390, 844, False)):
+        page.set_viewport_size({"width": width, "height": height})
+        if presenter != page.locator("#presenter input").is_checked():
+            page.locator("#presenter input").set_checked(presenter)
+        page.wait_for_function(f"document.querySelector('#heatmap .js-plotly-plot')._fullLayout.font.size"
+                               f" === {18 if presenter else 10 if width < 600 else 12}")
+        page.wait_for_timeout(1500)  # the panels below the fold are drawn after the window
+        for figure in ("heatmap", "step-cross", "step-self"):
+            found = page.evaluate(OVERLAPS, figure)
+            assert not found["out"], (width, figure, pieces, found)
+            assert figure != "heatmap" or (found["rows"] and found["font"] >= 10), found
+        view = page.evaluate("document.querySelector('#heatmap .js-plotly-plot').getBoundingClientRect().height")
+        assert view <= height
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert not page.errors, page.errors

@@ -297,7 +297,9 @@ def build_page(registry: ModelRegistry) -> Page:
             candidates = gr.Dataframe(headers=["#", "candidate", "score", "log p", "pieces"],
                                       datatype=["number", "str", "number", "number", "number"],
                                       label="Beam candidates (click one to see its attention)", interactive=False,
-                                      visible=False, wrap=True, elem_id="candidates")
+                                      visible=False, wrap=True, elem_id="candidates",
+                                      # every column in the column's width: the candidate wraps, numbers never cut
+                                      column_widths=["7%", "49%", "15%", "15%", "14%"])
             with gr.Accordion("Inspect a translation (teacher forcing)", open=False, elem_id="inspect-panel",
                               elem_classes=["anatomy-controls"]):
                 forced = gr.Textbox(label="Any translation of the source above: edit it, then Inspect", lines=2,

@@ -94,7 +94,7 @@ export function titleFitted(text, px, font) {
 
 /**
  * A title broken into lines that each fit `px` pixels in `size` (0.55 em a character): a line too long breaks at
- * its " · " separators, as few times as it must.
+ * its " · " separators, as few times as it must, and a part still too long at its spaces (never inside a tag).
  * @param {string} text  may hold "<br>"
  * @param {number} px
  * @param {number} size
@@ -102,16 +102,18 @@ export function titleFitted(text, px, font) {
  */
 export function titleLines(text, px, size) {
   const fits = (line) => 0.55 * size * line.replace(/<[^>]*>/g, "").length <= px;
-  return text.split("<br>").flatMap((line) => {
-    if (fits(line)) return [line];
+  const wrap = (line, parts, sep) => {
     const lines = [];
-    line.split(" \u00b7 ").forEach((part) => {
-      const joined = lines.length ? `${lines[lines.length - 1]} \u00b7 ${part}` : part;
+    parts.forEach((part) => {
+      const joined = lines.length ? lines[lines.length - 1] + sep + part : part;
       if (lines.length && fits(joined)) lines[lines.length - 1] = joined;
       else lines.push(part);
     });
     return lines;
-  }).join("<br>");
+  };
+  return text.split("<br>").flatMap((line) => fits(line) ? [line]
+    : wrap(line, line.split(" \u00b7 "), " \u00b7 ")
+      .flatMap((part) => fits(part) ? [part] : wrap(part, part.split(/ (?![^<>]*>)/), " "))).join("<br>");
 }
 
 /**

@@ -55,8 +55,13 @@ test("a title too wide breaks at its separators, as few times as it must", () =>
   assert.equal(titleLines(title, 240, 10), title);
   assert.equal(titleLines(title, 200, 10), "Cross-attention · layer 3, head 1<br>query 4");
   assert.equal(titleLines(title, 100, 10), "Cross-attention<br>layer 3, head 1<br>query 4");
-  // lines it had stay; a part longer than any line stands alone rather than being cut
+  // lines it had stay; a part still too long breaks at its spaces, never inside a tag; a word longer than the
+  // line stands alone
   assert.equal(titleLines("a · b<br>c", 10, 10), "a<br>b<br>c");
+  assert.equal(titleLines("Step 5 · decoder masked self-attention", 100, 10),
+               "Step 5<br>decoder masked<br>self-attention");
+  assert.equal(titleLines('one <span style="color:red">two</span> three', 30, 10),
+               'one<br><span style="color:red">two</span><br>three');
 });
 
 test("an axis title runs on one line, else two at its bracket, else none", () => {

@@ -122,7 +122,8 @@
       // presenter: the large view fills the first screen below its top (the window's height further down), others
       // at most the window's height but for those with text in their cells (a table, maps of numbers), whose rows
       // grow with their text; width: null drops the width fixed at first draw, so the figure fills its container
-      let height = !A.on ? Math.min(b.height, Math.round(mode.fold))
+      // (the large view never taller than the window: a phone's is far below the fold)
+      let height = !A.on ? Math.min(b.height, Math.round(mode.fold), mode.large ? mode.room : Infinity)
         : mode.large ? Math.round(Math.min(mode.fold, mode.room))
         : Math.min(Math.round(b.height * k), b.text.some(Boolean) ? Infinity : mode.room);
       // the fold never makes rows too low for their labels: a long sentence's view grows, up to the window

@@ -121,7 +121,7 @@ def main(out: Path) -> None:
             print("wrote", out / "lines-hover.png")
             page.locator("#head").get_by_label("2", exact=True).check()
             page.locator("#display").get_by_label("softmax walk").check()
-            wait_title(page, "heatmap", "head 2 · query")
+            wait_title(page, "heatmap", "step by step")
             shoot(page, "#heatmap", out / "softmax-walk.png")
             page.locator("#display").get_by_label("heatmap", exact=True).check()
             page.locator("#kind").get_by_label("Decoder masked self-attention").check()
@@ -182,7 +182,7 @@ def main(out: Path) -> None:
                            below=10)
             ablated.close()
 
-            # presenter mode on a 1280×720 projector: the large view as tall as the screen
+            # presenter mode on a 1280×720 projector: the first screen, unscrolled (the stage)
             query = {"text": SENTENCE.get(entry.source_lang, SENTENCE["de"]), "direction": entry.key, "presenter": 1}
             link = f"{url}?{urllib.parse.urlencode(query)}"
             projector = browser.new_page(viewport={"width": 1280, "height": 720}, device_scale_factor=1)
@@ -191,7 +191,6 @@ def main(out: Path) -> None:
             projector.wait_for_function(
                 "document.querySelector('#heatmap .js-plotly-plot')?._fullLayout.font.size >= 18")
             projector.locator("#heatmap .heatmaplayer image").wait_for()
-            projector.locator("#heatmap").scroll_into_view_if_needed()
             settle(projector, 1.5)
             projector.screenshot(path=out / "presenter.png")
             print("wrote", out / "presenter.png")

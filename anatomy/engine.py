@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 
 import torch
 
-from transformer import HeadMask, HeadVectors, Step, Trace, Translator
+from transformer import HeadMask, HeadVectors, LogitLens, Step, Trace, Translator
 from transformer.checkpoint import Checkpoint, load as load_checkpoint
 from transformer.half import PRECISIONS
 from transformer.heads import SentenceImportance, sentence_importance
@@ -120,3 +120,9 @@ def head_vectors(translator: Translator, trace: Trace, kind: str, layer: int) ->
     """The per-head q, k, v of one attention kind and layer (from 1) of a trace, from the model that made it with
     the heads that were off then."""
     return translator.head_vectors(trace, kind, layer, trace_mask(translator, trace))
+
+
+def logit_lens(translator: Translator, trace: Trace, k: int = 5) -> LogitLens:
+    """What each decoder layer would predict at each step of a trace, from the model that made it with the heads
+    that were off then."""
+    return translator.logit_lens(trace, k, trace_mask(translator, trace))

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 import viz
-from transformer import Trace
+from transformer import LogitLens, Trace
 from transformer.analysis import trace_head_statistics
 from transformer.kinds import KINDS, AttentionKind
 from transformer.pieces import piece_texts
@@ -121,6 +121,14 @@ def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list
         "kinds": [_kind(trace, kind) for kind in KINDS],
         "stats": [{k: finite(v) for k, v in dataclasses.asdict(s).items()} for s in trace_head_statistics(trace)],
     }
+
+
+def lens_payload(lens: LogitLens) -> dict:
+    """The logit lens as the viewer draws it (docs/payload.md, optional part `lens`): per decoder layer and step the
+    top pieces and their probabilities (3 decimals); ~6.4 KB for 20 pieces, 3 layers and top 5."""
+    return {"layers": int(lens.ids.shape[0]), "normed": lens.normed,
+            "tokens": [[list(step) for step in layer] for layer in lens.tokens],
+            "probs": np.round(lens.probs.astype(np.float64), 3).tolist()}
 
 
 def positional(config, source: list[str] | None = None) -> dict:

@@ -6,7 +6,7 @@ from typing import Mapping
 
 import numpy as np
 
-from transformer import HeadVectors, Trace
+from transformer import HeadVectors, LogitLens, Trace
 from transformer.heads import SentenceImportance
 
 from .inputs import Request
@@ -61,6 +61,14 @@ class Judged:
 
     of: Trace  # the all-heads trace it judged: the shown one, or its ablation's original
     importance: SentenceImportance
+
+
+@dataclass(frozen=True)
+class Lens:
+    """The logit lens of one trace (engine.logit_lens), for the Predictions tab; made in the model's slot."""
+
+    of: Trace
+    lens: LogitLens
 
 
 @dataclass(frozen=True)

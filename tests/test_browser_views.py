@@ -430,3 +430,22 @@ def test_labels_never_overlap_from_one_piece_to_the_longest_input(page, url, key
         assert view <= height
         assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert not page.errors, page.errors
+
+
+def test_the_logit_lens_opens_with_predictions_and_follows_the_step(page, url, key):
+    """Issue 36's logit lens: made when Predictions opens (a model event), then drawn for each step in the browser;
+    its last layer's top piece at the step is the piece the model emitted there (greedy-sure pieces of this
+    sentence)."""
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}", wait_until="domcontentloaded")
+    wait_title(page, "step-topk", "Step ")
+    last = int(page.locator("#step input[type=number]").input_value())
+    page.get_by_role("tab", name="Predictions").click()
+    wait_title(page, "lens-step", f"Logit lens at step {last} ")
+    wait_title(page, "lens-all", "Logit lens over the translation")
+    page.locator("h2").first.click()
+    page.keyboard.press("ArrowLeft")
+    wait_title(page, "lens-step", f"Logit lens at step {last - 1} ")
+    rows = page.evaluate("document.querySelector('#lens-step .js-plotly-plot').data[0].text")
+    assert rows and all(len(row) == 5 for row in rows)
+    assert rows[-1][0].startswith("<b>")  # the last layer's first choice: the emitted piece
+    assert not page.errors, page.errors

@@ -26,7 +26,7 @@ def as_view(view: View) -> dict:
 
 def drawn(payload: dict | None, views: list[View], twin: dict | None = None, walk: dict | None = None,
           positional: dict | None = None, dims: list[str] | None = None,
-          importance: dict | None = None) -> list[dict]:
+          importance: dict | None = None, lens: dict | None = None) -> list[dict]:
     """For each view: {box id: its figure ({data, layout}) as the page draws it, "partial": the output so far,
     "view": the view fitted}; the positional encoding's boxes with `positional` (and the chosen `dims`), the head
     importance's with `importance`."""
@@ -35,7 +35,7 @@ def drawn(payload: dict | None, views: list[View], twin: dict | None = None, wal
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "draw.json"
         path.write_text(json.dumps({"data": {"payload": payload, "twin": twin, "walk": walk, "positional": positional,
-                                             "importance": importance},
+                                             "importance": importance, "lens": lens},
                                     "look": offline.look(), "views": [dict(as_view(v), dims=dims) for v in views]}),
                         encoding="utf-8")
         done = subprocess.run([NODE, str(ROOT / "tests" / "js" / "draw.mjs"), str(path)], capture_output=True,

@@ -3,8 +3,9 @@ from .config import ModelConfig
 from .head_mask import HeadMask, HeadRef
 from .kinds import AttentionKind
 from .model import Decoded, DecoderCache, Encoded, Transformer
-from .translator import AttentionMaps, Candidate, DecodingSettings, HeadVectors, Step, TopK, Trace, Translator
+from .translator import (AttentionMaps, Candidate, DecodingSettings, HeadVectors, LogitLens, Step, TopK, Trace,
+                         Translator)
 
 __all__ = ["ModelConfig", "Transformer", "Encoded", "Decoded", "DecoderCache", "Translator", "Trace", "Step",
-           "Candidate", "AttentionMaps", "AttentionKind", "HeadVectors", "TopK", "DecodingSettings", "HeadMask",
+           "Candidate", "AttentionMaps", "AttentionKind", "HeadVectors", "LogitLens", "TopK", "DecodingSettings", "HeadMask",
            "HeadRef"]

@@ -429,9 +429,10 @@ class Transformer(nn.Module):
 
     def _decoder_stack(self, y: Tensor, memory: Tensor, self_mask: Mask, cross_mask: Mask, need_weights: bool,
                        cache: DecoderCache | None = None, layers: int | None = None,
-                       head_mask: HeadMask | None = None) -> tuple[Tensor, list[Attention], list[Attention]]:
+                       head_mask: HeadMask | None = None,
+                       streams: list[Tensor] | None = None) -> tuple[Tensor, list[Attention], list[Attention]]:
         """The first `layers` decoder layers (all when None) over the embedded target: the stream after them, and
-        each one's self- and cross-attention."""
+        each one's self- and cross-attention; `streams`, when given, gets the stream after each layer."""
         self_attn, cross_attn = [], []
         for i, layer in enumerate(islice(self.decoder_layers, layers)):
             y, s, c = layer(y, memory, self_mask, cross_mask, need_weights, cache, i,
@@ -439,7 +440,23 @@ class Transformer(nn.Module):
                             HeadMask.layer_gates(head_mask, CROSS.name, i))
             self_attn.append(s)
             cross_attn.append(c)
+            if streams is not None:
+                streams.append(y)
         return y, self_attn, cross_attn
+
+    def decoder_streams(self, src_ids: Tensor, tgt_ids: Tensor, head_mask: HeadMask | None = None) -> list[Tensor]:
+        """The decoder's stream after each layer, (1, T, d_model) each, of a teacher-forced pass over one unpadded
+        sentence pair (1, S), (1, T): what the logit lens reads."""
+        memory = self.encode(src_ids, head_mask=head_mask).memory
+        y, streams = self._embed(tgt_ids, self.tgt_embedding or self.embedding), []
+        self._decoder_stack(y, memory, causal_mask(tgt_ids.size(1), tgt_ids.device), None, False,
+                            head_mask=head_mask, streams=streams)
+        return streams
+
+    def lens_logits(self, stream: Tensor) -> Tensor:
+        """Next-piece logits read off a decoder stream: through the final norm where the model has one (pre-LN), then
+        the output projection, as `decode` reads the last layer's."""
+        return self.logits(stream if self.decoder_norm is None else self.decoder_norm(stream))
 
     def attention_inputs(self, src_ids: Tensor, tgt_ids: Tensor, kind: str, layer: int,
                          head_mask: HeadMask | None = None) -> Attention:

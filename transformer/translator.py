@@ -112,6 +112,18 @@ class HeadVectors:
     heads: np.ndarray  # (h, Tq, d_k): each head's output before W_o
 
 
+@dataclass(frozen=True)
+class LogitLens:
+    """What each decoder layer would predict at each step of a Trace (made on request by Translator.logit_lens): its
+    stream read through the output projection (after the final norm where the model has one), top k. The last
+    layer's row is the model's own prediction."""
+
+    ids: np.ndarray  # (L, T, k) piece ids, most probable first; step t predicts output piece t
+    tokens: tuple[tuple[tuple[str, ...], ...], ...]  # the same as pieces, (L, T, k)
+    probs: np.ndarray  # (L, T, k)
+    normed: bool  # whether a final layer norm came before the projection (pre-LN models); post-LN ones have none
+
+
 @dataclass
 class Trace:
     """A translation and every attention map of the pass that made it.
@@ -398,6 +410,19 @@ class Translator:
         q, k, v, weights, heads = (t[0].float().cpu().numpy() for t in (got.q, got.k, got.v, got.weights, got.heads))
         visible = np.ones(weights.shape[1:], dtype=bool) if got.mask is None else got.mask.cpu().numpy()
         return HeadVectors(kind, layer, q, k, v, visible, weights, heads)
+
+    @torch.inference_mode()
+    def logit_lens(self, trace: Trace, k: int = 5, head_mask: HeadMask | None = None) -> LogitLens:
+        """The logit lens of a trace: a teacher-forced pass over its ids, each decoder layer's stream at each step
+        through the output projection, top k."""
+        src = torch.tensor([list(trace.source_ids)], device=self.device)
+        tgt = torch.tensor([decoder_input(list(trace.output_ids), self.config.decoder_start_id)], device=self.device)
+        streams = self.model.decoder_streams(src, tgt, self._mask(head_mask))
+        logits = torch.cat([self.model.lens_logits(y) for y in streams]).float()  # (L, T, V)
+        probs, ids = logits.log_softmax(-1).topk(min(k, logits.size(-1)), dim=-1)
+        ids = ids.cpu().numpy()
+        tokens = tuple(tuple(tuple(self.tokenizer.pieces(row)) for row in layer) for layer in ids)
+        return LogitLens(ids, tokens, probs.exp().cpu().numpy(), self.model.decoder_norm is not None)
 
     def translate_batch(self, texts: list[str], beam_size: int = 1, max_new_tokens: int | None = None,
                         length_penalty: float = 1.0, batch_size: int = 64,

@@ -24,9 +24,9 @@ from anatomy import (ablation_views, architecture_views, attention_views, engine
                      training_views, views)
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
-from anatomy.payload import positional, trace_payload
+from anatomy.payload import lens_payload, positional, trace_payload
 from anatomy.registry import ModelRegistry
-from anatomy.run import Ablation, Judged, Run, StopSignal, Twin, Vectors
+from anatomy.run import Ablation, Judged, Lens, Run, StopSignal, Twin, Vectors
 from transformer import HeadVectors, Trace, Translator
 from transformer.pieces import piece_text
 
@@ -97,6 +97,8 @@ class Handlers:
             out[p.twin] = self._twin(new)
         if i.tab == Tab.IMPORTANCE:
             out[p.judged] = self._judged(new, i.judged)
+        if i.tab == Tab.PREDICTIONS and not new.replay:
+            out[p.lens] = self._lens(new)
         return {**out, **self._page_of(i, out)}
 
     def _page_of(self, i: Inputs, made: dict) -> dict:
@@ -111,7 +113,8 @@ class Handlers:
         settings = i.settings if i.settings.key in self.registry.entries else \
             dataclasses.replace(i.settings, key=run.request.key)
         tab = self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin),
-                                                judged=made.get(p.judged, i.judged), view=opened, settings=settings))
+                                                judged=made.get(p.judged, i.judged), lens=made.get(p.lens, i.lens),
+                                                view=opened, settings=settings))
         return {**shown, **(tab if tab != gr.skip() else {})}
 
     def _judged(self, run: Run, judged: Judged | None) -> Judged:
@@ -138,6 +141,9 @@ class Handlers:
         by = dict(vectors.by) if vectors is not None and vectors.of is run.trace else {}
         by[walk] = engine.head_vectors(self.registry.get(run.request.key).cpu, run.trace, *walk)
         return Vectors(run.trace, by)
+
+    def _lens(self, run: Run) -> Lens:
+        return Lens(run.trace, engine.logit_lens(self.registry.get(run.request.key).cpu, run.trace))
 
     def _twin(self, run: Run) -> Twin:
         twin_trace, own = engine.untrained(self.registry.get(run.request.key).twin(), run.trace, MAX_NEW_TOKENS)
@@ -284,6 +290,13 @@ class Handlers:
         if i.run is None or (i.twin is not None and i.twin.of is i.run.trace):
             return gr.skip()
         return self._twin(i.run)
+
+    def explain(self, values: Inputs | dict):
+        """The logit lens of the shown trace (run, lens), when the Predictions tab opens (once per trace)."""
+        i = Inputs.of(self.page, values)
+        if i.run is None or i.run.replay or (i.lens is not None and i.lens.of is i.run.trace):
+            return gr.skip()
+        return self._lens(i.run)
 
     def judge(self, values: Inputs | dict):
         """Head importance of the shown trace (run, judged), when the Head importance tab opens (once per
@@ -461,6 +474,8 @@ class Handlers:
         if tab == Tab.HEADS and trace is not None:
             L, H, _ = views.shape(trace, view.kind)
             return {p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)}
+        if tab == Tab.PREDICTIONS and trace is not None:  # the viewer draws the table and the lens
+            return {p.lens_data: lens_payload(i.lens.lens) if i.lens is not None and i.lens.of is trace else None}
         if tab == Tab.STATS and trace is not None:
             headers, rows = head_views.head_table(trace)
             return {p.stats: gr.update(value=rows, headers=headers)}

@@ -66,6 +66,7 @@ class Page:
     link: gr.State  # anatomy.inputs.Link read from the page's address
     judged: gr.State  # anatomy.run.Judged | None: head importance of the shown translation
     vectors: gr.State  # anatomy.run.Vectors | None: the softmax walk's q, k, v of the shown translation
+    lens: gr.State  # anatomy.run.Lens | None: the logit lens of the shown translation (Predictions tab)
     replay: gr.State  # a trigger (handlers.ASKS): a slow-motion Run is to be replayed
     # what the page's viewer draws (anatomy/viewer/host.js), never shown as such
     trace_data: gr.JSON  # the trace payload of what the page shows (a slow-motion frame's while it replays)
@@ -138,6 +139,9 @@ class Page:
     summary: gr.HTML
     stats: gr.Dataframe
     topk_table: gr.HTML
+    lens_data: gr.JSON  # for the viewer: the logit lens of the shown translation (anatomy.payload.lens_payload)
+    lens_step: gr.HTML  # the viewer's boxes: the lens at the step, and over the whole translation
+    lens_all: gr.HTML
     importance: gr.HTML
     importance_list: gr.Markdown
     log_probs: gr.HTML
@@ -187,18 +191,23 @@ class Page:
         """The page's state (and the Inspect text), by ui.values.Inputs field."""
         return dict(run=self.run, twin=self.twin, tab=self.tab, signal=self.signal,
                     link=self.link, forced=self.forced, clicked_head=self.clicked_head, judged=self.judged,
-                    vectors=self.vectors)
+                    vectors=self.vectors, lens=self.lens)
 
 
 # The figures the export control offers: (label, elem_id).
 EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step: cross-attention", "step-cross"),
            ("Step: masked self-attention", "step-self"), ("Step: next-piece probabilities", "step-topk"),
            ("All heads", "grid"), ("Head statistics", "summary"), ("Predictions", "topk-table"),
+           ("Logit lens at the step", "lens-step"), ("Logit lens over the translation", "lens-all"),
            ("Head importance", "importance"), ("Heads off: change in log p", "log-probs"),
            ("Head importance over a corpus", "corpus-importance"), ("Pruning curves", "pruning"),
            ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
            ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
            ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
+LENS_HELP = ("**The logit lens**: what each decoder layer would predict if decoding stopped after it, its output "
+             "read through the output projection (the last layer's is the model's own prediction). Early layers "
+             "of a post-LN model like the paper's were never trained to be read this way: what they show is a "
+             "hint, not the model's belief.")
 KEYS = ("Keys (outside text fields): ← / → decoding step · [ / ] layer · , / . head")
 # A box the viewer draws a figure in (anatomy/viewer/host.js): data-testid as gr.Plot's own div has it, which the
 # page's script (ui/static/app.js: presenter mode, export, fitting) and the browser tests look for.
@@ -401,6 +410,9 @@ def build_page(registry: ModelRegistry) -> Page:
         with gr.Tab("Predictions", id=Tab.PREDICTIONS) as t:
             tabs.append(t)
             topk_table = box("topk-table")
+            gr.Markdown(LENS_HELP, elem_id="lens-help")
+            lens_step = box("lens-step")
+            lens_all = box("lens-all")
         with gr.Tab("Head importance", id=Tab.IMPORTANCE) as t:
             tabs.append(t)
             gr.Markdown(ablation_views.IMPORTANCE_HELP, elem_classes=["anatomy-controls"])
@@ -457,12 +469,13 @@ def build_page(registry: ModelRegistry) -> Page:
         api_notice = gr.Textbox(label="notice")
         api_trace = gr.JSON(label="trace")
         api_btn = gr.Button("api")
-        trace_data, twin_data, walk_data, pe_data, importance_data = (gr.JSON(None) for _ in range(5))
+        trace_data, twin_data, walk_data, pe_data, importance_data, lens_data = (gr.JSON(None) for _ in range(6))
         offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
                              gr.Button("export_html"))
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
-                link=gr.State(None), judged=gr.State(None), vectors=gr.State(None), replay=gr.State(0),
+                link=gr.State(None), judged=gr.State(None), vectors=gr.State(None), lens=gr.State(None),
+                replay=gr.State(0),
                 trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
                 presenter=presenter, export_figure=export_figure,
                 export_frame=export_frame,
@@ -480,10 +493,11 @@ def build_page(registry: ModelRegistry) -> Page:
                 kind_help=kind_help, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
                 toggle_head=toggle_head,
                 clicked_head=clicked_head, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
-                topk_table=topk_table, importance=importance, importance_list=importance_list, log_probs=log_probs,
+                topk_table=topk_table, lens_data=lens_data, lens_step=lens_step, lens_all=lens_all,
+                importance=importance, importance_list=importance_list, log_probs=log_probs,
                 corpus_row=corpus_row, corpus_map=corpus_map, importance_data=importance_data, pruning=pruning,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,
                 pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, pe_data=pe_data, arch=arch, card=card, params=params,
                 curves=curves, training_md=training_md, api_text=api_text, api_direction=api_direction,
-                api_beam=api_beam, api_max=api_max, api_off=api_off, api_translation=api_translation, api_notice=api_notice,
-                api_trace=api_trace, api_btn=api_btn)
+                api_beam=api_beam, api_max=api_max, api_off=api_off, api_translation=api_translation,
+                api_notice=api_notice, api_trace=api_trace, api_btn=api_btn)

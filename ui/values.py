@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Mapping
 
 from anatomy.inputs import Link, View
-from anatomy.run import Judged, Run, StopSignal, Twin, Vectors
+from anatomy.run import Judged, Lens, Run, StopSignal, Twin, Vectors
 
 if TYPE_CHECKING:
     from .layout import Page
@@ -76,6 +76,7 @@ class Inputs:
     twin: Twin | None = None
     judged: Judged | None = None
     vectors: Vectors | None = None
+    lens: Lens | None = None
     tab: Tab = Tab.HEADS
     signal: StopSignal = field(default_factory=StopSignal)
     link: Link | None = None

@@ -32,7 +32,7 @@ REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility
 def viewed(p: Page) -> tuple[list, list]:
     """What the viewer draws from, in the order ui/static/app.js reads them: the data the server sends (`data`), and
     the view controls with the positional encoding's dimensions (`view`)."""
-    return ([p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data],
+    return ([p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.lens_data],
             [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims])
 
 
@@ -48,14 +48,14 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     controls = set(p.view_controls.values())
     asked = {*p.settings.values(), p.signal, p.tab}  # what a translation is asked with
     asked |= controls  # the walk's q, k, v for the view (and the step the run opens at)
-    tab_inputs = {p.run, p.twin, p.judged, p.tab, p.direction, *controls}
+    tab_inputs = {p.run, p.twin, p.judged, p.lens, p.tab, p.direction, *controls}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
              p.offline.file, p.step, p.layer, p.head, p.pick_head, p.run, p.walk_query, p.trace_data]
-    tab_outputs = [p.pick_head, p.stats, p.importance_data, p.importance_list, p.log_probs, p.corpus_row,
+    tab_outputs = [p.pick_head, p.stats, p.lens_data, p.importance_data, p.importance_list, p.log_probs, p.corpus_row,
                    p.pruning, p.twin_data, p.compare_text, p.pe_data, p.arch, p.card, p.params, p.curves,
                    p.training_md]
     # a model event sends its Run, what the page shows of it and the open tab's data in one event (Handlers._made)
-    made = list(dict.fromkeys([p.run, p.twin, p.judged, p.vectors, p.run_info, *shown, p.replay, *tab_outputs]))
+    made = list(dict.fromkeys([p.run, p.twin, p.judged, p.lens, p.vectors, p.run_info, *shown, p.replay, *tab_outputs]))
     # a new Run opens at its own step (the last, or a link's), whatever the step slider says
     opening = controls - {p.step}
 
@@ -88,12 +88,15 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).success(None, js=js("reveal('heatmap')"))
 
     # Tabs: computed when opened; the untrained twin and head importance only for their own tabs (model passes).
-    compare, importance = (next(t for t in p.tabs if t.id == tab) for tab in (Tab.COMPARE, Tab.IMPORTANCE))
-    others = [t.select for t in p.tabs if t not in (compare, importance)]
+    compare, importance, predictions = (next(t for t in p.tabs if t.id == tab)
+                                        for tab in (Tab.COMPARE, Tab.IMPORTANCE, Tab.PREDICTIONS))
+    others = [t.select for t in p.tabs if t not in (compare, importance, predictions)]
     gr.on(others, h.open_tab, None, [p.tab], **DRAW).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
     compare.select(h.open_tab, None, [p.tab], **DRAW).then(h.make_twin, {p.run, p.twin}, [p.twin], **MODEL).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
     importance.select(h.open_tab, None, [p.tab], **DRAW).then(h.judge, {p.run, p.judged}, [p.judged], **MODEL).then(
+        h.tab_view, tab_inputs, tab_outputs, **DRAW)
+    predictions.select(h.open_tab, None, [p.tab], **DRAW).then(h.explain, {p.run, p.lens}, [p.lens], **MODEL).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
     p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW)

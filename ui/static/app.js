@@ -8,8 +8,9 @@
     scale: 1.5, on: false, viewer,
     // The data the server sent and the view controls, in ui/wiring.py `viewed`'s order: the viewer draws what
     // changed (anything not in view, once it comes into view: scan).
-    data(payload, twin, walk, positional, importance) {
-      Object.entries({payload, twin, walk, positional, importance}).forEach(([name, value]) => viewer.set(name, value));
+    data(payload, twin, walk, positional, importance, lens) {
+      Object.entries({payload, twin, walk, positional, importance, lens})
+        .forEach(([name, value]) => viewer.set(name, value));
       A.draw();
     },
     view(kind, layer, head, merge, step, plain, hide, display, query, dims) {

@@ -1,6 +1,8 @@
 """Issue 36's explanations: the logit lens (each decoder layer's stream through the output projection)."""
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 import numpy as np
 import pytest
@@ -88,7 +90,7 @@ def test_the_predictions_tab_draws_the_lens_made_in_the_model_s_slot(tiny):
     part = data[p.lens_data]
     L, T = tiny.registry.get("de-en").config.n_decoder_layers, len(run.trace.output_ids)
     assert part["layers"] == L and len(part["tokens"][0]) == T and len(part["probs"][L - 1][0]) == 5
-    assert len(payload_json(part)) < 300_000
+    assert len(json.dumps(part)) < 300_000
     trace_payload = tiny.show(Inputs(run=run))[p.trace_data]
     step = 2
     drawn = viewer.drawn(trace_payload, [View.of("cross", 1, "mean", False, step)], lens=part)[0]
@@ -104,9 +106,3 @@ def test_the_predictions_tab_draws_the_lens_made_in_the_model_s_slot(tiny):
 
 def strip(text: str) -> str:
     return text.replace("<b>", "").replace("</b>", "")
-
-
-def payload_json(part: dict) -> str:
-    import json
-
-    return json.dumps(part)

@@ -7,5 +7,5 @@ from .translator import (AttentionMaps, Candidate, DecodingSettings, HeadVectors
                          Translator)
 
 __all__ = ["ModelConfig", "Transformer", "Encoded", "Decoded", "DecoderCache", "Translator", "Trace", "Step",
-           "Candidate", "AttentionMaps", "AttentionKind", "HeadVectors", "LogitLens", "TopK", "DecodingSettings", "HeadMask",
-           "HeadRef"]
+           "Candidate", "AttentionMaps", "AttentionKind", "HeadVectors", "LogitLens", "TopK", "DecodingSettings",
+           "HeadMask", "HeadRef"]

@@ -419,10 +419,10 @@ class Translator:
         tgt = torch.tensor([decoder_input(list(trace.output_ids), self.config.decoder_start_id)], device=self.device)
         streams = self.model.decoder_streams(src, tgt, self._mask(head_mask))
         logits = torch.cat([self.model.lens_logits(y) for y in streams]).float()  # (L, T, V)
-        probs, ids = logits.log_softmax(-1).topk(min(k, logits.size(-1)), dim=-1)
+        probs, ids = logits.softmax(-1).topk(min(k, logits.size(-1)), dim=-1)
         ids = ids.cpu().numpy()
         tokens = tuple(tuple(tuple(self.tokenizer.pieces(row)) for row in layer) for layer in ids)
-        return LogitLens(ids, tokens, probs.exp().cpu().numpy(), self.model.decoder_norm is not None)
+        return LogitLens(ids, tokens, probs.cpu().numpy(), self.model.decoder_norm is not None)
 
     def translate_batch(self, texts: list[str], beam_size: int = 1, max_new_tokens: int | None = None,
                         length_penalty: float = 1.0, batch_size: int = 64,

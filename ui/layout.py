@@ -13,7 +13,7 @@ from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
 
 from .figures import plot
-from .prose import HOW_TO_READ, INTRO
+from .prose import HOW_TO_READ, INTRO, LENS_HELP
 from .values import Tab
 
 # layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
@@ -204,10 +204,6 @@ EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step
            ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
            ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
            ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
-LENS_HELP = ("**The logit lens**: what each decoder layer would predict if decoding stopped after it, its output "
-             "read through the output projection (the last layer's is the model's own prediction). Early layers "
-             "of a post-LN model like the paper's were never trained to be read this way: what they show is a "
-             "hint, not the model's belief.")
 KEYS = ("Keys (outside text fields): ← / → decoding step · [ / ] layer · , / . head")
 # A box the viewer draws a figure in (anatomy/viewer/host.js): data-testid as gr.Plot's own div has it, which the
 # page's script (ui/static/app.js: presenter mode, export, fitting) and the browser tests look for.

@@ -39,3 +39,8 @@ HOW_TO_READ = """### How to read the figures
   the embeddings (§3.5). Each pair of dimensions is a wave of its own wavelength (2π to 10000·2π); the dot product
   of two positions' encodings depends mostly on their distance.
 """
+# The Predictions tab: what the logit lens shows, and what it cannot claim of a post-LN model.
+LENS_HELP = ("**The logit lens**: what each decoder layer would predict if decoding stopped after it, its output "
+             "read through the output projection (the last layer's is the model's own prediction). Early layers "
+             "of a post-LN model like the paper's were never trained to be read this way: what they show is a "
+             "hint, not the model's belief.")

@@ -87,17 +87,16 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.stats.select(h.stat_pick, {p.run}, [p.kind, p.layer, p.head], **DRAW).success(None, js=js("reveal('heatmap')"))
     p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).success(None, js=js("reveal('heatmap')"))
 
-    # Tabs: computed when opened; the untrained twin and head importance only for their own tabs (model passes).
-    compare, importance, predictions = (next(t for t in p.tabs if t.id == tab)
-                                        for tab in (Tab.COMPARE, Tab.IMPORTANCE, Tab.PREDICTIONS))
-    others = [t.select for t in p.tabs if t not in (compare, importance, predictions)]
-    gr.on(others, h.open_tab, None, [p.tab], **DRAW).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
-    compare.select(h.open_tab, None, [p.tab], **DRAW).then(h.make_twin, {p.run, p.twin}, [p.twin], **MODEL).then(
+    # Tabs: computed when opened; the untrained twin, head importance and the logit lens only for their own tabs
+    # (model passes), each kept in its state.
+    made_for = {Tab.COMPARE: (h.make_twin, p.twin), Tab.IMPORTANCE: (h.judge, p.judged),
+                Tab.PREDICTIONS: (h.explain, p.lens)}
+    gr.on([t.select for t in p.tabs if t.id not in made_for], h.open_tab, None, [p.tab], **DRAW).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
-    importance.select(h.open_tab, None, [p.tab], **DRAW).then(h.judge, {p.run, p.judged}, [p.judged], **MODEL).then(
-        h.tab_view, tab_inputs, tab_outputs, **DRAW)
-    predictions.select(h.open_tab, None, [p.tab], **DRAW).then(h.explain, {p.run, p.lens}, [p.lens], **MODEL).then(
-        h.tab_view, tab_inputs, tab_outputs, **DRAW)
+    for tab in (t for t in p.tabs if t.id in made_for):
+        make, state = made_for[tab.id]
+        tab.select(h.open_tab, None, [p.tab], **DRAW).then(make, {p.run, state}, [state], **MODEL).then(
+            h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
     p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import gradio as gr
 import numpy as np
@@ -14,9 +15,13 @@ from tests import viewer
 from tests.app_fixtures import run_of
 from tests.viewer import needs_node
 from transformer import Translator, checkpoint
+from transformer.explain import attribute
 from transformer.translator import decoder_input
 from ui.values import Inputs, PageSettings, Tab
 from viz.text import label
+from viz.words import word_groups
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SENTENCE = "Zwei Hunde spielen im Schnee."
 
@@ -106,3 +111,150 @@ def test_the_predictions_tab_draws_the_lens_made_in_the_model_s_slot(tiny):
 
 def strip(text: str) -> str:
     return text.replace("<b>", "").replace("</b>", "")
+
+
+# Attribution (transformer/explain.py)
+
+def _tiny_trace(folders, sentence: str = SENTENCE):
+    translator = Translator(checkpoint.load(folders / "tiny-de-en"), torch.device("cpu"))
+    return translator, translator.translate(sentence, beam_size=1, max_new_tokens=10)
+
+
+def test_input_x_gradient_of_every_step_at_once_equals_one_backward_pass_per_step(folders):
+    """The batched backward pass (one seed per step) against a plain backward pass of each step's log-probability."""
+    translator, trace = _tiny_trace(folders)
+    model, config = translator.model, translator.config
+    got = attribute(translator, trace.source_ids, trace.output_ids, "grad")
+    src = model.embedding(torch.tensor([trace.source_ids])).detach().requires_grad_()
+    tgt_ids = decoder_input(list(trace.output_ids), config.decoder_start_id)
+    tgt = model.embedding(torch.tensor([tgt_ids])).detach().requires_grad_()
+    for t, out in enumerate(trace.output_ids):
+        stream = model.embedded_streams(src, tgt)[-1]
+        log_p = model.logits(stream)[0, t].log_softmax(-1)[out]
+        g_src, g_tgt = torch.autograd.grad(log_p, (src, tgt))
+        np.testing.assert_allclose(got.source[t], (src * g_src).sum(-1)[0].detach().numpy(), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(got.prefix[t], (tgt * g_tgt).sum(-1)[0].detach().numpy(), rtol=1e-4, atol=1e-6)
+        assert got.score[t] == pytest.approx(float(log_p), abs=1e-5)
+    assert np.all(got.prefix[np.triu_indices(len(tgt_ids), 1)] == 0)  # the mask hides later pieces
+
+
+def test_contrastive_attribution_is_the_difference_of_the_two_pieces_attributions(folders):
+    """IG is linear in f: against a foil it is IG(produced) − IG(the foil in its place), on the same path."""
+    translator, trace = _tiny_trace(folders)
+    t = 1
+    foil = trace.top_k[t][1].id
+    against = attribute(translator, trace.source_ids, trace.output_ids, "ig", steps=[t], foil=foil, path_steps=8)
+    produced = attribute(translator, trace.source_ids, trace.output_ids, "ig", steps=[t], path_steps=8)
+    swapped = list(trace.output_ids)
+    swapped[t] = foil
+    other = attribute(translator, trace.source_ids, swapped, "ig", steps=[t], path_steps=8)
+    np.testing.assert_allclose(against.source, produced.source - other.source, atol=1e-5)
+    np.testing.assert_allclose(against.prefix, produced.prefix - other.prefix, atol=1e-5)
+    assert against.score[0] == pytest.approx(produced.score[0] - other.score[0], abs=1e-5)
+    assert against.foil == foil and against.steps == (t,)
+
+
+def test_occlusion_equals_a_forward_pass_with_the_word_s_pieces_zeroed(folders):
+    """Occluding word w is the same as giving its pieces an id whose embedding row is the baseline (zero): a pass
+    through the model's own ids path, on a copy of the model with one spare row zeroed."""
+    import copy
+
+    translator, trace = _tiny_trace(folders, "Zwei große Hunde spielen im Schnee.")
+    words = word_groups(trace.source_tokens)
+    got = attribute(translator, trace.source_ids, trace.output_ids, "occlusion", words=words)
+    assert got.source.shape == (len(trace.output_ids), len(words)) and got.prefix is None
+    spare = max(set(range(translator.config.vocab_size)) - set(trace.source_ids) - set(trace.output_ids)
+                - {translator.config.decoder_start_id})
+    zeroed = copy.deepcopy(translator.model)
+    # the source's table only: the target's and the output projection (tied to it) keep the trained row
+    zeroed.tgt_embedding = copy.deepcopy(zeroed.embedding)
+    zeroed.output_projection = torch.nn.Linear(translator.config.d_model, translator.config.vocab_size, bias=False)
+    with torch.no_grad():
+        zeroed.output_projection.weight.copy_(zeroed.embedding.weight)
+        zeroed.embedding.weight[spare] = 0.0
+    tgt = torch.tensor([decoder_input(list(trace.output_ids), translator.config.decoder_start_id)])
+
+    def f(model, src_ids):
+        with torch.no_grad():
+            log_p = model(torch.tensor([src_ids]), tgt)[0].log_softmax(-1)
+        return log_p[torch.arange(len(trace.output_ids)), torch.tensor(trace.output_ids)].numpy()
+
+    full = f(translator.model, list(trace.source_ids))
+    np.testing.assert_allclose(got.score, full, atol=1e-5)
+    for w, pieces in enumerate(words):
+        src = [spare if i in pieces else p for i, p in enumerate(trace.source_ids)]
+        np.testing.assert_allclose(got.source[:, w], full - f(zeroed, src), atol=1e-5)
+
+
+def test_attribution_refuses_what_it_cannot_explain(folders):
+    translator, trace = _tiny_trace(folders)
+    ids = (trace.source_ids, trace.output_ids)
+    with pytest.raises(ValueError, match="unknown attribution method"):
+        attribute(translator, *ids, "saliency")
+    with pytest.raises(ValueError, match="steps must be among"):
+        attribute(translator, *ids, "grad", steps=[len(trace.output_ids)])
+    with pytest.raises(ValueError, match="foil"):
+        attribute(translator, *ids, "grad", foil=-1)
+    with pytest.raises(ValueError, match="each of the"):
+        attribute(translator, *ids, "occlusion", words=[[0]])
+    with pytest.raises(ValueError, match="no prefix share"):
+        attribute(translator, *ids, "occlusion", words=[[i] for i in range(len(ids[0]))]).shares()
+
+
+def test_attribution_of_an_opus_mt_model_is_complete(opus_mt):
+    translator = Translator.from_checkpoint(opus_mt, device="cpu")
+    trace = translator.translate("a b c", max_new_tokens=6)
+    got = attribute(translator, trace.source_ids, trace.output_ids, "ig", path_steps=64)
+    total = got.source.sum(1) + got.prefix.sum(1)
+    np.testing.assert_allclose(total, got.score - got.baseline, rtol=0.05, atol=1e-3)
+    np.testing.assert_allclose(got.shares().sum(1), 1.0)
+
+
+def _val_pairs(n: int) -> list[str]:
+    from transformer import data
+
+    folder = data.SHARED_DATA_ROOT / "tatoeba"
+    if not folder.is_dir():
+        pytest.skip("needs ../shared/data/tatoeba")
+    return data.read_lines(folder, "val", "de")[:n]
+
+
+@pytest.fixture(scope="module")
+def general():
+    folder = ROOT / "checkpoints" / "general-de-en"
+    if not (folder / "model.safetensors").is_file():
+        pytest.skip("general-de-en is not shipped here")
+    translator = Translator.from_checkpoint(folder, device="cpu")
+    return translator, [translator.translate(s) for s in _val_pairs(20)]
+
+
+@pytest.mark.slow  # a real checkpoint, 20 sentences
+def test_integrated_gradients_are_complete_on_val_sentences(general):
+    """Σ attributions = f(x) − f(baseline): the median relative error over the produced pieces of 20 val sentences
+    with |f(x) − f(baseline)| ≥ 0.1 is ≤ 5 % at 32 steps."""
+    translator, traces = general
+    errors = []
+    for trace in traces:
+        got = attribute(translator, trace.source_ids, trace.output_ids, "ig", path_steps=32)
+        gap = got.score - got.baseline
+        total = got.source.sum(1) + got.prefix.sum(1)
+        kept = np.abs(gap) >= 0.1
+        errors += list(np.abs(total - gap)[kept] / np.abs(gap[kept]))
+    assert len(errors) >= 100
+    assert np.median(errors) <= 0.05
+
+
+@pytest.mark.slow  # a real checkpoint, 20 sentences twice
+def test_the_source_share_falls_when_the_source_is_nonsense(general):
+    """Teacher-forced on the model's own translation of the real source, once with that source and once with as many
+    repeated nonsense pieces: the mean source share falls by ≥ 15 points, and the shares sum to 1 at every step."""
+    translator, traces = general
+    nonsense = translator.tokenizer.encode("zzz")[0]  # ▁z
+    real, fake = [], []
+    for trace in traces:
+        for source, into in ((trace.source_ids, real), ([nonsense] * (len(trace.source_ids) - 1)
+                                                        + [trace.source_ids[-1]], fake)):
+            shares = attribute(translator, source, trace.output_ids, "ig").shares()
+            np.testing.assert_allclose(shares.sum(1), 1.0)
+            into += list(shares[:, 0])
+    assert np.mean(real) - np.mean(fake) >= 0.15, (np.mean(real), np.mean(fake))

@@ -329,10 +329,14 @@ class Transformer(nn.Module):
                 nn.init.xavier_uniform_(p)
 
     def _embed(self, ids: Tensor, table: nn.Embedding, offset: int = 0) -> Tensor:
-        T = ids.size(1)
+        return self._positioned(table(ids), offset)
+
+    def _positioned(self, vectors: Tensor, offset: int = 0) -> Tensor:
+        """Embedding rows (B, T, d_model) as the first layer reads them: × √d_model, plus the positional encoding."""
+        T = vectors.size(1)
         if offset + T > self.config.max_len:
             raise ValueError(f"sequence of {offset + T} tokens exceeds max_len={self.config.max_len}")
-        x = table(ids) * math.sqrt(self.config.d_model) + self.pe[offset:offset + T]
+        x = vectors * math.sqrt(self.config.d_model) + self.pe[offset:offset + T]
         return self.dropout(x) if self.training else x
 
     def logits(self, y: Tensor) -> Tensor:
@@ -447,10 +451,18 @@ class Transformer(nn.Module):
     def decoder_streams(self, src_ids: Tensor, tgt_ids: Tensor, head_mask: HeadMask | None = None) -> list[Tensor]:
         """The decoder's stream after each layer, (1, T, d_model) each, of a teacher-forced pass over one unpadded
         sentence pair (1, S), (1, T): what the logit lens reads."""
-        memory = self.encode(src_ids, head_mask=head_mask).memory
-        y, streams = self._embed(tgt_ids, self.tgt_embedding or self.embedding), []
-        self._decoder_stack(y, memory, causal_mask(tgt_ids.size(1), tgt_ids.device), None, False,
-                            head_mask=head_mask, streams=streams)
+        return self.embedded_streams(self.embedding(src_ids), (self.tgt_embedding or self.embedding)(tgt_ids),
+                                     head_mask)
+
+    def embedded_streams(self, src_vectors: Tensor, tgt_vectors: Tensor,
+                         head_mask: HeadMask | None = None) -> list[Tensor]:
+        """`decoder_streams` of unpadded sentences given as their pieces' embedding rows, (B, S, d_model) and
+        (B, T, d_model), before the ×√d_model scale and the positional encoding: what attributions differentiate."""
+        x, _ = self._encoder_stack(self._positioned(src_vectors), None, False, head_mask=head_mask)
+        memory = x if self.encoder_norm is None else self.encoder_norm(x)
+        streams: list[Tensor] = []
+        self._decoder_stack(self._positioned(tgt_vectors), memory, causal_mask(tgt_vectors.size(1), memory.device),
+                            None, False, head_mask=head_mask, streams=streams)
         return streams
 
     def lens_logits(self, stream: Tensor) -> Tensor:

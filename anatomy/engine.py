@@ -12,13 +12,16 @@ from typing import Callable, Iterator
 
 import torch
 
-from transformer import HeadMask, HeadVectors, LogitLens, Step, Trace, Translator
+from transformer import HeadMask, HeadVectors, Step, Trace, Translator
+from transformer import explain as explanation
 from transformer.checkpoint import Checkpoint, load as load_checkpoint
 from transformer.half import PRECISIONS
 from transformer.heads import SentenceImportance, sentence_importance
+from transformer.pieces import SPACE_MARK, detokenize, piece_texts
+from viz.words import word_groups
 
 from .inputs import Request
-from .run import Ablation
+from .run import Ablation, Contrast, Explained
 
 
 def load(source: str, local_files_only: bool = False) -> Translator:
@@ -122,7 +125,55 @@ def head_vectors(translator: Translator, trace: Trace, kind: str, layer: int) ->
     return translator.head_vectors(trace, kind, layer, trace_mask(translator, trace))
 
 
-def logit_lens(translator: Translator, trace: Trace, k: int = 5) -> LogitLens:
-    """What each decoder layer would predict at each step of a trace, from the model that made it with the heads
-    that were off then."""
-    return translator.logit_lens(trace, k, trace_mask(translator, trace))
+def explain(translator: Translator, trace: Trace,
+            progress: Callable[[int, int], None] | None = None) -> Explained:
+    """Why the model wrote each piece of a trace, from the model that made it with the heads that were off then:
+    the logit lens (top 5) and every step's attribution by each method; `progress(done, steps)` as integrated
+    gradients, the longest, goes."""
+    mask = trace_mask(translator, trace)
+    ids = (trace.source_ids, trace.output_ids)
+    words = word_groups(trace.source_tokens)  # the source's words as the views merge them
+    return Explained(trace, translator.logit_lens(trace, 5, mask), {
+        "ig": explanation.attribute(translator, *ids, "ig", head_mask=mask, progress=progress),
+        "grad": explanation.attribute(translator, *ids, "grad", head_mask=mask),
+        "occlusion": explanation.attribute(translator, *ids, "occlusion", words=words, head_mask=mask)})
+
+
+def foil_piece(translator: Translator, trace: Trace, step: int, word: str) -> int:
+    """The piece that begins `word` at step `step` of the trace's output: the target text so far with the word
+    after it (a space before it where the written piece starts a word), cut into pieces; where that text cuts the
+    pieces before the step differently, the word's own first piece (a lone ▁ passed over)."""
+    eos, before = translator.config.eos_id, list(trace.output_ids[:step])
+    spaced = trace.output_tokens[step].startswith(SPACE_MARK) and any(piece_texts(trace.output_tokens[:step]))
+    text = detokenize(trace.output_tokens[:step]) + (" " if spaced else "") + word
+    ids = [i for i in translator.encode_target(text)[0] if i != eos]
+    if ids[:step] == before and len(ids) > step:
+        return ids[step]
+    own = [i for i in translator.encode_target(word)[0] if i != eos]
+    if not own:
+        raise ValueError(f"“{word}” makes no piece for this model to compare against")
+    pieces = translator.tokenizer.pieces(own)
+    return own[1] if pieces[0] == SPACE_MARK and len(own) > 1 else own[0]
+
+
+def contrast(translator: Translator, trace: Trace, step: int, asked: str) -> Contrast:
+    """Step `step` (from 0) of a trace explained against a foil by each method: the piece the model would write at
+    this step to begin the word `asked` (`foil_piece`), or the step's most likely piece after the one written when
+    `asked` is blank. ValueError, said for the page, when there is no such foil."""
+    written = trace.output_ids[step]
+    asked = asked.strip()
+    if asked:
+        foil = foil_piece(translator, trace, step, asked)
+    else:
+        foil = next((c.id for c in trace.top_k[step] if c.id != written), None)
+        if foil is None:
+            raise ValueError("this step recorded no other piece to compare against: type a word")
+    if foil == written:
+        raise ValueError(f"“{asked}” starts with the piece the model wrote, {trace.output_tokens[step]}: "
+                         "type another word")
+    mask, ids = trace_mask(translator, trace), (trace.source_ids, trace.output_ids)
+    words = word_groups(trace.source_tokens)
+    return Contrast(step, translator.tokenizer.pieces([foil])[0], asked, {
+        method: explanation.attribute(translator, *ids, method, steps=[step], foil=foil, head_mask=mask,
+                                      words=words if method == "occlusion" else None)
+        for method in explanation.METHODS})

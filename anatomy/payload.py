@@ -18,15 +18,18 @@ import numpy as np
 import viz
 from transformer import LogitLens, Trace
 from transformer.analysis import trace_head_statistics
+from transformer.explain import METHODS, Attribution
 from transformer.kinds import KINDS, AttentionKind
 from transformer.pieces import piece_texts
 
 from . import views
 from .attention_views import KEY_TITLES, QUERY_TITLES, STEP_COLORS, merge_labels, stepped, word_labels
 from .registry import ModelEntry, shown_path
+from .run import Explained
 
 SCHEMA = "anatomy.trace/1"
 SCALE = 255  # a weight w travels as round(w × SCALE): a uint8
+ATTRIBUTION_DECIMALS = 4  # attributions are parts of a log-probability: 1e-4 is far below what a figure shows
 
 
 def quantised(weights: np.ndarray) -> np.ndarray:
@@ -124,11 +127,39 @@ def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list
 
 
 def lens_payload(lens: LogitLens) -> dict:
-    """The logit lens as the viewer draws it (docs/payload.md, optional part `lens`): per decoder layer and step the
-    top pieces and their probabilities (3 decimals); ~6.4 KB for 20 pieces, 3 layers and top 5."""
+    """The logit lens as the viewer draws it: per decoder layer and step the top pieces and their probabilities (3
+    decimals); ~6.4 KB for 20 pieces, 3 layers and top 5."""
     return {"layers": int(lens.ids.shape[0]), "normed": lens.normed,
             "tokens": [[list(step) for step in layer] for layer in lens.tokens],
             "probs": np.round(lens.probs.astype(np.float64), 3).tolist()}
+
+
+def _rounded(values: np.ndarray) -> list:
+    return np.round(np.asarray(values, dtype=np.float64), ATTRIBUTION_DECIMALS).tolist()
+
+
+def _method(a: Attribution) -> dict:
+    out = {"label": METHODS[a.method], "steps": list(a.steps), "source": _rounded(a.source),
+           "score": _rounded(a.score)}
+    if a.prefix is not None:
+        out["prefix"] = _rounded(a.prefix)
+    if a.baseline is not None:
+        out["baseline"], out["path_steps"] = _rounded(a.baseline), a.path_steps
+    if a.words is not None:
+        out["words"] = [list(w) for w in a.words]
+    return out
+
+
+def explain_payload(explained: Explained) -> dict:
+    """Why each piece of a trace, as the viewer draws it (docs/payload.md, optional part `explain`): the output pieces
+    it explains, the logit lens, each method's attribution of every step (4 decimals), the source and prefix shares
+    of each step from integrated gradients, and the contrast asked for, if any; ~35 KB for 20 words."""
+    c = explained.contrast
+    return {"output": list(explained.of.output_tokens), "lens": lens_payload(explained.lens),
+            "methods": {name: _method(a) for name, a in explained.attributions.items()},
+            "shares": _rounded(explained.attributions["ig"].shares()),
+            "contrast": None if c is None else {"step": c.step, "foil": c.foil, "asked": c.asked,
+                                                "methods": {name: _method(a) for name, a in c.attributions.items()}}}
 
 
 def positional(config, source: list[str] | None = None) -> dict:

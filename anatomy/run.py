@@ -7,6 +7,7 @@ from typing import Mapping
 import numpy as np
 
 from transformer import HeadVectors, LogitLens, Trace
+from transformer.explain import Attribution
 from transformer.heads import SentenceImportance
 
 from .inputs import Request
@@ -64,11 +65,24 @@ class Judged:
 
 
 @dataclass(frozen=True)
-class Lens:
-    """The logit lens of one trace (engine.logit_lens), for the Predictions tab; made in the model's slot."""
+class Contrast:
+    """One step of a trace explained against a foil (engine.contrast): why the piece it wrote and not the foil."""
+
+    step: int  # from 0
+    foil: str  # the foil's piece
+    asked: str  # what the visitor typed; "" for the step's runner-up
+    attributions: Mapping[str, Attribution]  # by method (transformer.explain.METHODS)
+
+
+@dataclass(frozen=True)
+class Explained:
+    """Why the model wrote each piece of one trace (engine.explain), for the Why this word tab; made in the model's
+    slot."""
 
     of: Trace
     lens: LogitLens
+    attributions: Mapping[str, Attribution]  # every step's, by method (transformer.explain.METHODS)
+    contrast: Contrast | None = None
 
 
 @dataclass(frozen=True)

@@ -325,8 +325,8 @@ def test_tabs_are_drawn_when_opened(tiny):
     heads = tiny.tab_view(Inputs(run=run, settings=de_en, view=View.of("encoder", 1, "mean", False)))
     assert set(heads) == {p.pick_head}
     assert set(tiny.tab_view(Inputs(run=run, tab=Tab.STATS, settings=de_en, view=cross))) == {p.stats}
-    # the logit lens, once the tab's model event made it
-    assert tiny.tab_view(Inputs(run=run, tab=Tab.PREDICTIONS, settings=de_en, view=cross)) == {p.lens_data: None}
+    # why each piece, once the tab's model event made it
+    assert tiny.tab_view(Inputs(run=run, tab=Tab.WHY, settings=de_en, view=cross)) == {p.explain_data: None}
     positional = tiny.tab_view(Inputs(run=run, tab=Tab.POSITIONAL, settings=de_en, view=cross))[p.pe_data]
     c = tiny.registry.get("de-en").config
     assert positional == {"d_model": c.d_model, "max_len": c.max_len, "layout": "interleaved",

@@ -432,20 +432,34 @@ def test_labels_never_overlap_from_one_piece_to_the_longest_input(page, url, key
     assert not page.errors, page.errors
 
 
-def test_the_logit_lens_opens_with_predictions_and_follows_the_step(page, url, key):
-    """Issue 36's logit lens: made when Predictions opens (a model event), then drawn for each step in the browser;
-    its last layer's top piece at the step is the piece the model emitted there (greedy-sure pieces of this
-    sentence)."""
+def test_why_this_word_opens_with_its_tab_follows_the_step_and_compares(page, url, key):
+    """Issue 36: opening Why this word makes the explanation (a model event, with its progress shown); the step, the
+    method and words then redraw in the browser with no request; Compare explains the step against the typed word
+    (a model event); its logit lens's last layer's top piece at the step is the piece emitted."""
     page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}", wait_until="domcontentloaded")
     wait_title(page, "step-topk", "Step ")
     last = int(page.locator("#step input[type=number]").input_value())
-    page.get_by_role("tab", name="Predictions").click()
+    page.get_by_role("tab", name="Why this word").click()
+    wait_title(page, "why-step", f"at step {last}?")
     wait_title(page, "lens-step", f"Logit lens at step {last} ")
     wait_title(page, "lens-all", "Logit lens over the translation")
+    wait_title(page, "why-shares", "Where each piece came from")
+    wait_title(page, "why-all", "Integrated gradients of every step")
+    requests = []
+    page.on("request", lambda r: requests.append(r.url) if "/gradio_api/queue/join" in r.url else None)
     page.locator("h2").first.click()
     page.keyboard.press("ArrowLeft")
+    wait_title(page, "why-step", f"at step {last - 1}?")
     wait_title(page, "lens-step", f"Logit lens at step {last - 1} ")
     rows = page.evaluate("document.querySelector('#lens-step .js-plotly-plot').data[0].text")
     assert rows and all(len(row) == 5 for row in rows)
     assert rows[-1][0].startswith("<b>")  # the last layer's first choice: the emitted piece
+    page.locator("#why-method").get_by_text("Occlusion").click()
+    wait_title(page, "why-step", "occlusion")
+    wait_title(page, "why-all", "Occlusion of every step")
+    assert not requests, requests  # the step and the method: drawn in the browser alone
+    page.locator("#why-foil textarea, #why-foil input").first.fill("cats")
+    page.locator("#why-compare").click()
+    wait_title(page, "why-step", "and not “")
+    assert requests  # the comparison is a model event
     assert not page.errors, page.errors

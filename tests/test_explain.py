@@ -1,4 +1,5 @@
-"""Issue 36's explanations: the logit lens (each decoder layer's stream through the output projection)."""
+"""Issue 36's explanations: the logit lens (each decoder layer's stream through the output projection) and the
+attribution of each produced piece (transformer/explain.py), in the Why this word tab."""
 from __future__ import annotations
 
 import json
@@ -10,12 +11,12 @@ import pytest
 import torch
 
 from anatomy.inputs import View
-from anatomy.run import Lens
+from anatomy.run import Explained
 from tests import viewer
 from tests.app_fixtures import run_of
 from tests.viewer import needs_node
 from transformer import Translator, checkpoint
-from transformer.explain import attribute
+from transformer.explain import METHODS, attribute
 from transformer.translator import decoder_input
 from ui.values import Inputs, PageSettings, Tab
 from viz.text import label
@@ -82,31 +83,81 @@ def test_logit_lens_in_fp16_weights_matches_its_own_prediction(folders, tmp_path
 
 @pytest.mark.slow  # node draws
 @needs_node
-def test_the_predictions_tab_draws_the_lens_made_in_the_model_s_slot(tiny):
-    """Opening Predictions makes the shown translation's lens (explain, a model event, once per translation); the tab
-    sends it and the viewer draws it at the step and over the whole translation, the last layer's top piece at each
-    step the model's own choice (the greedy trace's top 1)."""
+def test_the_why_tab_draws_what_its_model_event_made(tiny):
+    """Opening Why this word makes the shown translation's explanation (explain, a model event, once per
+    translation); the tab sends it and the viewer draws it: the attribution at the step (each bar a source or prefix
+    piece's part, merged words their pieces' sum, occlusion per word), every step's source share, and the logit
+    lens at the step and over the whole translation, the last layer's top piece at each step the model's own
+    choice (the greedy trace's top 1)."""
     p = tiny.page
     run = run_of(tiny, max_new=6)
     made = tiny.explain(Inputs(run=run))
-    assert isinstance(made, Lens) and made.of is run.trace
-    assert tiny.explain(Inputs(run=run, lens=made)) == gr.skip()
-    data = tiny.tab_view(Inputs(run=run, lens=made, tab=Tab.PREDICTIONS, settings=PageSettings(key="de-en")))
-    part = data[p.lens_data]
+    assert isinstance(made, Explained) and made.of is run.trace and set(made.attributions) == set(METHODS)
+    assert tiny.explain(Inputs(run=run, explained=made)) == gr.skip()
+    data = tiny.tab_view(Inputs(run=run, explained=made, tab=Tab.WHY, settings=PageSettings(key="de-en")))
+    part = data[p.explain_data]
     L, T = tiny.registry.get("de-en").config.n_decoder_layers, len(run.trace.output_ids)
-    assert part["layers"] == L and len(part["tokens"][0]) == T and len(part["probs"][L - 1][0]) == 5
+    lens = part["lens"]
+    assert lens["layers"] == L and len(lens["tokens"][0]) == T and len(lens["probs"][L - 1][0]) == 5
     assert len(json.dumps(part)) < 300_000
     trace_payload = tiny.show(Inputs(run=run))[p.trace_data]
-    step = 2
-    drawn = viewer.drawn(trace_payload, [View.of("cross", 1, "mean", False, step)], lens=part)[0]
+    step = 3
+    drawn = viewer.drawn(trace_payload, [View.of("cross", 1, "mean", False, step)], explain=part)[0]
     one, whole = drawn["lens-step"], drawn["lens-all"]
     assert [str(t) for t in one["layout"]["yaxis"]["ticktext"]] == [f"layer {l + 1}" for l in range(L)]
     top = run.trace.top_k[step - 1][0].token  # the model's own first choice at the step
     assert strip(one["data"][0]["text"][L - 1][0]) == label(top, 14)
-    assert "Logit lens at step 2" in viewer.title(one) and whole["layout"]["shapes"][0]["x0"] == step - 1.5
+    assert f"Logit lens at step {step}" in viewer.title(one) and whole["layout"]["shapes"][0]["x0"] == step - 1.5
     assert [strip(whole["data"][0]["text"][L - 1][t]) for t in range(T)] == \
         [label(run.trace.top_k[t][0].token, 10) for t in range(T)]
     assert one["layout"]["meta"]["export"] == f"de-en_step{step}_logit-lens"
+
+    ig = made.attributions["ig"]
+    why = drawn["why-step"]
+    S = len(run.trace.source_tokens)
+    expected = [*ig.source[step - 1], *ig.prefix[step - 1][:step]]  # every source piece, then the prefix read
+    np.testing.assert_allclose(why["data"][0]["y"], expected, atol=1e-4)
+    assert len(why["layout"]["xaxis"]["ticktext"]) == S + step
+    assert viewer.title(why).startswith(f"Why “{label(run.trace.output_tokens[step - 1], 16)}” at step {step}?")
+    assert "integrated gradients" in viewer.title(why) and why["layout"]["meta"]["export"] == f"de-en_step{step}_why_ig"
+    shares = drawn["why-shares"]["data"]
+    np.testing.assert_allclose(np.add(shares[0]["y"], shares[1]["y"]), 100.0, atol=0.02)
+    np.testing.assert_allclose(np.array(shares[0]["y"]) / 100, ig.shares()[:, 0], atol=1e-4)
+    every = drawn["why-all"]["data"][0]["z"]
+    assert len(every) == T and every[0][S + 2] is None  # step 1 reads only <s>: the pieces after are masked
+    row = np.concatenate([ig.source[step - 1], ig.prefix[step - 1][:step]])
+    np.testing.assert_allclose(every[step - 1][:S], ig.source[step - 1] / np.abs(row).max(), atol=1e-3)
+
+    words = viewer.drawn(trace_payload, [View.of("cross", 1, "mean", True, step, hide=True)], explain=part,
+                         method="occlusion")[0]["why-step"]
+    occlusion = made.attributions["occlusion"]
+    kept = [w for w, pieces in enumerate(occlusion.words) if run.trace.source_tokens[pieces[0]] != "</s>"]
+    np.testing.assert_allclose(words["data"][0]["y"], occlusion.source[step - 1][kept], atol=1e-4)
+    assert "source words only" in viewer.title(words)
+    merged = viewer.drawn(trace_payload, [View.of("cross", 1, "mean", True, step)], explain=part,
+                          method="grad")[0]["why-step"]
+    grad, groups = made.attributions["grad"], word_groups(run.trace.source_tokens)
+    np.testing.assert_allclose(merged["data"][0]["y"][:len(groups)],
+                               [grad.source[step - 1][g].sum() for g in groups], atol=2e-4)
+
+
+def test_a_contrast_explains_the_step_against_the_word_typed_or_the_runner_up(tiny):
+    """Compare: a model event for the shown step; an empty word is the step's runner-up, a word its first piece; the
+    piece written, or a word with no piece, is refused with a message."""
+    run = run_of(tiny, max_new=6)
+    view = View.of("cross", 1, "mean", False, 2)
+    made = tiny.contrast(Inputs(run=run, view=view))
+    c = made.contrast
+    assert made.of is run.trace and c.step == 1 and c.asked == ""
+    assert c.foil == next(x.token for x in run.trace.top_k[1] if x.id != run.trace.output_ids[1])
+    assert set(c.attributions) == set(METHODS) and all(a.steps == (1,) for a in c.attributions.values())
+    again = tiny.contrast(Inputs(run=run, view=view, explained=made, foil=c.foil.lstrip("\u2581") or c.foil))
+    assert again.attributions is made.attributions  # the explanation of every step is kept
+    written = run.trace.output_tokens[1].lstrip("\u2581")
+    with pytest.raises(gr.Error, match="piece the model wrote"):
+        tiny.contrast(Inputs(run=run, view=view, explained=made, foil=written))
+    with pytest.raises(gr.Error, match="Translate a sentence first"):
+        tiny.contrast(Inputs(view=view))
 
 
 def strip(text: str) -> str:

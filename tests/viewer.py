@@ -26,17 +26,18 @@ def as_view(view: View) -> dict:
 
 def drawn(payload: dict | None, views: list[View], twin: dict | None = None, walk: dict | None = None,
           positional: dict | None = None, dims: list[str] | None = None,
-          importance: dict | None = None, lens: dict | None = None) -> list[dict]:
+          importance: dict | None = None, explain: dict | None = None,
+          method: str = "ig") -> list[dict]:
     """For each view: {box id: its figure ({data, layout}) as the page draws it, "partial": the output so far,
     "view": the view fitted}; the positional encoding's boxes with `positional` (and the chosen `dims`), the head
-    importance's with `importance`."""
+    importance's with `importance`, Why this word's with `explain` (by `method`)."""
     if NODE is None:
         pytest.skip("node is not installed")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "draw.json"
         path.write_text(json.dumps({"data": {"payload": payload, "twin": twin, "walk": walk, "positional": positional,
-                                             "importance": importance, "lens": lens},
-                                    "look": offline.look(), "views": [dict(as_view(v), dims=dims) for v in views]}),
+                                             "importance": importance, "explain": explain},
+                                    "look": offline.look(), "views": [dict(as_view(v), dims=dims, method=method) for v in views]}),
                         encoding="utf-8")
         done = subprocess.run([NODE, str(ROOT / "tests" / "js" / "draw.mjs"), str(path)], capture_output=True,
                               text=True, timeout=120)

@@ -15,7 +15,7 @@ Gradients are taken in fp32 whatever precision the model decodes in.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -57,9 +57,11 @@ class Attribution:
 
 def attribute(translator: Translator, source_ids: Sequence[int], output_ids: Sequence[int], method: str, *,
               steps: Sequence[int] | None = None, foil: int | None = None, path_steps: int = IG_STEPS,
-              words: Sequence[Sequence[int]] | None = None, head_mask: HeadMask | None = None) -> Attribution:
+              words: Sequence[Sequence[int]] | None = None, head_mask: HeadMask | None = None,
+              progress: Callable[[int, int], None] | None = None) -> Attribution:
     """`method`'s attribution of the output pieces at `steps` (all when None) of a teacher-forced pass over one
-    sentence pair; `words` (occlusion only): the source pieces of each word, each piece in one."""
+    sentence pair; `words` (occlusion only): the source pieces of each word, each piece in one; `progress(done,
+    steps)` after each batch of steps (the gradient methods)."""
     if method not in METHODS:
         raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
     T = len(output_ids)
@@ -96,6 +98,8 @@ def attribute(translator: Translator, source_ids: Sequence[int], output_ids: Seq
                                   produced, foil, part, mask)  # (n, m, S, d), (n, m, end, d)
         source.append((e_src * g_src.mean(1)).sum(-1))  # (n, S)
         prefix.append(torch.nn.functional.pad((e_tgt[:, :end] * g_tgt.mean(1)).sum(-1), (0, T - end)))  # (n, T)
+        if progress is not None:
+            progress(start + len(part), len(order))
     row = {t: i for i, t in enumerate(order)}
     rows = [row[t] for t in steps]
     ends = torch.stack([torch.zeros_like(alphas[0]), torch.ones_like(alphas[0])])  # the baseline, the input

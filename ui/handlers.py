@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import itertools
 import time
-from typing import Mapping
+from typing import Callable, Mapping
 
 import anyio
 
@@ -24,9 +24,9 @@ from anatomy import (ablation_views, architecture_views, attention_views, engine
                      training_views, views)
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
-from anatomy.payload import lens_payload, positional, trace_payload
+from anatomy.payload import explain_payload, positional, trace_payload
 from anatomy.registry import ModelRegistry
-from anatomy.run import Ablation, Judged, Lens, Run, StopSignal, Twin, Vectors
+from anatomy.run import Ablation, Explained, Judged, Run, StopSignal, Twin, Vectors
 from transformer import HeadVectors, Trace, Translator
 from transformer.pieces import piece_text
 
@@ -97,8 +97,8 @@ class Handlers:
             out[p.twin] = self._twin(new)
         if i.tab == Tab.IMPORTANCE:
             out[p.judged] = self._judged(new, i.judged)
-        if i.tab == Tab.PREDICTIONS and not new.replay:
-            out[p.lens] = self._lens(new)
+        if i.tab == Tab.WHY and not new.replay:
+            out[p.explained] = self._explained(new)
         return {**out, **self._page_of(i, out)}
 
     def _page_of(self, i: Inputs, made: dict) -> dict:
@@ -113,7 +113,8 @@ class Handlers:
         settings = i.settings if i.settings.key in self.registry.entries else \
             dataclasses.replace(i.settings, key=run.request.key)
         tab = self.tab_view(dataclasses.replace(i, run=run, twin=made.get(p.twin, i.twin),
-                                                judged=made.get(p.judged, i.judged), lens=made.get(p.lens, i.lens),
+                                                judged=made.get(p.judged, i.judged),
+                                                explained=made.get(p.explained, i.explained),
                                                 view=opened, settings=settings))
         return {**shown, **(tab if tab != gr.skip() else {})}
 
@@ -142,8 +143,8 @@ class Handlers:
         by[walk] = engine.head_vectors(self.registry.get(run.request.key).cpu, run.trace, *walk)
         return Vectors(run.trace, by)
 
-    def _lens(self, run: Run) -> Lens:
-        return Lens(run.trace, engine.logit_lens(self.registry.get(run.request.key).cpu, run.trace))
+    def _explained(self, run: Run, progress: Callable[[int, int], None] | None = None) -> Explained:
+        return engine.explain(self.registry.get(run.request.key).cpu, run.trace, progress)
 
     def _twin(self, run: Run) -> Twin:
         twin_trace, own = engine.untrained(self.registry.get(run.request.key).twin(), run.trace, MAX_NEW_TOKENS)
@@ -291,12 +292,31 @@ class Handlers:
             return gr.skip()
         return self._twin(i.run)
 
-    def explain(self, values: Inputs | dict):
-        """The logit lens of the shown trace (run, lens), when the Predictions tab opens (once per trace)."""
+    def explain(self, values: Inputs | dict, progress=gr.Progress()):
+        """Why the shown trace's pieces (run, explained): the logit lens and every step's attributions, when the Why
+        this word tab opens (once per trace)."""
         i = Inputs.of(self.page, values)
-        if i.run is None or i.run.replay or (i.lens is not None and i.lens.of is i.run.trace):
+        if i.run is None or i.run.replay or (i.explained is not None and i.explained.of is i.run.trace):
             return gr.skip()
-        return self._lens(i.run)
+        return self._explained(i.run, lambda done, steps: progress(
+            done / steps, desc=f"Integrated gradients: {done} of {steps} steps"))
+
+    def contrast(self, values: Inputs | dict):
+        """The shown step explained against the word typed into Why this word, or the step's runner-up (run,
+        explained, foil, view): the explanation with that contrast."""
+        i = Inputs.of(self.page, values)
+        if i.run is None or i.run.replay:
+            raise gr.Error("Translate a sentence first: the comparison explains one of its pieces.")
+        trace = i.run.trace
+        if not trace.output_ids:
+            raise gr.Error("Nothing was decoded: there is no piece to compare.")
+        explained = i.explained if i.explained is not None and i.explained.of is trace else self._explained(i.run)
+        translator = self.registry.get(i.run.request.key).cpu
+        try:
+            contrast = engine.contrast(translator, trace, views.fitted(i.view, trace).step - 1, str(i.foil or ""))
+        except ValueError as err:
+            raise gr.Error(f"{str(err)[0].upper()}{str(err)[1:]}.") from None
+        return dataclasses.replace(explained, contrast=contrast)
 
     def judge(self, values: Inputs | dict):
         """Head importance of the shown trace (run, judged), when the Head importance tab opens (once per
@@ -474,8 +494,9 @@ class Handlers:
         if tab == Tab.HEADS and trace is not None:
             L, H, _ = views.shape(trace, view.kind)
             return {p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)}
-        if tab == Tab.PREDICTIONS and trace is not None:  # the viewer draws the table and the lens
-            return {p.lens_data: lens_payload(i.lens.lens) if i.lens is not None and i.lens.of is trace else None}
+        if tab == Tab.WHY and trace is not None:  # made in the model's slot (explain, _made); the viewer draws it
+            ready = i.explained is not None and i.explained.of is trace
+            return {p.explain_data: explain_payload(i.explained) if ready else None}
         if tab == Tab.STATS and trace is not None:
             headers, rows = head_views.head_table(trace)
             return {p.stats: gr.update(value=rows, headers=headers)}

@@ -13,7 +13,7 @@ from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
 
 from .figures import plot
-from .prose import HOW_TO_READ, INTRO, LENS_HELP
+from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WHY_HELP
 from .values import Tab
 
 # layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
@@ -66,7 +66,7 @@ class Page:
     link: gr.State  # anatomy.inputs.Link read from the page's address
     judged: gr.State  # anatomy.run.Judged | None: head importance of the shown translation
     vectors: gr.State  # anatomy.run.Vectors | None: the softmax walk's q, k, v of the shown translation
-    lens: gr.State  # anatomy.run.Lens | None: the logit lens of the shown translation (Predictions tab)
+    explained: gr.State  # anatomy.run.Explained | None: why the shown translation's pieces (Why this word tab)
     replay: gr.State  # a trigger (handlers.ASKS): a slow-motion Run is to be replayed
     # what the page's viewer draws (anatomy/viewer/host.js), never shown as such
     trace_data: gr.JSON  # the trace payload of what the page shows (a slow-motion frame's while it replays)
@@ -139,8 +139,14 @@ class Page:
     summary: gr.HTML
     stats: gr.Dataframe
     topk_table: gr.HTML
-    lens_data: gr.JSON  # for the viewer: the logit lens of the shown translation (anatomy.payload.lens_payload)
-    lens_step: gr.HTML  # the viewer's boxes: the lens at the step, and over the whole translation
+    explain_data: gr.JSON  # for the viewer: why the shown translation's pieces (anatomy.payload.explain_payload)
+    method: gr.Radio  # the attribution method the Why this word views show (a view control: the viewer's alone)
+    foil: gr.Textbox  # Why this word: the word to compare the step's piece against
+    foil_btn: gr.Button
+    why_step: gr.HTML  # the viewer's boxes: the step's attribution, every step's source share, every step's
+    why_shares: gr.HTML  # attribution, the logit lens at the step and over the whole translation
+    why_all: gr.HTML
+    lens_step: gr.HTML
     lens_all: gr.HTML
     importance: gr.HTML
     importance_list: gr.Markdown
@@ -190,14 +196,16 @@ class Page:
     def state(self) -> dict[str, gr.components.Component]:
         """The page's state (and the Inspect text), by ui.values.Inputs field."""
         return dict(run=self.run, twin=self.twin, tab=self.tab, signal=self.signal,
-                    link=self.link, forced=self.forced, clicked_head=self.clicked_head, judged=self.judged,
-                    vectors=self.vectors, lens=self.lens)
+                    link=self.link, forced=self.forced, clicked_head=self.clicked_head, foil=self.foil, judged=self.judged,
+                    vectors=self.vectors, explained=self.explained)
 
 
 # The figures the export control offers: (label, elem_id).
 EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step: cross-attention", "step-cross"),
            ("Step: masked self-attention", "step-self"), ("Step: next-piece probabilities", "step-topk"),
            ("All heads", "grid"), ("Head statistics", "summary"), ("Predictions", "topk-table"),
+           ("Why this word: the step", "why-step"), ("Why this word: source shares", "why-shares"),
+           ("Why this word: every step", "why-all"),
            ("Logit lens at the step", "lens-step"), ("Logit lens over the translation", "lens-all"),
            ("Head importance", "importance"), ("Heads off: change in log p", "log-probs"),
            ("Head importance over a corpus", "corpus-importance"), ("Pruning curves", "pruning"),
@@ -406,6 +414,18 @@ def build_page(registry: ModelRegistry) -> Page:
         with gr.Tab("Predictions", id=Tab.PREDICTIONS) as t:
             tabs.append(t)
             topk_table = box("topk-table")
+        with gr.Tab("Why this word", id=Tab.WHY) as t:
+            tabs.append(t)
+            gr.Markdown(WHY_HELP, elem_id="why-help")
+            with gr.Row(elem_id="why-controls"):
+                method = gr.Radio([(label, name) for name, label in METHOD_LABELS.items()], value="ig",
+                                  label="Attribution by", elem_id="why-method")
+                foil = gr.Textbox(label="…and not this word? (empty: the step's runner-up)", max_lines=1,
+                                  elem_id="why-foil")
+                foil_btn = gr.Button("Compare", elem_id="why-compare", scale=0, min_width=120)
+            why_step = box("why-step")
+            why_shares = box("why-shares")
+            why_all = box("why-all")
             gr.Markdown(LENS_HELP, elem_id="lens-help")
             lens_step = box("lens-step")
             lens_all = box("lens-all")
@@ -465,12 +485,12 @@ def build_page(registry: ModelRegistry) -> Page:
         api_notice = gr.Textbox(label="notice")
         api_trace = gr.JSON(label="trace")
         api_btn = gr.Button("api")
-        trace_data, twin_data, walk_data, pe_data, importance_data, lens_data = (gr.JSON(None) for _ in range(6))
+        trace_data, twin_data, walk_data, pe_data, importance_data, explain_data = (gr.JSON(None) for _ in range(6))
         offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
                              gr.Button("export_html"))
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
-                link=gr.State(None), judged=gr.State(None), vectors=gr.State(None), lens=gr.State(None),
+                link=gr.State(None), judged=gr.State(None), vectors=gr.State(None), explained=gr.State(None),
                 replay=gr.State(0),
                 trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
                 presenter=presenter, export_figure=export_figure,
@@ -489,7 +509,8 @@ def build_page(registry: ModelRegistry) -> Page:
                 kind_help=kind_help, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
                 toggle_head=toggle_head,
                 clicked_head=clicked_head, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
-                topk_table=topk_table, lens_data=lens_data, lens_step=lens_step, lens_all=lens_all,
+                topk_table=topk_table, explain_data=explain_data, method=method, foil=foil, foil_btn=foil_btn,
+                why_step=why_step, why_shares=why_shares, why_all=why_all, lens_step=lens_step, lens_all=lens_all,
                 importance=importance, importance_list=importance_list, log_probs=log_probs,
                 corpus_row=corpus_row, corpus_map=corpus_map, importance_data=importance_data, pruning=pruning,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,

@@ -44,3 +44,14 @@ LENS_HELP = ("**The logit lens**: what each decoder layer would predict if decod
              "read through the output projection (the last layer's is the model's own prediction). Early layers "
              "of a post-LN model like the paper's were never trained to be read this way: what they show is a "
              "hint, not the model's belief.")
+
+# The Why this word tab: what its attributions show, from what baseline, and what they cannot claim.
+METHOD_LABELS = {"ig": "Integrated gradients", "grad": "Input × gradient", "occlusion": "Occlusion (source words)"}
+WHY_HELP = ("**Why this word?** Attention says where a head looked, not what the prediction depended on. Here each "
+            "piece the model wrote is explained by what each source piece and each piece it had already written "
+            "(the target prefix) added to its log-probability: **integrated gradients** (from a baseline of zero "
+            "embeddings, positions kept: as many pieces saying nothing; its parts add up to the change from the "
+            "baseline), **input × gradient** (the first-order part of that) or **occlusion** (the change when one "
+            "source word is set to the baseline: source words only). Red raised the piece, blue lowered it. Pick "
+            "the step with the step slider or ← / →; type a word (or leave it empty for the step's runner-up) and "
+            "*Compare* to ask why this piece and not that one. Computed for every step when this tab opens.")

@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Mapping
 
 from anatomy.inputs import Link, View
-from anatomy.run import Judged, Lens, Run, StopSignal, Twin, Vectors
+from anatomy.run import Explained, Judged, Run, StopSignal, Twin, Vectors
 
 if TYPE_CHECKING:
     from .layout import Page
@@ -22,6 +22,7 @@ class Tab(StrEnum):
     HEADS = "heads"
     STATS = "stats"
     PREDICTIONS = "predictions"
+    WHY = "why"
     IMPORTANCE = "importance"
     COMPARE = "compare"
     POSITIONAL = "positional"
@@ -76,12 +77,13 @@ class Inputs:
     twin: Twin | None = None
     judged: Judged | None = None
     vectors: Vectors | None = None
-    lens: Lens | None = None
+    explained: Explained | None = None
     tab: Tab = Tab.HEADS
     signal: StopSignal = field(default_factory=StopSignal)
     link: Link | None = None
     forced: str = ""  # the translation typed into Inspect
     clicked_head: str = ""  # the head a click on a thumbnail or map cell names (HeadMask link item)
+    foil: str = ""  # the word Why this word compares the step's piece against
     animation: AnimationSettings = AnimationSettings()
 
     @classmethod

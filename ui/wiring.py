@@ -32,8 +32,8 @@ REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility
 def viewed(p: Page) -> tuple[list, list]:
     """What the viewer draws from, in the order ui/static/app.js reads them: the data the server sends (`data`), and
     the view controls with the positional encoding's dimensions (`view`)."""
-    return ([p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.lens_data],
-            [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims])
+    return ([p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data],
+            [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims, p.method])
 
 
 def js(call: str) -> str:
@@ -48,14 +48,14 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     controls = set(p.view_controls.values())
     asked = {*p.settings.values(), p.signal, p.tab}  # what a translation is asked with
     asked |= controls  # the walk's q, k, v for the view (and the step the run opens at)
-    tab_inputs = {p.run, p.twin, p.judged, p.lens, p.tab, p.direction, *controls}
+    tab_inputs = {p.run, p.twin, p.judged, p.explained, p.tab, p.direction, *controls}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
              p.offline.file, p.step, p.layer, p.head, p.pick_head, p.run, p.walk_query, p.trace_data]
-    tab_outputs = [p.pick_head, p.stats, p.lens_data, p.importance_data, p.importance_list, p.log_probs, p.corpus_row,
+    tab_outputs = [p.pick_head, p.stats, p.explain_data, p.importance_data, p.importance_list, p.log_probs, p.corpus_row,
                    p.pruning, p.twin_data, p.compare_text, p.pe_data, p.arch, p.card, p.params, p.curves,
                    p.training_md]
     # a model event sends its Run, what the page shows of it and the open tab's data in one event (Handlers._made)
-    made = list(dict.fromkeys([p.run, p.twin, p.judged, p.lens, p.vectors, p.run_info, *shown, p.replay, *tab_outputs]))
+    made = list(dict.fromkeys([p.run, p.twin, p.judged, p.explained, p.vectors, p.run_info, *shown, p.replay, *tab_outputs]))
     # a new Run opens at its own step (the last, or a link's), whatever the step slider says
     opening = controls - {p.step}
 
@@ -87,16 +87,20 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.stats.select(h.stat_pick, {p.run}, [p.kind, p.layer, p.head], **DRAW).success(None, js=js("reveal('heatmap')"))
     p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).success(None, js=js("reveal('heatmap')"))
 
-    # Tabs: computed when opened; the untrained twin, head importance and the logit lens only for their own tabs
-    # (model passes), each kept in its state.
-    made_for = {Tab.COMPARE: (h.make_twin, p.twin), Tab.IMPORTANCE: (h.judge, p.judged),
-                Tab.PREDICTIONS: (h.explain, p.lens)}
+    # Tabs: computed when opened; the untrained twin, head importance and why each piece only for their own tabs
+    # (model passes), each kept in its state; the progress shows on the tab's first figure
+    made_for = {Tab.COMPARE: (h.make_twin, p.twin, p.cmp_trained), Tab.IMPORTANCE: (h.judge, p.judged, p.importance),
+                Tab.WHY: (h.explain, p.explained, p.why_step)}
     gr.on([t.select for t in p.tabs if t.id not in made_for], h.open_tab, None, [p.tab], **DRAW).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
     for tab in (t for t in p.tabs if t.id in made_for):
-        make, state = made_for[tab.id]
-        tab.select(h.open_tab, None, [p.tab], **DRAW).then(make, {p.run, state}, [state], **MODEL).then(
+        make, state, shown_on = made_for[tab.id]
+        tab.select(h.open_tab, None, [p.tab], **DRAW).then(make, {p.run, state}, [state], **MODEL,
+                                                           show_progress_on=[shown_on]).then(
             h.tab_view, tab_inputs, tab_outputs, **DRAW)
+    # why the step's piece and not another: a model pass for the step
+    gr.on([p.foil_btn.click, p.foil.submit], h.contrast, {p.run, p.explained, p.foil, *controls}, [p.explained],
+          **MODEL, show_progress_on=[p.why_step]).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
 
     p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW)
 

@@ -2,8 +2,9 @@
 // untrained twin's, the softmax walk the server drew) and the view: the host (host.js) draws them in the page, and
 // tests/js/draw.mjs prints them for tests/test_app.py and the others.
 
-import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, importanceMaps, large, lensStep, lensTranslation,
-  logProbChange, positional, stepFigures, steps, summary, topkTable, walkFigure} from "./figures.js";
+import {METHODS, explainsPayload, lensStep, lensTranslation, whyShares, whyStep, whyTranslation} from "./explain.js";
+import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, importanceMaps, large, logProbChange, positional,
+  stepFigures, steps, summary, topkTable, walkFigure} from "./figures.js";
 
 export const PLACEHOLDER = "Translate a sentence to see this";
 
@@ -19,7 +20,7 @@ export const PLACEHOLDER = "Translate a sentence to see this";
  *   translation's head importance, what its heads off changed, the model's corpus importance (figures.js
  *   `importanceMaps`, `logProbChange`), and the direction that names their files
  * @typedef {{payload: Object | null, twin: Object | null, walk: Walk | null, positional: Positional | null,
- *   importance: Importance | null, lens: import("./figures.js").Lens | null}} Data
+ *   importance: Importance | null, explain: import("./explain.js").Explain | null}} Data
  * @typedef {View & {query: number}} Shown  a view with the walk's query (from 1)
  */
 
@@ -31,7 +32,8 @@ export const PLACEHOLDER = "Translate a sentence to see this";
  */
 export function fittedView(payload, view) {
   const {dims, ...shown} = view; // the positional encoding's: no view of the payload depends on them
-  const v = fitted(payload, Object.assign(shown, {head: view.head === MEAN ? MEAN : String(view.head)}));
+  const v = fitted(payload, Object.assign(shown, {head: view.head === MEAN ? MEAN : String(view.head),
+                                                  method: METHODS.includes(view.method) ? view.method : METHODS[0]}));
   return Object.assign(v, {query: Math.min(Math.max(Math.round(+view.query) || 1, 1),
                                            Math.max(payload.pieces.source.length, 1))});
 }
@@ -77,11 +79,14 @@ const step = (part) => ({
   depends: (v, versions) => [versions.payload, v.layer, v.head, v.step, v.merge, v.plain, v.hide],
   make: (v, d, look) => named(stepPanels(d.payload, v, look)[part], exportName(d.payload, v, `step-${part}`))});
 const twinned = (v, versions) => [versions.payload, versions.twin, ...Object.values(v)];
-// the logit lens of the shown translation, once the server sent it (the Predictions tab asks for it)
-const lensed = (draw, name) => ({depends: (v, versions) => [versions.payload, versions.lens, v.step],
-  make: (v, d, look) => d.lens && d.lens.tokens[0].length === d.payload.pieces.output.length
-    ? named(draw(d.lens, d, v, look), exportName(d.payload, v, name))
-    : emptyFigure(look, "Open this tab again to read this translation's logit lens", 300)});
+// why the shown translation's pieces, once the server sent it (the Why this word tab asks for it); `fields`: the
+// view's fields the drawing reads
+const explained = (draw, name, fields) => ({
+  depends: (v, versions) => [versions.payload, versions.explain, ...fields.map((f) => v[f])],
+  make: (v, d, look) => explainsPayload(d.explain, d.payload)
+    ? named(draw(d.explain, d, v, look), exportName(d.payload, v, name))
+    : emptyFigure(look, "Open this tab again to explain this translation", 300)});
+const VIEWED = ["step", "method", "merge", "plain", "hide"];
 
 /**
  * The dimensions drawn as curves: those chosen (the page's dropdown, strings of numbers) that the model has, or its
@@ -130,8 +135,12 @@ export const BOXES = {
   summary: {depends: (v, versions) => [versions.payload, v.kind],
             make: (v, d, look) => summary(d.payload, v.kind, look)},
   "topk-table": {depends: (v, versions) => [versions.payload], make: (v, d, look) => topkTable(d.payload, look)},
-  "lens-step": lensed((lens, d, v, look) => lensStep(lens, d.payload, v.step, look), "logit-lens"),
-  "lens-all": lensed((lens, d, v, look) => lensTranslation(lens, d.payload, v.step, look), "logit-lens-all"),
+  "why-step": explained((e, d, v, look) => whyStep(e, d.payload, v, look), "why", VIEWED),
+  "why-shares": explained((e, d, v, look) => whyShares(e, d.payload, v, look), "why-shares", ["step", "plain"]),
+  "why-all": explained((e, d, v, look) => whyTranslation(e, d.payload, v, look), "why-all", VIEWED),
+  "lens-step": explained((e, d, v, look) => lensStep(e.lens, d.payload, v.step, look), "logit-lens", ["step"]),
+  "lens-all": explained((e, d, v, look) => lensTranslation(e.lens, d.payload, v.step, look), "logit-lens-all",
+                        ["step"]),
   "compare-trained": {depends: twinned, make: (v, d, look) => d.twin
     ? named(heatmap(d.payload, v, look, "Trained"), exportName(d.payload, v, "trained"))
     : emptyFigure(look, PLACEHOLDER, 300)},

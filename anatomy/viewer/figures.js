@@ -72,7 +72,7 @@ export function frame(look, height, title, margin) {
   return out;
 }
 
-const figure = (look, data, layout, height, title, margin) =>
+export const figure = (look, data, layout, height, title, margin) =>
   ({data, layout: Object.assign({}, layout, frame(look, height, title, margin))});
 
 /**
@@ -551,80 +551,6 @@ export function topkTable(payload, look) {
                 {l: 120, t: 60});
 }
 
-// ---- the logit lens (transformer.translator.LogitLens; anatomy/payload.py lens_payload) ----
-
-/**
- * @typedef {{layers: number, normed: boolean, tokens: string[][][], probs: number[][][]}} Lens  per decoder layer,
- *   per step, the top pieces and their probabilities
- */
-
-const lensRead = (lens) => lens.normed ? "its output through the final layer norm and the output projection"
-  : "its output through the output projection";
-
-/**
- * What each decoder layer would predict at one step: a row per layer (the last at the bottom), its top pieces by
- * rank; the emitted piece bold.
- * @param {Lens} lens
- * @param {TracePayload} payload
- * @param {number} step  from 1
- * @param {Look} look
- * @returns {Figure}
- */
-export function lensStep(lens, payload, step, look) {
-  const t = Math.min(Math.max(step, 1), lens.tokens[0].length) - 1, k = lens.tokens[0][t].length;
-  const out = payload.pieces.output[t], layers = range(lens.layers);
-  const text = layers.map((l) => lens.tokens[l][t].map((p) => p === out ? `<b>${label(p, 14)}</b>` : label(p, 14)));
-  const hover = layers.map((l) => lens.tokens[l][t].map((p, r) =>
-    `layer ${l + 1}, #${r + 1}: ${label(p)}<br>p = ${lens.probs[l][t][r].toFixed(3)}`));
-  const data = [{type: "heatmap", z: layers.map((l) => lens.probs[l][t]), x: range(k),
-                 y: layers, text, customdata: hover, texttemplate: "%{text}", textfont: {size: 11},
-                 colorscale: look.probability, zmin: 0, zmax: 1, xgap: 2, ygap: 2,
-                 hovertemplate: "%{customdata}<extra></extra>",
-                 colorbar: {title: {text: "probability"}, thickness: 12, len: 0.8}}];
-  const layout = {yaxis: {tickmode: "array", tickvals: layers, ticktext: layers.map((l) => `layer ${l + 1}`),
-                          autorange: "reversed"},
-                  xaxis: {side: "top", tickmode: "array", tickvals: range(k),
-                          ticktext: range(k).map((r) => `rank ${r + 1}`)}};
-  return figure(look, data, layout, 140 + 44 * lens.layers,
-                `Logit lens at step ${t + 1} → ${label(out, 16)} · each decoder layer's top pieces (${lensRead(lens)})`,
-                {l: 80, t: 70});
-}
-
-/**
- * The logit lens over the whole translation: a row per decoder layer, a column per step, each cell that layer's
- * top piece and its probability; the emitted piece bold, the step framed.
- * @param {Lens} lens
- * @param {TracePayload} payload
- * @param {number} step  from 1
- * @param {Look} look
- * @returns {Figure}
- */
-export function lensTranslation(lens, payload, step, look) {
-  const T = lens.tokens[0].length, layers = range(lens.layers), out = payload.pieces.output;
-  const text = layers.map((l) => range(T).map((t) => {
-    const p = lens.tokens[l][t][0];
-    return p === out[t] ? `<b>${label(p, 10)}</b>` : label(p, 10);
-  }));
-  const hover = layers.map((l) => range(T).map((t) =>
-    `layer ${l + 1}, step ${t + 1}: ${label(lens.tokens[l][t][0])} (p = ${lens.probs[l][t][0].toFixed(3)})` +
-    `<br>emitted: ${label(out[t])}`));
-  const data = [{type: "heatmap", z: layers.map((l) => range(T).map((t) => lens.probs[l][t][0])), x: range(T),
-                 y: layers, text, customdata: hover, texttemplate: "%{text}", textfont: {size: 10},
-                 colorscale: look.probability, zmin: 0, zmax: 1, xgap: 1, ygap: 2,
-                 hovertemplate: "%{customdata}<extra></extra>",
-                 colorbar: {title: {text: "top-1 p"}, thickness: 12, len: 0.8}}];
-  const s = Math.min(Math.max(step, 1), T) - 1;
-  const layout = {yaxis: {tickmode: "array", tickvals: layers, ticktext: layers.map((l) => `layer ${l + 1}`),
-                          autorange: "reversed"},
-                  xaxis: {tickmode: "array", tickvals: range(T),
-                          ticktext: out.map((p, t) => `${t + 1} ${label(p, 12)}`), tickangle: -50,
-                          title: {text: "step · emitted piece"}},
-                  shapes: [{type: "rect", x0: s - 0.5, x1: s + 0.5, y0: -0.5, y1: lens.layers - 0.5,
-                            line: {color: ORANGE, width: 3}, name: "step-frame"}]};
-  return figure(look, data, layout, 200 + 44 * lens.layers, "Logit lens over the translation · each layer's top "
-                + "piece at every step (bold: the piece emitted)", {l: 80, t: 50, b: 110});
-}
-
 // ---- positional encoding (paper §3.5; transformer.model.sinusoidal_positional_encoding) ----
 
 /**
@@ -737,6 +663,9 @@ export function exportName(payload, view, figure = "") {
   if (figure === "step-topk") return `${key}_${step}next-piece-probabilities`;
   if (figure === "logit-lens") return `${key}_step${view.step}_logit-lens`;
   if (figure === "logit-lens-all") return `${key}_logit-lens`;
+  if (figure === "why") return [`${key}_step${view.step}_why_${view.method}`, ...words, ...special].join("_");
+  if (figure === "why-all") return [`${key}_why_${view.method}`, ...words, ...special].join("_");
+  if (figure === "why-shares") return `${key}_source-shares`;
   if (figure === "grid") return [`${key}_${kind}_all-heads`, ...words, ...special].join("_");
   if (!figure && view.display === "walk") {
     head = view.head === MEAN ? "head1" : head;

@@ -17,8 +17,8 @@ import {readPayload} from "./payload.js";
  */
 export function createHost(options) {
   const {look, config} = options;
-  const data = {payload: null, twin: null, walk: null, positional: null, importance: null, lens: null};
-  const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0, lens: 0};
+  const data = {payload: null, twin: null, walk: null, positional: null, importance: null, explain: null};
+  const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0, explain: 0};
   const texts = {};  // each datum as last set, as JSON
   let view = null, asked = "", loading = false, later = false;
   // A new translation's own view (its step, layer, head: `opens_at`, which the server sends with it): the controls
@@ -99,7 +99,7 @@ export function createHost(options) {
   return {
     /**
      * New data from the server: "payload" (the shown translation's), "twin" (its untrained twin's), "walk",
-     * "positional" (the chosen model's encoding), "importance" (its heads') or "lens" (its logit lens).
+     * "positional" (the chosen model's encoding), "importance" (its heads') or "explain" (why its pieces: explain.js).
      * @param {string} name
      * @param {Object | null} value
      */

@@ -37,7 +37,8 @@ def drawn(payload: dict | None, views: list[View], twin: dict | None = None, wal
         path = Path(folder) / "draw.json"
         path.write_text(json.dumps({"data": {"payload": payload, "twin": twin, "walk": walk, "positional": positional,
                                              "importance": importance, "explain": explain},
-                                    "look": offline.look(), "views": [dict(as_view(v), dims=dims, method=method) for v in views]}),
+                                    "look": offline.look(),
+                                    "views": [dict(as_view(v), dims=dims, method=method) for v in views]}),
                         encoding="utf-8")
         done = subprocess.run([NODE, str(ROOT / "tests" / "js" / "draw.mjs"), str(path)], capture_output=True,
                               text=True, timeout=120)

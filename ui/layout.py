@@ -196,7 +196,8 @@ class Page:
     def state(self) -> dict[str, gr.components.Component]:
         """The page's state (and the Inspect text), by ui.values.Inputs field."""
         return dict(run=self.run, twin=self.twin, tab=self.tab, signal=self.signal,
-                    link=self.link, forced=self.forced, clicked_head=self.clicked_head, foil=self.foil, judged=self.judged,
+                    link=self.link, forced=self.forced, clicked_head=self.clicked_head, foil=self.foil,
+                    judged=self.judged,
                     vectors=self.vectors, explained=self.explained)
 
 

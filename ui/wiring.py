@@ -51,11 +51,13 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     tab_inputs = {p.run, p.twin, p.judged, p.explained, p.tab, p.direction, *controls}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
              p.offline.file, p.step, p.layer, p.head, p.pick_head, p.run, p.walk_query, p.trace_data]
-    tab_outputs = [p.pick_head, p.stats, p.explain_data, p.importance_data, p.importance_list, p.log_probs, p.corpus_row,
+    tab_outputs = [p.pick_head, p.stats, p.explain_data, p.importance_data, p.importance_list, p.log_probs,
+                   p.corpus_row,
                    p.pruning, p.twin_data, p.compare_text, p.pe_data, p.arch, p.card, p.params, p.curves,
                    p.training_md]
     # a model event sends its Run, what the page shows of it and the open tab's data in one event (Handlers._made)
-    made = list(dict.fromkeys([p.run, p.twin, p.judged, p.explained, p.vectors, p.run_info, *shown, p.replay, *tab_outputs]))
+    made = list(dict.fromkeys([p.run, p.twin, p.judged, p.explained, p.vectors, p.run_info, *shown, p.replay,
+                               *tab_outputs]))
     # a new Run opens at its own step (the last, or a link's), whatever the step slider says
     opening = controls - {p.step}
 

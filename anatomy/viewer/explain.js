@@ -126,7 +126,8 @@ export function whyStep(explain, payload, view, look) {
                                      yref: "paper", showarrow: false, font: {color: SOURCE}}];
   if (prefix) {
     const split = source.values.length;
-    shapes.push({type: "line", x0: split, x1: split, y0: 0, y1: 1, yref: "paper", line: {color: "#9ca3af", dash: "dot"}});
+    shapes.push({type: "line", x0: split, x1: split, y0: 0, y1: 1, yref: "paper",
+                 line: {color: "#9ca3af", dash: "dot"}});
     annotations.push({text: "target prefix (read at this step)", x: split + 1 + (prefix.values.length - 1) / 2,
                       y: 1.02, xref: "x", yref: "paper", showarrow: false, font: {color: PREFIX}});
   }

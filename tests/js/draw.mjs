@@ -1,6 +1,6 @@
 // For the Python tests (tests/viewer.py): the figures the app's boxes show (anatomy/viewer/boxes.js) for each view,
-// from a JSON file {"data": {"payload", "twin", "walk", "positional", "importance", "explain"}, "look", "views"}; one JSON
-// record per view: {box id: {data, layout}}, and "partial": the output up to the step.
+// from a JSON file {"data": {"payload", "twin", "walk", "positional", "importance", "explain"}, "look", "views"}; one
+// JSON record per view: {box id: {data, layout}}, and "partial": the output up to the step.
 import {readFileSync} from "node:fs";
 
 import {BOXES, fittedView} from "../../anatomy/viewer/boxes.js";

@@ -82,6 +82,15 @@ def test_profile_decode_on_a_tiny_model(tiny_folder, tmp_path):
 
 
 @pytest.mark.slow
+def test_explain_on_a_tiny_model(tiny_folder, tmp_path):
+    figures = run("explain", ["--checkpoint", str(tiny_folder / "tiny-de-en"), "--repeats", "1", "--threads", "1"],
+                  "module", "elsewhere", tmp_path, 120)
+    figures = sane(figures, ["grad_ms", "ig_step_ms", "occlusion_ms", "step_ms", "ig_all_s", "explain_s", "lens_ms",
+                             "pieces", "threads"])
+    assert figures["threads"] == 1 and figures["explain_s"] >= figures["ig_all_s"] * 0.5
+
+
+@pytest.mark.slow
 def test_animate_on_a_tiny_model(tiny_folder, tmp_path):
     figures = run("animate", ["--checkpoint", str(tiny_folder / "tiny-de-en"), "--repeats", "1"], "module",
                   "elsewhere", tmp_path, 120)

@@ -21,7 +21,7 @@ from transformer.pieces import SPACE_MARK, detokenize, piece_texts
 from viz.words import word_groups
 
 from .inputs import Request
-from .run import Ablation, Contrast, Explained
+from .run import Ablation, Contrast, Explained, Norms
 
 
 def load(source: str, local_files_only: bool = False) -> Translator:
@@ -137,6 +137,13 @@ def explain(translator: Translator, trace: Trace,
         "ig": explanation.attribute(translator, *ids, "ig", head_mask=mask, progress=progress),
         "grad": explanation.attribute(translator, *ids, "grad", head_mask=mask),
         "occlusion": explanation.attribute(translator, *ids, "occlusion", words=words, head_mask=mask)})
+
+
+def value_norms(translator: Translator, trace: Trace) -> Norms:
+    """‖v W_o‖ of every head and key of a trace's three attention kinds, from the model that made it with the heads
+    that were off then (a head off moves nothing)."""
+    return Norms(trace, explanation.value_norms(translator, trace.source_ids, trace.output_ids,
+                                                trace_mask(translator, trace)))
 
 
 def foil_piece(translator: Translator, trace: Trace, step: int, word: str) -> int:

@@ -25,7 +25,7 @@ from transformer.pieces import piece_texts
 from . import views
 from .attention_views import KEY_TITLES, QUERY_TITLES, STEP_COLORS, merge_labels, stepped, word_labels
 from .registry import ModelEntry, shown_path
-from .run import Explained
+from .run import Explained, Norms
 
 SCHEMA = "anatomy.trace/1"
 SCALE = 255  # a weight w travels as round(w × SCALE): a uint8
@@ -148,6 +148,14 @@ def _method(a: Attribution) -> dict:
     if a.words is not None:
         out["words"] = [list(w) for w in a.words]
     return out
+
+
+def norms_payload(norms: Norms) -> dict:
+    """The value norms as the viewer weighs attention with them (docs/payload.md, optional part `norms`): the output
+    pieces they are of, and per kind (L, h, T_k) ‖v_j W_o^h‖, 4 significant digits."""
+    return {"output": list(norms.of.output_tokens),
+            "kinds": {kind.name: [[[float(f"{x:.4g}") for x in head] for head in layer]
+                                  for layer in norms.norms[kind.name]] for kind in KINDS}}
 
 
 def explain_payload(explained: Explained) -> dict:

@@ -7,7 +7,7 @@ from typing import Mapping
 import numpy as np
 
 from transformer import HeadVectors, LogitLens, Trace
-from transformer.explain import Attribution
+from transformer.explain import Attribution, ValueNorms
 from transformer.heads import SentenceImportance
 
 from .inputs import Request
@@ -62,6 +62,15 @@ class Judged:
 
     of: Trace  # the all-heads trace it judged: the shown one, or its ablation's original
     importance: SentenceImportance
+
+
+@dataclass(frozen=True)
+class Norms:
+    """The value norms of one trace (engine.value_norms), for the attention views' value-norm weights; made in the
+    model's slot when a view first asks for them."""
+
+    of: Trace
+    norms: ValueNorms
 
 
 @dataclass(frozen=True)

@@ -309,3 +309,65 @@ def test_the_source_share_falls_when_the_source_is_nonsense(general):
             np.testing.assert_allclose(shares.sum(1), 1.0)
             into += list(shares[:, 0])
     assert np.mean(real) - np.mean(fake) >= 0.15, (np.mean(real), np.mean(fake))
+
+
+# Attention weighted by what it moves (value norms) and rolled out
+
+def test_value_norms_are_the_norm_of_each_key_s_value_through_its_head_s_part_of_W_o(folders):
+    """Against the q, k, v of Translator.head_vectors (attention_inputs' pass) and W_o read from the model's state;
+    a head switched off moves nothing."""
+    from transformer import HeadMask
+    from transformer.explain import value_norms
+
+    translator, trace = _tiny_trace(folders)
+    config, state = translator.config, translator.model.state_dict()
+    norms = value_norms(translator, trace.source_ids, trace.output_ids)
+    names = {"encoder": "encoder_layers.{}.self_attn", "decoder": "decoder_layers.{}.self_attn",
+             "cross": "decoder_layers.{}.cross_attn"}
+    for kind, name in names.items():
+        for layer in range(config.n_layers(kind)):
+            v = translator.head_vectors(trace, kind, layer + 1).v  # (h, T_k, d_k)
+            W = state[name.format(layer) + ".W_o.weight"].numpy()  # (d_model, h·d_k)
+            want = [[np.linalg.norm(W[:, h * config.d_k:(h + 1) * config.d_k] @ v[h, j]) for j in range(v.shape[1])]
+                    for h in range(config.n_heads)]
+            np.testing.assert_allclose(norms[kind][layer], want, rtol=1e-4, atol=1e-6)
+    off = HeadMask.parse("cross:1.2", config)
+    masked = value_norms(translator, trace.source_ids, trace.output_ids, off)
+    assert np.all(masked.cross[0, 1] == 0) and np.all(masked.cross[0, 0] > 0)
+
+
+@pytest.mark.slow  # node draws
+@needs_node
+def test_every_attention_view_draws_value_norm_weights_and_the_encoder_s_rollout(tiny):
+    """The viewer weighs α by the norms the server sends (asked for once per translation): each head's row α_ij n_j
+    renormalised; the encoder's rollout is ½A + ½I multiplied up the layers, rows summing to 1; a view that wants
+    value norms it has not got asks for them."""
+    p = tiny.page
+    run = run_of(tiny, max_new=6)
+    made = tiny.weigh(Inputs(run=run))
+    assert made[p.norms].of is run.trace and tiny.weigh(Inputs(run=run, norms=made[p.norms]))[p.norms] is made[p.norms]
+    norms, data = made[p.norms].norms, made[p.norms_data]
+    payload = tiny.show(Inputs(run=run))[p.trace_data]
+    trace = run.trace
+    view = View.of("cross", 2, "1", False, 2)
+    asked = viewer.drawn(payload, [view], weights="value-norm")[0]
+    assert asked["heatmap"]["asksNorms"] and asked["grid"]["asksNorms"]
+    assert asked["heatmap"]["layout"]["annotations"][0]["text"].startswith("Value-norm weights: asking the model")
+    drawn = viewer.drawn(payload, [view, View.of("encoder", 2, "mean", False)], norms=data, weights="value-norm")
+    alpha, n = trace.cross_attn[1, 0], norms.cross[1, 0]  # layer 2, head 1: (T, S), (S,)
+    want = alpha * n / (alpha * n).sum(1, keepdims=True)
+    np.testing.assert_allclose(drawn[0]["heatmap"]["data"][0]["z"], want, atol=0.01)
+    assert "value-norm weights" in viewer.title(drawn[0]["heatmap"])
+    np.testing.assert_allclose(drawn[0]["step-cross"]["data"][0]["y"], want[1], atol=0.01)
+
+    rolled = viewer.drawn(payload, [View.of("encoder", 2, "1", False), View.of("cross", 1, "mean", False)],
+                          weights="rollout")
+    A = trace.encoder_self_attn.mean(1)  # (L, S, S)
+    R = np.eye(A.shape[-1])
+    for layer in range(2):
+        R = (0.5 * A[layer] + 0.5 * np.eye(A.shape[-1])) @ R
+    z = np.array(rolled[0]["heatmap"]["data"][0]["z"])
+    np.testing.assert_allclose(z, R, atol=0.01)
+    np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-3)
+    assert "rollout of layers 1–2" in viewer.title(rolled[0]["heatmap"])
+    assert "rollout: encoder only" in viewer.title(rolled[1]["heatmap"])

@@ -206,9 +206,9 @@ def test_a_view_control_or_new_data_draws_in_the_browser_only(tiny):
     from, runs the viewer's JavaScript and no Python: a view change makes no request to the server
     (benchmarks/page.py counts them in Chromium)."""
     p = tiny.page
-    data = [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data]
+    data = [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data, p.norms_data]
     controls = [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims,
-                p.method]
+                p.method, p.weights]
     for call, drawn in (("data", data), ("view", controls)):  # a view change hands over no data
         draws = [fn for fn in tiny.demo.fns.values() if fn.js and f"anatomy.{call}(" in fn.js]
         assert len(draws) == 1 and draws[0].fn is None

@@ -26,19 +26,22 @@ def as_view(view: View) -> dict:
 
 def drawn(payload: dict | None, views: list[View], twin: dict | None = None, walk: dict | None = None,
           positional: dict | None = None, dims: list[str] | None = None,
-          importance: dict | None = None, explain: dict | None = None,
-          method: str = "ig") -> list[dict]:
+          importance: dict | None = None, explain: dict | None = None, norms: dict | None = None,
+          method: str = "ig", weights: str = "attention") -> list[dict]:
     """For each view: {box id: its figure ({data, layout}) as the page draws it, "partial": the output so far,
     "view": the view fitted}; the positional encoding's boxes with `positional` (and the chosen `dims`), the head
-    importance's with `importance`, Why this word's with `explain` (by `method`)."""
+    importance's with `importance`, Why this word's with `explain` (by `method`); the attention views weighed by
+    `weights`, with the value norms `norms`."""
     if NODE is None:
         pytest.skip("node is not installed")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "draw.json"
         path.write_text(json.dumps({"data": {"payload": payload, "twin": twin, "walk": walk, "positional": positional,
-                                             "importance": importance, "explain": explain},
+                                             "importance": importance, "explain": explain,
+                                             "norms": norms},
                                     "look": offline.look(),
-                                    "views": [dict(as_view(v), dims=dims, method=method) for v in views]}),
+                                    "views": [dict(as_view(v), dims=dims, method=method, weights=weights)
+                                              for v in views]}),
                         encoding="utf-8")
         done = subprocess.run([NODE, str(ROOT / "tests" / "js" / "draw.mjs"), str(path)], capture_output=True,
                               text=True, timeout=120)

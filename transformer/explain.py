@@ -55,6 +55,42 @@ class Attribution:
         return np.divide(parts, total, out=np.full_like(parts, 0.5), where=total > 0)
 
 
+@dataclass(frozen=True)
+class ValueNorms:
+    """‖v_j W_o^h‖ for every layer, head and key j of each attention kind (Kobayashi et al. 2020): how far head h
+    moves the stream when it attends to key j; α_ij times it, renormalised over j, are the value-norm weights."""
+
+    encoder: np.ndarray  # (L_enc, h, S)
+    decoder: np.ndarray  # (L_dec, h, T)
+    cross: np.ndarray  # (L_dec, h, S)
+
+    def __getitem__(self, kind: str) -> np.ndarray:
+        return getattr(self, kind)
+
+
+def value_norms(translator: Translator, source_ids: Sequence[int], output_ids: Sequence[int],
+                head_mask: HeadMask | None = None) -> ValueNorms:
+    """The value norms of a teacher-forced pass over one sentence pair; a head switched off moves nothing (0)."""
+    model, config, device = translator.model, translator.config, translator.device
+    mask = None if head_mask is None else head_mask.to(device)
+    src = torch.tensor([list(source_ids)], device=device)
+    tgt = torch.tensor([decoder_input(list(output_ids), config.decoder_start_id)], device=device)
+    h, d_k = config.n_heads, config.d_k
+    norms = {}
+    with torch.inference_mode():
+        for kind, attentions in model.attentions(src, tgt, mask).items():
+            layers = []
+            for layer, (a, W_o) in enumerate(zip(attentions, model.output_projections(kind))):
+                W = W_o.float().view(config.d_model, h, d_k)  # (d_model, h, d_k): head h's columns of W_o
+                moved = torch.einsum("htk,dhk->htd", a.v[0].float(), W)  # (h, T_k, d_model): v_j W_o^h
+                norm = moved.norm(dim=-1)  # (h, T_k)
+                if mask is not None:
+                    norm = norm * mask[kind][layer][:, None].float()
+                layers.append(norm)
+            norms[kind] = torch.stack(layers).cpu().numpy().astype(np.float64)
+    return ValueNorms(**norms)
+
+
 def attribute(translator: Translator, source_ids: Sequence[int], output_ids: Sequence[int], method: str, *,
               steps: Sequence[int] | None = None, foil: int | None = None, path_steps: int = IG_STEPS,
               words: Sequence[Sequence[int]] | None = None, head_mask: HeadMask | None = None,

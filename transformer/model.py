@@ -490,6 +490,23 @@ class Transformer(nn.Module):
                                                        True, layers=layer + 1, head_mask=head_mask)
         return (self_attn if spec == DECODER else cross_attn)[layer]
 
+    def attentions(self, src_ids: Tensor, tgt_ids: Tensor, head_mask: HeadMask | None = None) -> dict[str, list]:
+        """Every attention sublayer at work in a teacher-forced pass over one unpadded sentence pair (1, S), (1, T),
+        by kind name, a list of `Attention` (without weights) per layer: the q, k, v behind all the trace's maps."""
+        x, encoder = self._encoder_stack(self._embed(src_ids, self.embedding), None, False, head_mask=head_mask)
+        memory = x if self.encoder_norm is None else self.encoder_norm(x)
+        y = self._embed(tgt_ids, self.tgt_embedding or self.embedding)
+        _, decoder, cross = self._decoder_stack(y, memory, causal_mask(tgt_ids.size(1), tgt_ids.device), None, False,
+                                                head_mask=head_mask)
+        return {ENCODER.name: encoder, DECODER.name: decoder, CROSS.name: cross}
+
+    def output_projections(self, kind: str) -> list[Tensor]:
+        """W_o of the attention kind named `kind`, per layer: (d_model, h·d_k), head h's columns h·d_k … (h+1)·d_k."""
+        spec = by_name(kind)
+        if spec == ENCODER:
+            return [layer.self_attn.W_o.weight for layer in self.encoder_layers]
+        return [(layer.self_attn if spec == DECODER else layer.cross_attn).W_o.weight for layer in self.decoder_layers]
+
     def forward(self, src_ids: Tensor, tgt_ids: Tensor, head_mask: HeadMask | None = None) -> Tensor:
         """Teacher-forced logits (B, T, vocab_size) for training."""
         return self.decode(tgt_ids, self.encode(src_ids, head_mask=head_mask), head_mask=head_mask).logits

@@ -66,7 +66,8 @@ def page_script() -> str:
     options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": f"gradio_api/file={offline.PLOTLY_JS}"}
     return ("() => {\n" + bundle.script("host") + bundle.script("fit") +
             f"const viewer = viewer_host.createHost(Object.assign({json.dumps(options)}, "
-            "{askWalk: () => document.querySelector('#walk-ask')?.click(), loaded: () => window.anatomy.scan()}));\n"
+            "{askWalk: () => document.querySelector('#walk-ask')?.click(),\n"
+            " askNorms: () => document.querySelector('#norms-ask')?.click(), loaded: () => window.anatomy.scan()}));\n"
             f"({(STATIC / 'app.js').read_text(encoding='utf-8')})(viewer, viewer_fit);\n}}")
 
 

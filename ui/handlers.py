@@ -24,7 +24,7 @@ from anatomy import (ablation_views, architecture_views, attention_views, engine
                      training_views, views)
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
-from anatomy.payload import explain_payload, positional, trace_payload
+from anatomy.payload import explain_payload, norms_payload, positional, trace_payload
 from anatomy.registry import ModelRegistry
 from anatomy.run import Ablation, Explained, Judged, Run, StopSignal, Twin, Vectors
 from transformer import HeadVectors, Trace, Translator
@@ -343,6 +343,16 @@ class Handlers:
         vectors = i.vectors if walk in self._walks(run, i.vectors) else self._vectors(run, walk, i.vectors)
         shown = attention_views.walk(run.trace, view, self._walks(run, vectors)[walk])
         return {p.vectors: vectors, p.walk_data: shown.to_json()}
+
+    def weigh(self, values: Inputs | dict):
+        """The value norms of the shown trace (run, norms), which the page's viewer asks for when a view shows
+        value-norm weights it has not got: made once per trace (a model pass)."""
+        p, i = self.page, Inputs.of(self.page, values)
+        if i.run is None or i.run.replay:
+            return gr.skip()
+        norms = i.norms if i.norms is not None and i.norms.of is i.run.trace else \
+            engine.value_norms(self.registry.get(i.run.request.key).cpu, i.run.trace)
+        return {p.norms: norms, p.norms_data: norms_payload(norms)}
 
     @staticmethod
     def stop(signal: StopSignal) -> None:

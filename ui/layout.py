@@ -13,7 +13,7 @@ from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
 
 from .figures import plot
-from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WHY_HELP
+from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WEIGHTS_CHOICES, WEIGHTS_INFO, WHY_HELP
 from .values import Tab
 
 # layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
@@ -73,6 +73,9 @@ class Page:
     twin_data: gr.JSON  # the trace payload of the untrained twin, once the Trained vs untrained tab made it
     walk_data: gr.JSON  # the softmax walk the server drew: {"view": for which view, "figure": Plotly JSON}
     walk_btn: gr.Button  # clicked by the viewer when the large view shows a walk it has not got
+    norms: gr.State  # anatomy.run.Norms | None: the shown translation's value norms, once a view asked for them
+    norms_data: gr.JSON  # for the viewer: those norms (anatomy.payload.norms_payload)
+    norms_btn: gr.Button  # clicked by the viewer when a view shows value-norm weights it has not got
     # header
     presenter: gr.Checkbox
     export_figure: gr.Dropdown  # the elem_id of the figure to export
@@ -124,6 +127,7 @@ class Page:
     plain: gr.Checkbox
     hide: gr.Checkbox
     display: gr.Radio  # anatomy.inputs.DISPLAYS
+    weights: gr.Radio  # attention α, value-norm weights or rollout: a view control, the viewer's alone
     walk_query: gr.Slider
     heat: gr.HTML
     kind_help: gr.Markdown
@@ -198,7 +202,7 @@ class Page:
         return dict(run=self.run, twin=self.twin, tab=self.tab, signal=self.signal,
                     link=self.link, forced=self.forced, clicked_head=self.clicked_head, foil=self.foil,
                     judged=self.judged,
-                    vectors=self.vectors, explained=self.explained)
+                    vectors=self.vectors, explained=self.explained, norms=self.norms)
 
 
 # The figures the export control offers: (label, elem_id).
@@ -351,6 +355,8 @@ def build_page(registry: ModelRegistry) -> Page:
                 with gr.Row():
                     display = gr.Radio([("heatmap", "heatmap"), ("lines", "lines"), ("softmax walk", "walk")],
                                        value=DISPLAYS[0], label="Show as", min_width=260, elem_id="display")
+                    weights = gr.Radio(WEIGHTS_CHOICES, value="attention", label="Weights", min_width=300,
+                                       elem_id="weights", info=WEIGHTS_INFO)
                     walk_query = gr.Slider(1, 2, value=1, step=1, min_width=200, elem_id="walk-query",
                                            label="Walk query: source piece (encoder self-attention)")
                     # the decoder's walks: their query is the decoding step (app.js shows one of the two)
@@ -373,6 +379,7 @@ def build_page(registry: ModelRegistry) -> Page:
             toggle_head = gr.Button("toggle head", elem_id="toggle-head", elem_classes=["anatomy-offscreen"])
             clicked_head = gr.Textbox(visible=False)
             walk_btn = gr.Button("walk", elem_id="walk-ask", elem_classes=["anatomy-offscreen"])
+            norms_btn = gr.Button("norms", elem_id="norms-ask", elem_classes=["anatomy-offscreen"])
 
     examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
     with gr.Row(elem_classes=["anatomy-controls"]):
@@ -486,12 +493,14 @@ def build_page(registry: ModelRegistry) -> Page:
         api_notice = gr.Textbox(label="notice")
         api_trace = gr.JSON(label="trace")
         api_btn = gr.Button("api")
-        trace_data, twin_data, walk_data, pe_data, importance_data, explain_data = (gr.JSON(None) for _ in range(6))
+        trace_data, twin_data, walk_data, pe_data, importance_data, explain_data, norms_data = (
+            gr.JSON(None) for _ in range(7))
         offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
                              gr.Button("export_html"))
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
                 link=gr.State(None), judged=gr.State(None), vectors=gr.State(None), explained=gr.State(None),
+                norms=gr.State(None), norms_data=norms_data, norms_btn=norms_btn, weights=weights,
                 replay=gr.State(0),
                 trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
                 presenter=presenter, export_figure=export_figure,

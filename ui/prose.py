@@ -55,3 +55,10 @@ WHY_HELP = ("**Why this word?** Attention says where a head looked, not what the
             "source word is set to the baseline: source words only). Red raised the piece, blue lowered it. Pick "
             "the step with the step slider or ← / →; type a word (or leave it empty for the step's runner-up) and "
             "*Compare* to ask why this piece and not that one. Computed for every step when this tab opens.")
+
+# The attention views' weights: the softmax's own, or weighted by what each key moves, or rolled out (encoder).
+WEIGHTS_CHOICES = [("attention α", "attention"), ("value-norm ‖α·v·W_o‖", "value-norm"),
+                   ("rollout (encoder)", "rollout")]
+WEIGHTS_INFO = ("value-norm: α times how far the key's value moves the stream, per row renormalised (Kobayashi et "
+                "al. 2020); rollout: encoder attention multiplied up the layers with the residual, ½A + ½I (Abnar & "
+                "Zuidema 2020)")

@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Mapping
 
 from anatomy.inputs import Link, View
-from anatomy.run import Explained, Judged, Run, StopSignal, Twin, Vectors
+from anatomy.run import Explained, Judged, Norms, Run, StopSignal, Twin, Vectors
 
 if TYPE_CHECKING:
     from .layout import Page
@@ -78,6 +78,7 @@ class Inputs:
     judged: Judged | None = None
     vectors: Vectors | None = None
     explained: Explained | None = None
+    norms: Norms | None = None
     tab: Tab = Tab.HEADS
     signal: StopSignal = field(default_factory=StopSignal)
     link: Link | None = None

@@ -15,7 +15,7 @@ from .values import Tab
 # sends the Run's payload and the open tab's data with it, so that a translation is one request; what a tab opened
 # later finds missing, it asks of a model event (make_twin, judge). The page's viewer
 # (anatomy/viewer/host.js) draws the trace's views from its payload: a view change runs in the browser only, and the
-# viewer asks for the softmax walk (walk_btn), whose q, k, v need the model.
+# viewer asks for the softmax walk (walk_btn), whose q, k, v need the model, and for the value norms (norms_btn).
 MODEL = dict(concurrency_id="model", concurrency_limit=1, api_visibility="undocumented")
 # Drawing figures: no model, no shared limit.
 DRAW = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")
@@ -32,8 +32,9 @@ REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility
 def viewed(p: Page) -> tuple[list, list]:
     """What the viewer draws from, in the order ui/static/app.js reads them: the data the server sends (`data`), and
     the view controls with the positional encoding's dimensions (`view`)."""
-    return ([p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data],
-            [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims, p.method])
+    return ([p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data, p.norms_data],
+            [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims, p.method,
+             p.weights])
 
 
 def js(call: str) -> str:
@@ -64,6 +65,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.replay.change(h.replay, {p.run, p.signal, p.vectors, *opening}, [*shown, p.vectors], **REPLAY).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
     p.walk_btn.click(h.walk, {p.run, p.vectors, *controls}, [p.vectors, p.walk_data], **MODEL)
+    p.norms_btn.click(h.weigh, {p.run, p.norms}, [p.norms, p.norms_data], **MODEL)
 
     streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
     gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL)

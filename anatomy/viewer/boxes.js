@@ -3,6 +3,7 @@
 // tests/js/draw.mjs prints them for tests/test_app.py and the others.
 
 import {METHODS, explainsPayload, lensStep, lensTranslation, whyShares, whyStep, whyTranslation} from "./explain.js";
+import {WEIGHTS, hasNorms} from "./weights.js";
 import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, importanceMaps, large, logProbChange, positional,
   stepFigures, steps, summary, topkTable, walkFigure} from "./figures.js";
 
@@ -20,7 +21,8 @@ export const PLACEHOLDER = "Translate a sentence to see this";
  *   translation's head importance, what its heads off changed, the model's corpus importance (figures.js
  *   `importanceMaps`, `logProbChange`), and the direction that names their files
  * @typedef {{payload: Object | null, twin: Object | null, walk: Walk | null, positional: Positional | null,
- *   importance: Importance | null, explain: import("./explain.js").Explain | null}} Data
+ *   importance: Importance | null, explain: import("./explain.js").Explain | null,
+ *   norms: import("./weights.js").Norms | null}} Data
  * @typedef {View & {query: number}} Shown  a view with the walk's query (from 1)
  */
 
@@ -33,7 +35,8 @@ export const PLACEHOLDER = "Translate a sentence to see this";
 export function fittedView(payload, view) {
   const {dims, ...shown} = view; // the positional encoding's: no view of the payload depends on them
   const v = fitted(payload, Object.assign(shown, {head: view.head === MEAN ? MEAN : String(view.head),
-                                                  method: METHODS.includes(view.method) ? view.method : METHODS[0]}));
+                                                  method: METHODS.includes(view.method) ? view.method : METHODS[0],
+                                                  weights: WEIGHTS.includes(view.weights) ? view.weights : WEIGHTS[0]}));
   return Object.assign(v, {query: Math.min(Math.max(Math.round(+view.query) || 1, 1),
                                            Math.max(payload.pieces.source.length, 1))});
 }
@@ -76,9 +79,25 @@ function stepPanels(payload, v, look) {
 }
 
 const step = (part) => ({
-  depends: (v, versions) => [versions.payload, v.layer, v.head, v.step, v.merge, v.plain, v.hide],
-  make: (v, d, look) => named(stepPanels(d.payload, v, look)[part], exportName(d.payload, v, `step-${part}`))});
-const twinned = (v, versions) => [versions.payload, versions.twin, ...Object.values(v)];
+  depends: (v, versions) => [versions.payload, versions.norms, v.layer, v.head, v.step, v.merge, v.plain, v.hide,
+                             v.weights],
+  make: (v, d, look) => weighing(d, v, look) ||
+    named(stepPanels(d.payload, v, look)[part], exportName(d.payload, v, `step-${part}`))});
+
+export const ASKING_NORMS = "Value-norm weights: asking the model for this translation's value norms…";
+/**
+ * A placeholder that asks for the value norms while a view wants value-norm weights the viewer has not got (the
+ * host asks once per translation); null when there is nothing to wait for.
+ * @param {Data} d
+ * @param {Shown} v
+ * @param {Look} look
+ * @returns {(Figure & {asksNorms: boolean}) | null}
+ */
+function weighing(d, v, look) {
+  return v.weights === "value-norm" && !hasNorms(d.payload)
+    ? Object.assign(emptyFigure(look, ASKING_NORMS, 300), {asksNorms: true}) : null;
+}
+const twinned = (v, versions) => [versions.payload, versions.twin, versions.norms, ...Object.values(v)];
 // why the shown translation's pieces, once the server sent it (the Why this word tab asks for it); `fields`: the
 // view's fields the drawing reads
 const explained = (draw, name, fields) => ({
@@ -122,16 +141,16 @@ const judged = (part, draw, name) => ({needs: "importance",
  *   make: function(Shown, Data, Look): Figure}>}
  */
 export const BOXES = {
-  heatmap: {depends: (v, versions) => [versions.payload, versions.walk, ...Object.values(v)],
+  heatmap: {depends: (v, versions) => [versions.payload, versions.walk, versions.norms, ...Object.values(v)],
             make: (v, d, look) => v.display === "walk" ? walk(d, v, look)
-              : named(large(d.payload, v, look), exportName(d.payload, v))},
+              : weighing(d, v, look) || named(large(d.payload, v, look), exportName(d.payload, v))},
   "step-cross": step("cross"), "step-self": step("self"),
   "step-topk": {depends: (v, versions) => [versions.payload, v.step, v.plain],
                 make: (v, d, look) => named(stepPanels(d.payload, v, look).topk,
                                             exportName(d.payload, v, "step-topk"))},
-  grid: {depends: (v, versions) => [versions.payload, v.kind, v.merge, v.plain, v.hide],
-         make: (v, d, look) => named(grid(d.payload, v, look, "switch this head off/on"),
-                                     exportName(d.payload, v, "grid"))},
+  grid: {depends: (v, versions) => [versions.payload, versions.norms, v.kind, v.merge, v.plain, v.hide, v.weights],
+         make: (v, d, look) => weighing(d, v, look) || named(grid(d.payload, v, look, "switch this head off/on"),
+                                                             exportName(d.payload, v, "grid"))},
   summary: {depends: (v, versions) => [versions.payload, v.kind],
             make: (v, d, look) => summary(d.payload, v.kind, look)},
   "topk-table": {depends: (v, versions) => [versions.payload], make: (v, d, look) => topkTable(d.payload, look)},
@@ -142,7 +161,7 @@ export const BOXES = {
   "lens-all": explained((e, d, v, look) => lensTranslation(e.lens, d.payload, v.step, look), "logit-lens-all",
                         ["step"]),
   "compare-trained": {depends: twinned, make: (v, d, look) => d.twin
-    ? named(heatmap(d.payload, v, look, "Trained"), exportName(d.payload, v, "trained"))
+    ? weighing(d, v, look) || named(heatmap(d.payload, v, look, "Trained"), exportName(d.payload, v, "trained"))
     : emptyFigure(look, PLACEHOLDER, 300)},
   "compare-untrained": {depends: twinned, make: (v, d, look) => d.twin
     ? named(heatmap(d.twin, fitted(d.twin, v), look, "Untrained"), exportName(d.payload, v, "untrained"))

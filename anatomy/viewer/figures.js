@@ -4,6 +4,7 @@
 
 import {attention, headWeights, meanOf} from "./payload.js";
 import {axisTokens, escape, label, plainLabel, queryLabel} from "./labels.js";
+import {shownWeights, weighted, weighs} from "./weights.js";
 import {axesOf, mergedWords, picked, renormalised} from "./words.js";
 
 /**
@@ -96,13 +97,30 @@ export const emptyFigure = (look, message, height = 260) => figure(look, [], {
  * @param {View} view  fitted
  */
 export function shownMatrix(payload, view) {
-  const att = attention(payload, view.kind), [, H] = att.shape, axes = axesOf(att.kind, view.hide);
+  const att = weighted(payload, view.kind, view.weights), [, H] = att.shape, axes = axesOf(att.kind, view.hide);
   const head = view.head === MEAN ? MEAN : +view.head - 1;
   const shown = picked(att, view.layer - 1, head, view.hide);
   const s = view.merge ? mergedWords(shown, axes) : shown;
   const tokens = axisTokens(axes, view.merge, view.plain);
-  const caption = `layer ${view.layer}, ` + (head === MEAN ? `mean of ${H} heads` : `head ${head + 1}`);
-  return {w: s.w, hidden: s.hidden, queries: tokens.queries, keys: tokens.keys, rows: axes.rows, caption};
+  return {w: s.w, hidden: s.hidden, queries: tokens.queries, keys: tokens.keys, rows: axes.rows,
+          caption: captionOf(payload, view.kind, view, H)};
+}
+
+/**
+ * What a view of one layer shows, in words: "layer 3, mean of 4 heads", "layer 2, head 1 · value-norm weights",
+ * "layer 3, rollout of layers 1–3" (every head the same), or what the view's weights could not weigh.
+ * @param {TracePayload} payload
+ * @param {string} name  the kind
+ * @param {View & {weights?: string}} view
+ * @param {number} H
+ */
+export function captionOf(payload, name, view, H) {
+  const shown = shownWeights(payload, name, view.weights);
+  if (shown === "rollout") return `layer ${view.layer}, rollout of layers 1–${view.layer}`;
+  const heads = `layer ${view.layer}, ` + (view.head === MEAN ? `mean of ${H} heads` : `head ${view.head}`);
+  if (shown === "value-norm") return `${heads} · value-norm weights`;
+  if (view.weights === "rollout" && !weighs("rollout", name)) return `${heads} · α (rollout: encoder only)`;
+  return view.weights === "value-norm" ? `${heads} · α (no value norms for this translation)` : heads;
 }
 
 function emptyNote(hidden, queries, hide) {
@@ -207,7 +225,7 @@ const OPACITY_STEPS = 10, MIN_WEIGHT = 0.02, ROW = 26, LINE_FONT = 13;
  * @returns {Figure}
  */
 export function lines(payload, view, look) {
-  const kind = kindOf(payload, view.kind), att = attention(payload, view.kind), [, H] = att.shape;
+  const kind = kindOf(payload, view.kind), att = weighted(payload, view.kind, view.weights), [, H] = att.shape;
   const axes = axesOf(kind, view.hide), l = view.layer - 1;
   const heads = view.head === MEAN ? range(H).map((h) => h + 1) : [+view.head];
   const each = heads.map((h) => {
@@ -215,7 +233,10 @@ export function lines(payload, view, look) {
     return view.merge ? mergedWords(s, axes) : s;
   });
   const {queries, keys} = axisTokens(axes, view.merge, view.plain), hidden = each[0].hidden;
-  const caption = `layer ${view.layer}, ` + (heads.length > 1 ? `all ${H} heads` : `head ${heads[0]}`);
+  const weighed = captionOf(payload, view.kind, view, H).split(" · ").slice(1);
+  const caption = shownWeights(payload, view.kind, view.weights) === "rollout"
+    ? `layer ${view.layer}, rollout of layers 1–${view.layer}`
+    : [`layer ${view.layer}, ` + (heads.length > 1 ? `all ${H} heads` : `head ${heads[0]}`), ...weighed].join(" · ");
   const title = `${kind.title} · ${caption} · lines` + (view.merge ? " · words" : "") +
                 (view.hide ? look.hide_title : "");
   const note = emptyNote(hidden, queries, view.hide);
@@ -315,7 +336,7 @@ export const large = (payload, view, look) =>
  * @returns {{row: number[], keys: string[], query: string[], caption: string}}
  */
 export function stepRow(payload, view, name, t) {
-  const att = attention(payload, name), kind = att.kind, [, H] = att.shape;
+  const att = weighted(payload, name, view.weights), kind = att.kind, [, H] = att.shape;
   if (!kind.stepped) throw new Error(`${kind.label} has no row per decoding step`);
   const axes = axesOf(kind, view.hide), l = view.layer - 1;
   const n = kind.causal ? axes.cols.filter((j) => j <= t).length : axes.cols.length;
@@ -333,8 +354,7 @@ export function stepRow(payload, view, name, t) {
     keys = keys.map(plainLabel);
   }
   const query = [payload.pieces.target[t], payload.pieces.output[t]];
-  const caption = `layer ${view.layer}, ` + (view.head === MEAN ? `mean of ${H} heads` : `head ${view.head}`);
-  return {row, keys, query: view.plain ? query.map(plainLabel) : query, caption};
+  return {row, keys, query: view.plain ? query.map(plainLabel) : query, caption: captionOf(payload, name, view, H)};
 }
 
 /**
@@ -414,9 +434,11 @@ export function stepFigures(payload, view, look) {
  * @returns {Figure}
  */
 export function grid(payload, view, look, click) {
-  const kind = kindOf(payload, view.kind), att = attention(payload, view.kind), [L, H] = att.shape;
+  const kind = kindOf(payload, view.kind), att = weighted(payload, view.kind, view.weights), [L, H] = att.shape;
   const axes = axesOf(kind, view.hide), tokens = axisTokens(axes, view.merge, view.plain);
-  const title = `${kind.title}: every layer × head` + (view.hide ? look.hide_title : "");
+  const shown = shownWeights(payload, view.kind, view.weights);
+  const title = `${kind.title}: every layer × head` + (view.hide ? look.hide_title : "") +
+    ({"value-norm": " · value-norm weights", rollout: " · rollout up to each layer (every head the same)"}[shown] || "");
   if (!tokens.queries.length || !tokens.keys.length) return emptyFigure(look, "Nothing to show: no tokens");
   // positions counted from 1 keep repeated pieces apart as categories
   const qPos = tokens.queries.map((q, i) => `${i + 1} ${queryLabel(q)}`);

@@ -6,21 +6,22 @@
 import {BOXES, PLACEHOLDER, fittedView} from "./boxes.js";
 import {emptyFigure} from "./figures.js";
 import {readPayload} from "./payload.js";
+import {setNorms} from "./weights.js";
 
 /**
  * A host drawing into the page's figure boxes: an element with the box's id holding a `.anatomy-plot` (Plotly
  * draws there) or, for the output so far, `.anatomy-chips`.
  * @param {{look: import("./figures.js").Look, config: Object, plotly: string, askWalk: function(): void,
- *   loaded: function(): void}} options  `plotly`: where Plotly.js is, loaded when the page has none yet;
- *   `askWalk`: asks the server for the walk of the view; `loaded`: called once that Plotly.js has loaded (the
- *   page's script then wraps it and draws)
+ *   askNorms: function(): void, loaded: function(): void}} options  `plotly`: where Plotly.js is, loaded when the
+ *   page has none yet; `askWalk`: asks the server for the walk of the view; `askNorms`: for the translation's
+ *   value norms; `loaded`: called once that Plotly.js has loaded (the page's script then wraps it and draws)
  */
 export function createHost(options) {
   const {look, config} = options;
-  const data = {payload: null, twin: null, walk: null, positional: null, importance: null, explain: null};
-  const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0, explain: 0};
+  const data = {payload: null, twin: null, walk: null, positional: null, importance: null, explain: null, norms: null};
+  const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0, explain: 0, norms: 0};
   const texts = {};  // each datum as last set, as JSON
-  let view = null, asked = "", loading = false, later = false;
+  let view = null, asked = "", askedNorms = -1, loading = false, later = false;
   // A new translation's own view (its step, layer, head: `opens_at`, which the server sends with it): the controls
   // that say it change one by one after the payload, and are read once one of them differs from before.
   let opening = null;
@@ -77,6 +78,10 @@ export function createHost(options) {
         asked = figure.asks;
         options.askWalk();
       }
+      if (figure.asksNorms && askedNorms !== versions.payload) { // once per translation
+        askedNorms = versions.payload;
+        options.askNorms();
+      }
       // the traces drawn before, when equal: Plotly compares them by identity, and then redraws only the layout
       // (a step change moves the large view's frame: a tenth of drawing the heatmap again)
       const traces = JSON.stringify(figure.data), before = drawnData.get(el);
@@ -110,6 +115,7 @@ export function createHost(options) {
       texts[name] = text;
       data[name] = value && (name === "payload" || name === "twin") ? readPayload(value) : value || null;
       versions[name] += 1;
+      setNorms(data.payload, data.norms); // kept only with the payload whose translation they are of
       if (name === "payload") opening = value && value.opens_at || null;
     },
     /**

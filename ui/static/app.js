@@ -8,13 +8,13 @@
     scale: 1.5, on: false, viewer,
     // The data the server sent and the view controls, in ui/wiring.py `viewed`'s order: the viewer draws what
     // changed (anything not in view, once it comes into view: scan).
-    data(payload, twin, walk, positional, importance, explain) {
-      Object.entries({payload, twin, walk, positional, importance, explain})
+    data(payload, twin, walk, positional, importance, explain, norms) {
+      Object.entries({payload, twin, walk, positional, importance, explain, norms})
         .forEach(([name, value]) => viewer.set(name, value));
       A.draw();
     },
-    view(kind, layer, head, merge, step, plain, hide, display, query, dims, method) {
-      viewer.view({kind, layer, head, merge, step, plain, hide, display, query, dims, method});
+    view(kind, layer, head, merge, step, plain, hide, display, query, dims, method, weights) {
+      viewer.view({kind, layer, head, merge, step, plain, hide, display, query, dims, method, weights});
       // the walk's query control, only for a walk: a source piece for the encoder's, the decoding step for others
       document.body.dataset.walk = display !== 'walk' ? '' : kind === 'encoder' ? 'query' : 'step';
       A.draw();

@@ -14,7 +14,7 @@ import numpy as np
 import viz
 from transformer import HeadVectors, Trace
 from transformer.kinds import CROSS, DECODER, ENCODER, AttentionKind, by_name
-from transformer.pieces import word_label
+from transformer.pieces import word_groups, word_label
 
 from .inputs import MEAN_HEAD, PAGE_KINDS, View
 from .views import Arrays, arrays, name, steps, without_special
@@ -185,7 +185,7 @@ def step_row(trace: Trace, view: View, kind: AttentionKind, t: int) -> StepRow:
     if view.hide:
         row, keys = without_special(row, keys)
     if view.merge:
-        groups = viz.word_groups(keys)
+        groups = word_groups(keys)
         row = np.array([row[g].sum() for g in groups], dtype=np.float32)
         keys = word_labels(keys, groups)
     elif view.plain:

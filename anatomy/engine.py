@@ -17,8 +17,7 @@ from transformer import explain as explanation
 from transformer.checkpoint import Checkpoint, load as load_checkpoint
 from transformer.half import PRECISIONS
 from transformer.heads import SentenceImportance, sentence_importance
-from transformer.pieces import SPACE_MARK, detokenize, piece_texts
-from viz.words import word_groups
+from transformer.pieces import SPACE_MARK, detokenize, piece_texts, word_groups
 
 from .inputs import Request
 from .run import Ablation, Contrast, Explained, Norms

@@ -16,7 +16,7 @@ from transformer import TopK, Trace
 from transformer.analysis import HIDDEN_PIECES
 from transformer.head_mask import HeadMask
 from transformer.kinds import by_name
-from transformer.pieces import SILENT, SPACE_MARK, UNKNOWN, detokenize
+from transformer.pieces import SILENT, SPACE_MARK, UNKNOWN, detokenize, word_groups
 
 from .inputs import MEAN_HEAD, PAGE_KINDS, View
 from .registry import LANGUAGE_NAMES, ModelEntry
@@ -116,8 +116,8 @@ def arrays(trace: Trace, kind: str, hide: bool = False) -> Arrays:
         w = _renormalised(w)
     pieces = [maps.query_pieces[i] for i in rows]
     keys = [maps.keys[j] for j in cols]
-    return Arrays(w, [maps.queries[i] for i in rows], keys, maps.causal, viz.word_groups(pieces),
-                  viz.word_groups(keys), hidden, rows, cols)
+    return Arrays(w, [maps.queries[i] for i in rows], keys, maps.causal, word_groups(pieces),
+                  word_groups(keys), hidden, rows, cols)
 
 
 def without_special(row: np.ndarray, keys: list[str]) -> tuple[np.ndarray, list[str]]:

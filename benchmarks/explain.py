@@ -36,7 +36,7 @@ from anatomy import engine  # noqa: E402
 from benchmarks.common import default_checkpoint, languages, median_ms, sentence  # noqa: E402
 from transformer import Translator  # noqa: E402
 from transformer.explain import IG_STEPS, attribute  # noqa: E402
-from viz.words import word_groups  # noqa: E402
+from transformer.pieces import word_groups  # noqa: E402
 
 
 def median_s(fn, repeats: int) -> float:

@@ -20,7 +20,7 @@ from transformer.explain import METHODS, attribute
 from transformer.translator import decoder_input
 from ui.values import Inputs, PageSettings, Tab
 from viz.text import label
-from viz.words import word_groups
+from transformer.pieces import word_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -134,6 +134,28 @@ def test_the_why_tab_draws_what_its_model_event_made(tiny):
     kept = [w for w, pieces in enumerate(occlusion.words) if run.trace.source_tokens[pieces[0]] != "</s>"]
     np.testing.assert_allclose(words["data"][0]["y"], occlusion.source[step - 1][kept], atol=1e-4)
     assert "source words only" in viewer.title(words)
+    agree = drawn["why-agree"]  # asks for the value norms first
+    assert agree["asksNorms"]
+    norms = tiny.weigh(Inputs(run=run))[p.norms_data]
+    agree = viewer.drawn(trace_payload, [View.of("cross", 1, "mean", False, step)], explain=part,
+                         norms=norms)[0]["why-agree"]
+    from anatomy.payload import quantised
+    from transformer.explain import spearman
+
+    src = run.trace.source_tokens
+    words = [w for w in word_groups(src) if not all(src[j] in ("<s>", "</s>", "<pad>", "<unk>") for j in w)]
+    ig_words = [round(sum(part["methods"]["ig"]["source"][step - 1][j] for j in w), 6) for w in words]
+    alpha = quantised(run.trace.cross_attn).astype(float) / 255  # as the payload carries it
+    n = np.array(norms["kinds"]["cross"])
+    moved = alpha * n[:, :, None, :]
+    moved = moved / moved.sum(-1, keepdims=True)
+    for trace_index, weights in enumerate((alpha, moved)):
+        want = [spearman([round(weights[l, :, step - 1][:, w].mean(0).sum(), 6) for w in words], ig_words)
+                for l in range(L)]
+        np.testing.assert_allclose(agree["data"][trace_index]["y"], want, atol=1e-6)
+    assert "Does attention agree?" in viewer.title(agree)
+    assert f"over the {len(words)} source words" in viewer.title(agree)
+
     merged = viewer.drawn(trace_payload, [View.of("cross", 1, "mean", True, step)], explain=part,
                           method="grad")[0]["why-step"]
     grad, groups = made.attributions["grad"], word_groups(run.trace.source_tokens)
@@ -371,3 +393,55 @@ def test_every_attention_view_draws_value_norm_weights_and_the_encoder_s_rollout
     np.testing.assert_allclose(z.sum(1), 1.0, atol=1e-3)
     assert "rollout of layers 1–2" in viewer.title(rolled[0]["heatmap"])
     assert "rollout: encoder only" in viewer.title(rolled[1]["heatmap"])
+
+
+# Does attention agree with attribution?
+
+def test_spearman_by_hand_and_against_scipy():
+    from transformer.explain import spearman
+
+    assert spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    # ties share their mean rank: ranks (1.5, 1.5, 3) against (1, 2, 3)
+    assert spearman([5, 5, 7], [1, 2, 3]) == pytest.approx(np.corrcoef([1.5, 1.5, 3], [1, 2, 3])[0, 1])
+    assert spearman([1, 1, 1], [1, 2, 3]) is None and spearman([1], [2]) is None
+    stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a, b = rng.integers(0, 5, 12).astype(float), rng.normal(size=12)
+        assert spearman(a, b) == pytest.approx(stats.spearmanr(a, b).statistic, abs=1e-12)
+
+
+def test_agreement_over_a_corpus_is_written_beside_the_weights_and_read_back(folders, tmp_path):
+    """`python -m transformer.explain` on a tiny model: ρ per cross-attention layer and head, in [-1, 1], kept in
+    agreement.json for these weights only."""
+    import shutil
+
+    from tests.conftest import write_corpus
+    from transformer import card
+    from transformer.explain import AGREEMENT_FILE, main, read_agreement
+
+    folder = Path(shutil.copytree(folders / "tiny-de-en", tmp_path / "model"))
+    corpus = write_corpus(tmp_path / "corpus", n_train=5, n_val=6)
+    result = main(["--checkpoint", str(folder), "--corpus", str(corpus), "--sentences", "4", "--path-steps", "4",
+                   "--threads", "1"])
+    config = checkpoint.load(folder).model.config
+    assert result.attention.shape == result.value_norm.shape == (config.n_decoder_layers, config.n_heads)
+    assert result.sentences == 4 and result.steps > 0
+    for table in (result.attention, result.value_norm, result.layer_attention, result.layer_value_norm):
+        assert np.all(np.abs(table) <= 1 + 1e-9)
+    weights, layer, head, rho = result.best()
+    assert weights in ("attention", "value-norm") and rho == max(result.attention.max(), result.value_norm.max())
+    (back,) = read_agreement(folder)
+    np.testing.assert_allclose(back.attention, result.attention, atol=1e-4)
+    assert (folder / AGREEMENT_FILE).is_file()
+    section = card.agreement_section(folder)
+    assert section.startswith(card.AGREEMENT_HEADING)
+    assert f"Agrees best: the {weights} weights of layer {layer}" in section
+    written = card.with_section("# Card\n\n## Good at, bad at\n\nMuch.\n", card.AGREEMENT_HEADING, section)
+    assert written.index(card.AGREEMENT_HEADING) < written.index("## Good at, bad at")
+    assert card.with_section(written, card.AGREEMENT_HEADING, "") == "# Card\n\n## Good at, bad at\n\nMuch.\n"
+    (folder / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes() + b" ")
+    assert read_agreement(folder) is None  # of other weights now
+    with pytest.raises(SystemExit, match="does not exist"):
+        main(["--checkpoint", str(tmp_path / "nowhere"), "--corpus", str(corpus)])

@@ -11,6 +11,7 @@ import viz
 from anatomy.inputs import View
 from tests import viewer
 from tests.viewer import needs_node
+from transformer.pieces import word_groups
 from viz.attention import causal_mask
 
 SRC = ["▁Zwei", "▁Hund", "e", "▁<b>", "▁spielen", ".", "</s>"]
@@ -43,9 +44,9 @@ def test_escape_and_labels():
 
 
 def test_word_groups_and_merge_keep_rows_stochastic():
-    groups = viz.word_groups(SRC)
+    groups = word_groups(SRC)
     assert groups == [[0], [1, 2], [3], [4, 5], [6]]
-    out_groups = viz.word_groups(TGT_OUT)
+    out_groups = word_groups(TGT_OUT)
     w = rows(len(TGT_OUT), len(SRC))
     merged, hidden = viz.merge_attention(w, out_groups, groups)
     assert merged.shape == (len(out_groups), len(groups)) and hidden is None
@@ -57,7 +58,7 @@ def test_word_groups_and_merge_keep_rows_stochastic():
 
 def test_merge_masks_a_word_only_when_all_its_pieces_are_masked():
     n = len(TGT_READ)
-    g = viz.word_groups(TGT_READ)  # <s> | ▁Two | ▁dog s | ▁play .
+    g = word_groups(TGT_READ)  # <s> | ▁Two | ▁dog s | ▁play .
     merged, hidden = viz.merge_attention(causal_rows(n), g, g, causal_mask(n, n))
     assert hidden.shape == (len(g), len(g))
     assert hidden[0, 1] and not hidden[2, 2] and not hidden[3, 2]

@@ -18,6 +18,7 @@ import torch
 from . import data
 from .checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY, lineage
 from .evaluate import score
+from .explain import AGREEMENT_FILE, read_agreement
 from .heads import HEADS_FILE, read_heads
 from .translator import Translator
 
@@ -182,7 +183,7 @@ print(translator.translate("{results['example_source']}", beam_size={results['be
 # {results['example_output']}
 ```
 
-{heads_section(folder)}## Good at, bad at
+{heads_section(folder)}{agreement_section(folder)}## Good at, bad at
 
 {limits(names, src, tgt, results)}
 """
@@ -310,15 +311,58 @@ def _bleu_at(bleu: list[float], k: int) -> str:
 def with_heads_section(card: str, section: str) -> str:
     """`card` with its pruning section replaced by `section` ("" drops it); one without gets it before "Good at,
     bad at"."""
-    start = card.find(HEADS_HEADING)
+    return with_section(card, HEADS_HEADING, section)
+
+
+def with_section(card: str, heading: str, section: str) -> str:
+    """`card` with the section under `heading` replaced by `section` ("" drops it); one without gets it before "Good
+    at, bad at"."""
+    start = card.find(heading)
     if start < 0:
         start = end = card.find("## Good at, bad at")
         if start < 0:
             return card.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
     else:
-        end = card.find("\n## ", start + len(HEADS_HEADING))
+        end = card.find("\n## ", start + len(heading))
         end = len(card) if end < 0 else end + 1
     return card[:start] + section + card[end:]
+
+
+AGREEMENT_HEADING = "## Does attention agree with attribution?"
+
+
+def agreement_section(folder: Path) -> str:
+    """The card's section from the folder's agreement.json (`python -m transformer.explain`), ending in a blank
+    line; "" when it has none for these weights."""
+    found = read_agreement(folder)
+    if not found:
+        return ""
+    parts = []
+    for a in found:
+        L, H = a.attention.shape
+        head_cols = " | ".join(f"h{h + 1}" for h in range(H))
+        rows = "\n".join(
+            f"| {l + 1} | " + " | ".join(f"{x:.2f}" for x in a.attention[l]) + f" | {a.layer_attention[l]:.2f} | "
+            + " | ".join(f"{x:.2f}" for x in a.value_norm[l]) + f" | {a.layer_value_norm[l]:.2f} |" for l in range(L))
+        weights, layer, head, rho = a.best()
+        parts.append(f"""On the model's own greedy translations of the first {a.sentences} {corpus_info(a.corpus).title}
+{a.split} sentences ({a.steps} steps), Spearman's ρ between each cross-attention head's weights at a step and
+integrated gradients ({a.path_steps} points, zero-embedding baseline) over the source words, special pieces left
+out, averaged over the steps; α is the attention weights, value-norm α‖v W_o‖ (Kobayashi et al. 2020), "mean" the
+mean of the layer's heads:
+
+| layer | α {head_cols} | α mean | value-norm {head_cols} | value-norm mean |
+|---|{"---:|" * (2 * H + 2)}
+{rows}
+
+Agrees best: the {weights} weights of layer {layer}, head {head} (ρ = {rho:.2f}).""")
+    first = found[0]
+    return (f"{AGREEMENT_HEADING}\n\n" + "\n\n".join(parts) + f"""
+
+`{AGREEMENT_FILE}` holds every figure; `python -m transformer.explain --checkpoint {folder.as_posix()} --corpus
+{first.corpus}` recomputes them (`--sentences`, default 200).
+
+""")
 
 
 def usage_example(sources: list[str]) -> str:
@@ -337,14 +381,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--limit", type=int, help="only the first N val sentences of each corpus")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--heads-only", action="store_true",
-                   help=f"only rewrite the card's pruning section from {HEADS_FILE} (no scoring)")
+                   help=f"only rewrite the card's sections from {HEADS_FILE} and {AGREEMENT_FILE} (no scoring)")
     args = p.parse_args(argv)
     if args.heads_only:
         card = args.checkpoint / "README.md"
         if not card.is_file():
             raise SystemExit(f"error: {card} does not exist; write the whole card first")
-        card.write_text(with_heads_section(card.read_text(), heads_section(args.checkpoint)))
-        print(f"wrote the pruning section of {card}")
+        card.write_text(with_section(with_heads_section(card.read_text(), heads_section(args.checkpoint)),
+                                     AGREEMENT_HEADING, agreement_section(args.checkpoint)))
+        print(f"wrote the pruning and agreement sections of {card}")
         return
     torch.set_num_threads(args.threads)
     translator = Translator.from_checkpoint(args.checkpoint, device="cpu")

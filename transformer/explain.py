@@ -11,18 +11,29 @@ f is the produced piece's log-probability at its step or, against a foil (Yin & 
 log p(foil). e are the pieces' embedding rows, before the ×√d_model scale and the positional encoding; the baseline
 e' is the zero vector for every piece, source and prefix alike, positions kept: as many pieces, saying nothing.
 Gradients are taken in fp32 whatever precision the model decodes in.
+
+`python -m transformer.explain` measures, over a corpus's val sentences, how well each cross-attention head agrees
+with integrated gradients on which source words matter (`corpus_agreement`, into agreement.json).
 """
 from __future__ import annotations
 
+import argparse
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from . import data
+from .checkpoint import CheckpointError
 from .head_mask import HeadMask
+from .heads import weights_sha256
 from .model import Transformer
+from .pieces import SPECIAL, word_groups
 from .translator import Translator, decoder_input
 
 METHODS = {"ig": "integrated gradients", "grad": "input × gradient", "occlusion": "occlusion"}
@@ -192,3 +203,176 @@ def _occlusion(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced: Tenso
     f = _scores(model, occluded, e_tgt[:, :max(steps) + 1].expand(len(words) + 1, -1, -1), produced, foil, steps,
                 mask).cpu().numpy().astype(np.float64)  # (W + 1, n)
     return Attribution("occlusion", steps, (f[0][None, :] - f[1:]).T, None, f[0], None, foil, words)
+
+
+# ---- does attention agree with attribution? ----
+
+AGREEMENT_FILE = "agreement.json"  # beside heads.json in a checkpoint folder: `python -m transformer.explain`
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Spearman's rank correlation (tied values share their mean rank); None when either side is constant or has
+    fewer than 2 values."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.size < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    return float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x), dtype=np.float64)
+    for value in np.unique(x):  # ties: their mean rank
+        tied = x == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How well attention ranks the source words as integrated gradients does, at each step of the model's own
+    translations: Spearman's ρ per cross-attention layer and head (and per layer, the mean of its heads), for the
+    weights α and for the value-norm weights, each a mean over every step of every sentence."""
+
+    corpus: str
+    split: str
+    sentences: int
+    steps: int  # the steps whose ρ could be computed (≥ 2 source words, neither side constant)
+    path_steps: int  # integrated gradients' points on its path
+    attention: np.ndarray  # (L, h) mean ρ of α
+    value_norm: np.ndarray  # (L, h) mean ρ of the value-norm weights
+    layer_attention: np.ndarray  # (L,) mean ρ of the mean of each layer's heads
+    layer_value_norm: np.ndarray  # (L,)
+
+    def best(self) -> tuple[str, int, int, float]:
+        """The weights ("attention" or "value-norm"), layer and head (from 1) that agree best, and their ρ."""
+        weights = "attention" if self.attention.max() >= self.value_norm.max() else "value-norm"
+        table = self.attention if weights == "attention" else self.value_norm
+        layer, head = np.unravel_index(int(table.argmax()), table.shape)
+        return weights, int(layer) + 1, int(head) + 1, float(table[layer, head])
+
+    def to_dict(self) -> dict:
+        out = {f: getattr(self, f) for f in ("corpus", "split", "sentences", "steps", "path_steps")}
+        for f in ("attention", "value_norm", "layer_attention", "layer_value_norm"):
+            out[f] = np.round(getattr(self, f), 4).tolist()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Agreement":
+        arrays = ("attention", "value_norm", "layer_attention", "layer_value_norm")
+        return cls(**{k: np.asarray(v, dtype=np.float64) if k in arrays else v for k, v in data.items()})
+
+
+def sentence_agreement(trace, attribution: Attribution, norms: ValueNorms) -> list[tuple[np.ndarray, ...]]:
+    """Per step of a trace: ρ between its integrated-gradients source attribution and each cross-attention layer's
+    and head's weights over the source words (special pieces left out), as (α (L, h), value-norm (L, h), α of each
+    layer's mean (L,), value-norm of each layer's mean (L,)), NaN where ρ is undefined."""
+    words = [w for w in word_groups(trace.source_tokens) if not all(trace.source_tokens[j] in SPECIAL for j in w)]
+    if len(words) < 2:
+        return []
+    sums = np.zeros((trace.cross_attn.shape[-1], len(words)))  # (S, W): a word's parts are its pieces' sum
+    for w, pieces in enumerate(words):
+        sums[pieces, w] = 1.0
+    alpha = trace.cross_attn.astype(np.float64)  # (L, h, T, S)
+    moved = alpha * norms.cross[:, :, None, :]  # α_ij n_j
+    total = moved.sum(-1, keepdims=True)
+    moved = np.divide(moved, total, out=np.zeros_like(moved), where=total > 0)  # each head's rows renormalised
+    rows = []
+    for r, t in enumerate(attribution.steps):
+        ig = attribution.source[r] @ sums  # (W,)
+        per_head = [np.array([[_rho(m[l, h, t] @ sums, ig) for h in range(m.shape[1])] for l in range(m.shape[0])])
+                    for m in (alpha, moved)]
+        per_layer = [np.array([_rho(m[l, :, t].mean(0) @ sums, ig) for l in range(m.shape[0])]) for m in (alpha, moved)]
+        rows.append((*per_head, *per_layer))
+    return rows
+
+
+def _rho(a: np.ndarray, b: np.ndarray) -> float:
+    rho = spearman(a, b)
+    return np.nan if rho is None else rho
+
+
+def corpus_agreement(translator: Translator, sources: Sequence[str], corpus: str, split: str,
+                     path_steps: int = IG_STEPS, log: Callable[[str], None] | None = None) -> Agreement:
+    """Agreement over the model's own (greedy) translations of `sources`."""
+    sums, counts, steps = None, None, 0
+    for n, text in enumerate(sources, 1):
+        trace = translator.translate(text)
+        if not trace.output_ids:
+            continue
+        ig = attribute(translator, trace.source_ids, trace.output_ids, "ig", path_steps=path_steps)
+        for row in sentence_agreement(trace, ig, value_norms(translator, trace.source_ids, trace.output_ids)):
+            if sums is None:
+                sums, counts = [np.zeros_like(x) for x in row], [np.zeros_like(x) for x in row]
+            for total, count, x in zip(sums, counts, row):
+                total += np.nan_to_num(x)
+                count += ~np.isnan(x)
+            steps += 1
+        if log is not None and (n % 20 == 0 or n == len(sources)):
+            log(f"{n}/{len(sources)} sentences, {steps} steps")
+    if sums is None:
+        raise ValueError("no step of these sentences had two source words to rank")
+    means = [total / np.maximum(count, 1) for total, count in zip(sums, counts)]
+    return Agreement(corpus, split, len(sources), steps, path_steps, *means)
+
+
+def write_agreement(folder: str | Path, checkpoint_id: str, agreement: Agreement) -> Path:
+    """Add (or replace) one corpus's agreement in the folder's agreement.json, for these weights."""
+    folder, path = Path(folder), Path(folder) / AGREEMENT_FILE
+    old = read_agreement(folder)
+    corpora = {**({a.corpus: a for a in old} if old else {}), agreement.corpus: agreement}
+    data = {"checkpoint": checkpoint_id, "weights_sha256": weights_sha256(folder),
+            "corpora": {name: a.to_dict() for name, a in corpora.items()}}
+    tmp = folder / f".{AGREEMENT_FILE}.tmp"
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_agreement(folder: str | Path) -> list[Agreement] | None:
+    """The agreement.json of a checkpoint folder, per corpus; None when there is none, or it is of other weights."""
+    path = Path(folder) / AGREEMENT_FILE
+    if not path.is_file() or not (Path(folder) / "model.safetensors").is_file():
+        return None
+    data = json.loads(path.read_text())
+    if data.get("weights_sha256") != weights_sha256(folder):
+        return None
+    return [Agreement.from_dict(a) for a in data["corpora"].values()]
+
+
+def main(argv: list[str] | None = None) -> Agreement:
+    p = argparse.ArgumentParser(
+        prog="python -m transformer.explain",
+        description="Does attention agree with attribution? Spearman's rho between each cross-attention head's "
+                    "weights (and value-norm weights) and integrated gradients over the source words, into "
+                    f"CHECKPOINT/{AGREEMENT_FILE}")
+    p.add_argument("--checkpoint", required=True, type=Path, help=f"a checkpoint folder; {AGREEMENT_FILE} goes there")
+    p.add_argument("--corpus", required=True, metavar="NAME", help="a corpus under --data-root, or a path")
+    p.add_argument("--data-root", help="folder of corpora (default: $ANATOMY_DATA_ROOT, ../shared/data)")
+    p.add_argument("--split", default="val")
+    p.add_argument("--sentences", type=int, default=200, help="the first N sentences of the split")
+    p.add_argument("--path-steps", type=int, default=IG_STEPS, help="integrated gradients' points on its path")
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    try:
+        if not args.checkpoint.is_dir():
+            raise FileNotFoundError(f"checkpoint folder {args.checkpoint} does not exist")
+        corpus = data.parse_corpus(args.corpus, args.data_root)
+        translator = Translator.from_checkpoint(args.checkpoint, device="cpu")
+        sources = data.read_lines(corpus.path, args.split, translator.checkpoint.source_lang)[:args.sentences]
+    except (ValueError, FileNotFoundError, CheckpointError) as err:
+        raise SystemExit(f"error: {err}") from None
+    print(f"{args.checkpoint} on {corpus.name} {args.split}: {len(sources)} sentences", flush=True)
+    result = corpus_agreement(translator, sources, corpus.name, args.split, args.path_steps,
+                              lambda line: print(line, flush=True))
+    path = write_agreement(args.checkpoint, translator.checkpoint.id, result)
+    weights, layer, head, rho = result.best()
+    print(f"best: {weights} of cross-attention layer {layer} head {head}, mean rho {rho:.3f} over {result.steps} "
+          f"steps; wrote {path}", flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -47,3 +47,17 @@ def word_label(pieces: Sequence[str]) -> str:
     if any(p in SPECIAL for p in pieces):  # e.g. a word's last piece followed by </s>: keep them apart
         return " ".join(p if p in SPECIAL else piece_text(p, True).strip() for p in pieces)
     return "".join(piece_text(p, True) for p in pieces).strip() or "".join(pieces)
+
+
+def word_groups(pieces: Sequence[str]) -> list[list[int]]:
+    """Positions grouped into words: a piece starting with ▁ (or a special piece) starts a new word."""
+    groups: list[list[int]] = []
+    prev_special = True
+    for i, piece in enumerate(pieces):
+        special = piece in SPECIAL
+        if not groups or special or prev_special or piece.startswith(SPACE_MARK):
+            groups.append([i])
+        else:
+            groups[-1].append(i)
+        prev_special = special
+    return groups

@@ -150,6 +150,7 @@ class Page:
     why_step: gr.HTML  # the viewer's boxes: the step's attribution, every step's source share, every step's
     why_shares: gr.HTML  # attribution, the logit lens at the step and over the whole translation
     why_all: gr.HTML
+    why_agree: gr.HTML  # does attention agree with integrated gradients at the step, per layer
     lens_step: gr.HTML
     lens_all: gr.HTML
     importance: gr.HTML
@@ -210,7 +211,7 @@ EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step
            ("Step: masked self-attention", "step-self"), ("Step: next-piece probabilities", "step-topk"),
            ("All heads", "grid"), ("Head statistics", "summary"), ("Predictions", "topk-table"),
            ("Why this word: the step", "why-step"), ("Why this word: source shares", "why-shares"),
-           ("Why this word: every step", "why-all"),
+           ("Why this word: every step", "why-all"), ("Does attention agree?", "why-agree"),
            ("Logit lens at the step", "lens-step"), ("Logit lens over the translation", "lens-all"),
            ("Head importance", "importance"), ("Heads off: change in log p", "log-probs"),
            ("Head importance over a corpus", "corpus-importance"), ("Pruning curves", "pruning"),
@@ -433,6 +434,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 foil_btn = gr.Button("Compare", elem_id="why-compare", scale=0, min_width=120)
             why_step = box("why-step")
             why_shares = box("why-shares")
+            why_agree = box("why-agree")
             why_all = box("why-all")
             gr.Markdown(LENS_HELP, elem_id="lens-help")
             lens_step = box("lens-step")
@@ -520,7 +522,8 @@ def build_page(registry: ModelRegistry) -> Page:
                 toggle_head=toggle_head,
                 clicked_head=clicked_head, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
                 topk_table=topk_table, explain_data=explain_data, method=method, foil=foil, foil_btn=foil_btn,
-                why_step=why_step, why_shares=why_shares, why_all=why_all, lens_step=lens_step, lens_all=lens_all,
+                why_step=why_step, why_shares=why_shares, why_all=why_all, why_agree=why_agree, lens_step=lens_step,
+                lens_all=lens_all,
                 importance=importance, importance_list=importance_list, log_probs=log_probs,
                 corpus_row=corpus_row, corpus_map=corpus_map, importance_data=importance_data, pruning=pruning,
                 compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,

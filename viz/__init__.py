@@ -9,11 +9,10 @@ from .common import empty_figure
 from .model import parameter_sunburst, training_curves
 from .positional import default_dims
 from .text import escape, label, labels, positioned, query_label, query_labels
-from .words import merge_attention, plain_label, plain_labels, word_groups
+from .words import merge_attention, plain_label, plain_labels
 
-__all__ = ["causal_mask", "default_dims", "parameter_sunburst", "training_curves", "empty_figure", "escape", "label", "labels",
-           "positioned", "query_label", "query_labels", "merge_attention", "plain_label", "plain_labels",
-           "word_groups"]
+__all__ = ["causal_mask", "default_dims", "parameter_sunburst", "training_curves", "empty_figure", "escape", "label",
+           "labels", "positioned", "query_label", "query_labels", "merge_attention", "plain_label", "plain_labels"]
 
 from .heads import STAT_LABELS, head_table  # noqa: E402
 

@@ -1,8 +1,9 @@
 """Merging SentencePiece pieces into words, for readable attention axes.
 
 Attention *to* a word is the sum of the attention to its pieces (keys), attention *from* a
-word is the mean over its pieces' rows (queries), so every merged row still sums to 1. A word's text is
-transformer.pieces.word_label (the one detokenisation; viz imports no model code).
+word is the mean over its pieces' rows (queries), so every merged row still sums to 1. Which pieces make a word is
+transformer.pieces.word_groups, and a word's text transformer.pieces.word_label (the one detokenisation; viz imports
+no model code: its callers pass the groups and labels).
 """
 from __future__ import annotations
 
@@ -13,20 +14,6 @@ import numpy as np
 from .text import SPACE_MARK
 
 SPECIALS = {"<s>", "</s>", "<pad>", "<unk>"}
-
-
-def word_groups(pieces: Sequence[str]) -> list[list[int]]:
-    """Positions grouped into words: a piece starting with ▁ (or a special piece) starts a new word."""
-    groups: list[list[int]] = []
-    prev_special = True
-    for i, piece in enumerate(pieces):
-        special = piece in SPECIALS
-        if not groups or special or prev_special or piece.startswith(SPACE_MARK):
-            groups.append([i])
-        else:
-            groups[-1].append(i)
-        prev_special = special
-    return groups
 
 
 def plain_label(piece: str) -> str:

@@ -2,7 +2,8 @@
 // untrained twin's, the softmax walk the server drew) and the view: the host (host.js) draws them in the page, and
 // tests/js/draw.mjs prints them for tests/test_app.py and the others.
 
-import {METHODS, explainsPayload, lensStep, lensTranslation, whyShares, whyStep, whyTranslation} from "./explain.js";
+import {METHODS, explainsPayload, lensStep, lensTranslation, whyAgreement, whyShares, whyStep, whyTranslation}
+  from "./explain.js";
 import {WEIGHTS, hasNorms} from "./weights.js";
 import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, importanceMaps, large, logProbChange, positional,
   stepFigures, steps, summary, topkTable, walkFigure} from "./figures.js";
@@ -34,9 +35,10 @@ export const PLACEHOLDER = "Translate a sentence to see this";
  */
 export function fittedView(payload, view) {
   const {dims, ...shown} = view; // the positional encoding's: no view of the payload depends on them
+  const known = (value, all) => all.includes(value) ? value : all[0];
   const v = fitted(payload, Object.assign(shown, {head: view.head === MEAN ? MEAN : String(view.head),
-                                                  method: METHODS.includes(view.method) ? view.method : METHODS[0],
-                                                  weights: WEIGHTS.includes(view.weights) ? view.weights : WEIGHTS[0]}));
+                                                  method: known(view.method, METHODS),
+                                                  weights: known(view.weights, WEIGHTS)}));
   return Object.assign(v, {query: Math.min(Math.max(Math.round(+view.query) || 1, 1),
                                            Math.max(payload.pieces.source.length, 1))});
 }
@@ -106,6 +108,7 @@ const explained = (draw, name, fields) => ({
     ? named(draw(d.explain, d, v, look), exportName(d.payload, v, name))
     : emptyFigure(look, "Open this tab again to explain this translation", 300)});
 const VIEWED = ["step", "method", "merge", "plain", "hide"];
+const agreeing = explained((e, d, v, look) => whyAgreement(e, d.payload, v, look), "why-agree", ["step"]);
 
 /**
  * The dimensions drawn as curves: those chosen (the page's dropdown, strings of numbers) that the model has, or its
@@ -157,6 +160,10 @@ export const BOXES = {
   "why-step": explained((e, d, v, look) => whyStep(e, d.payload, v, look), "why", VIEWED),
   "why-shares": explained((e, d, v, look) => whyShares(e, d.payload, v, look), "why-shares", ["step", "plain"]),
   "why-all": explained((e, d, v, look) => whyTranslation(e, d.payload, v, look), "why-all", VIEWED),
+  // with the value-norm bars: the norms asked for as the attention views ask
+  "why-agree": {depends: (v, versions) => [versions.payload, versions.explain, versions.norms, v.step],
+                make: (v, d, look) => explainsPayload(d.explain, d.payload) && !hasNorms(d.payload)
+                  ? weighing(d, Object.assign({}, v, {weights: "value-norm"}), look) : agreeing.make(v, d, look)},
   "lens-step": explained((e, d, v, look) => lensStep(e.lens, d.payload, v.step, look), "logit-lens", ["step"]),
   "lens-all": explained((e, d, v, look) => lensTranslation(e.lens, d.payload, v.step, look), "logit-lens-all",
                         ["step"]),

@@ -5,6 +5,8 @@
 
 import {figure, kindOf} from "./figures.js";
 import {label, plainLabel} from "./labels.js";
+import {attention, headWeights, meanOf} from "./payload.js";
+import {hasNorms, weighted} from "./weights.js";
 import {axesOf} from "./words.js";
 
 /**
@@ -285,4 +287,75 @@ export function lensTranslation(lens, payload, step, look) {
                             line: {color: "#f97316", width: 3}, name: "step-frame"}]};
   return figure(look, data, layout, 200 + 44 * lens.layers, "Logit lens over the translation · each layer's top "
                 + "piece at every step (bold: the piece emitted)", {l: 80, t: 50, b: 110});
+}
+
+// ---- does attention agree? ----
+
+/**
+ * Spearman's rank correlation (tied values share their mean rank): transformer.explain.spearman; null when either
+ * side is constant or has fewer than 2 values.
+ * @param {number[]} a
+ * @param {number[]} b
+ * @returns {number | null}
+ */
+export function spearman(a, b) {
+  if (a.length < 2 || Math.min(...a) === Math.max(...a) || Math.min(...b) === Math.max(...b)) return null;
+  const ranks = (x) => {
+    const order = range(x.length).sort((i, j) => x[i] - x[j]), r = new Array(x.length);
+    for (let k = 0; k < order.length;) { // a run of ties gets its mean rank
+      let end = k;
+      while (end + 1 < order.length && x[order[end + 1]] === x[order[k]]) end++;
+      for (let m = k; m <= end; m++) r[order[m]] = (k + end) / 2;
+      k = end + 1;
+    }
+    return r;
+  };
+  const ra = ranks(a), rb = ranks(b), mean = (x) => sum(x) / x.length, ma = mean(ra), mb = mean(rb);
+  const cov = sum(ra.map((x, i) => (x - ma) * (rb[i] - mb)));
+  return cov / Math.sqrt(sum(ra.map((x) => (x - ma) ** 2)) * sum(rb.map((x) => (x - mb) ** 2)));
+}
+
+/**
+ * At step `t` (from 0), Spearman's ρ over the source words (special pieces left out) between integrated gradients
+ * and each decoder layer's mean cross-attention: its weights α, and (once at hand) its value-norm weights.
+ * @param {Explain} explain
+ * @param {TracePayload} payload
+ * @param {number} t
+ * @returns {{alpha: (number | null)[], valueNorm: (number | null)[] | null, words: number}}
+ */
+export function agreement(explain, payload, t) {
+  const axes = axesOf(kindOf(payload, "cross"), true), groups = axes.key_groups.map((g) => g.map((c) => axes.cols[c]));
+  // at 6 decimals: the payload's weights are quantised, so sums equal in exact arithmetic tie, as they should
+  const words = (row) => groups.map((g) => Math.round(1e6 * sum(g.map((j) => row[j]))) / 1e6);
+  const ig = explain.methods.ig, attributed = words(ig.source[ig.steps.indexOf(t)]);
+  const rho = (att) => range(att.shape[0]).map((l) => {
+    const heads = range(att.shape[1]).map((h) => [headWeights(att, l, h)[t]]);
+    return spearman(words(Array.from(meanOf(heads)[0])), attributed);
+  });
+  return {alpha: rho(attention(payload, "cross")), words: groups.length,
+          valueNorm: hasNorms(payload) ? rho(weighted(payload, "cross", "value-norm")) : null};
+}
+
+/**
+ * Does attention agree? Per decoder layer, ρ between integrated gradients and the layer's mean cross-attention at
+ * the view's step, for α and for value-norm weights.
+ * @param {Explain} explain
+ * @param {TracePayload} payload
+ * @param {View} view  fitted
+ * @param {Look} look
+ * @returns {Figure}
+ */
+export function whyAgreement(explain, payload, view, look) {
+  const t = view.step - 1, a = agreement(explain, payload, t), x = a.alpha.map((_, l) => `layer ${l + 1}`);
+  const bars = (y, name, color) => ({type: "bar", name, x, y, marker: {color},
+                                     text: y.map((r) => r === null ? "n/a" : r.toFixed(2)), textposition: "outside",
+                                     hovertemplate: `%{x}, ${name}: ρ = %{y:.3f}<extra></extra>`});
+  const data = [bars(a.alpha, "attention α", "#6366f1")];
+  if (a.valueNorm) data.push(bars(a.valueNorm, "value-norm weights", "#0d9488"));
+  const layout = {barmode: "group", yaxis: {range: [-1.15, 1.15], title: {text: "Spearman's ρ"}, zeroline: true},
+                  legend: {orientation: "h", y: 1.12, x: 1, xanchor: "right"}};
+  return figure(look, data, layout, 320,
+                `Does attention agree? · step ${t + 1} → ${label(payload.pieces.output[t], 16)}: Spearman's ρ over ` +
+                `the ${a.words} source words between integrated gradients and each layer's mean cross-attention`,
+                {l: 70, t: 90, b: 50});
 }

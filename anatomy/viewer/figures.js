@@ -437,8 +437,8 @@ export function grid(payload, view, look, click) {
   const kind = kindOf(payload, view.kind), att = weighted(payload, view.kind, view.weights), [L, H] = att.shape;
   const axes = axesOf(kind, view.hide), tokens = axisTokens(axes, view.merge, view.plain);
   const shown = shownWeights(payload, view.kind, view.weights);
-  const title = `${kind.title}: every layer × head` + (view.hide ? look.hide_title : "") +
-    ({"value-norm": " · value-norm weights", rollout: " · rollout up to each layer (every head the same)"}[shown] || "");
+  const weighed = {"value-norm": " · value-norm weights", rollout: " · rollout up to each layer (every head the same)"};
+  const title = `${kind.title}: every layer × head` + (view.hide ? look.hide_title : "") + (weighed[shown] || "");
   if (!tokens.queries.length || !tokens.keys.length) return emptyFigure(look, "Nothing to show: no tokens");
   // positions counted from 1 keep repeated pieces apart as categories
   const qPos = tokens.queries.map((q, i) => `${i + 1} ${queryLabel(q)}`);
@@ -688,6 +688,7 @@ export function exportName(payload, view, figure = "") {
   if (figure === "why") return [`${key}_step${view.step}_why_${view.method}`, ...words, ...special].join("_");
   if (figure === "why-all") return [`${key}_why_${view.method}`, ...words, ...special].join("_");
   if (figure === "why-shares") return `${key}_source-shares`;
+  if (figure === "why-agree") return `${key}_step${view.step}_attention-agreement`;
   if (figure === "grid") return [`${key}_${kind}_all-heads`, ...words, ...special].join("_");
   if (!figure && view.display === "walk") {
     head = view.head === MEAN ? "head1" : head;

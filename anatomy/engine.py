@@ -14,6 +14,7 @@ import torch
 
 from transformer import HeadMask, HeadVectors, Step, Trace, Translator
 from transformer import explain as explanation
+from transformer.explain import Attribution
 from transformer.checkpoint import Checkpoint, load as load_checkpoint
 from transformer.half import PRECISIONS
 from transformer.heads import SentenceImportance, sentence_importance
@@ -129,13 +130,18 @@ def explain(translator: Translator, trace: Trace,
     """Why the model wrote each piece of a trace, from the model that made it with the heads that were off then:
     the logit lens (top 5) and every step's attribution by each method; `progress(done, steps)` as integrated
     gradients, the longest, goes."""
-    mask = trace_mask(translator, trace)
-    ids = (trace.source_ids, trace.output_ids)
-    words = word_groups(trace.source_tokens)  # the source's words as the views merge them
-    return Explained(trace, translator.logit_lens(trace, 5, mask), {
-        "ig": explanation.attribute(translator, *ids, "ig", head_mask=mask, progress=progress),
-        "grad": explanation.attribute(translator, *ids, "grad", head_mask=mask),
-        "occlusion": explanation.attribute(translator, *ids, "occlusion", words=words, head_mask=mask)})
+    return Explained(trace, translator.logit_lens(trace, 5, trace_mask(translator, trace)),
+                     {method: attribution(translator, trace, method, progress=progress if method == "ig" else None)
+                      for method in ("ig", "grad", "occlusion")})
+
+
+def attribution(translator: Translator, trace: Trace, method: str, *, steps: list[int] | None = None,
+                foil: int | None = None, progress: Callable[[int, int], None] | None = None) -> Attribution:
+    """`method`'s attribution (transformer.explain.METHODS) of a trace's steps (all when None), from the model that
+    made it with the heads that were off then; occlusion by the source's words as the views merge them."""
+    return explanation.attribute(translator, trace.source_ids, trace.output_ids, method, steps=steps, foil=foil,
+                                 words=word_groups(trace.source_tokens) if method == "occlusion" else None,
+                                 head_mask=trace_mask(translator, trace), progress=progress)
 
 
 def value_norms(translator: Translator, trace: Trace) -> Norms:
@@ -177,9 +183,6 @@ def contrast(translator: Translator, trace: Trace, step: int, asked: str) -> Con
     if foil == written:
         raise ValueError(f"“{asked}” starts with the piece the model wrote, {trace.output_tokens[step]}: "
                          "type another word")
-    mask, ids = trace_mask(translator, trace), (trace.source_ids, trace.output_ids)
-    words = word_groups(trace.source_tokens)
-    return Contrast(step, translator.tokenizer.pieces([foil])[0], asked, {
-        method: explanation.attribute(translator, *ids, method, steps=[step], foil=foil, head_mask=mask,
-                                      words=words if method == "occlusion" else None)
-        for method in explanation.METHODS})
+    return Contrast(step, translator.tokenizer.pieces([foil])[0], asked,
+                    {method: attribution(translator, trace, method, steps=[step], foil=foil)
+                     for method in explanation.METHODS})

@@ -7,6 +7,7 @@ page, Plotly.js included: no server, no network, nothing written to disk. `.save
 """
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 import uuid
@@ -23,6 +24,7 @@ from transformer.pieces import detokenize
 from . import engine, offline, views
 from .inputs import api_request
 from .registry import ModelEntry, ModelRegistry
+from .run import Explained, Norms
 
 HEIGHT = 900  # px: the translation, the controls and the large heatmap in view; the rest scrolls inside the frame
 # Scripts (Plotly, the page's own) and Plotly's "download as PNG"; no allow-same-origin: the page needs no storage
@@ -47,6 +49,8 @@ class Shown:
     entry: ModelEntry
     text: str  # the source text, as translated
     notices: tuple[str, ...] = ()  # what the page says about the run (untrained model, cut input, ...)
+    explained: Explained | None = None  # Why this word (show(..., explain=True))
+    norms: Norms | None = None  # the value norms, made with it
 
     @property
     def translation(self) -> str:
@@ -54,14 +58,16 @@ class Shown:
 
     def page(self) -> str:
         """The whole offline page, ~5 MB (Plotly.js inlined)."""
-        return offline.page(offline.payload(self.trace, self.entry, self.text, list(self.notices)))
+        return offline.page(offline.payload(self.trace, self.entry, self.text, list(self.notices),
+                                            explained=self.explained, norms=self.norms))
 
     def save(self, path: str | Path) -> Path:
         """The page written to `path` (.html), as `python -m anatomy.export html` writes it."""
         path = Path(path)
         if path.suffix.lower() != offline.SUFFIX:
             raise ValueError(f"the page is HTML: the file must end in {offline.SUFFIX}, not {path.name!r}")
-        return offline.write(self.trace, self.entry, self.text, list(self.notices), path).path
+        return offline.write(self.trace, self.entry, self.text, list(self.notices), path, explained=self.explained,
+                             norms=self.norms).path
 
     def _repr_html_(self) -> str:
         # A fresh id per drawing: the same object shown in two cells gives two frames that never clash.
@@ -79,14 +85,17 @@ def framed(page: str) -> str:
     return re.sub(r"<head\b[^>]*>", lambda m: m.group(0) + BASE, page, count=1, flags=re.I)
 
 
-def show(source: str | Trace, model: str | ModelEntry | None = None) -> Shown:
+def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bool = False) -> Shown:
     """A text translated by `model` (a key of the shipped models such as "de-en", or a registry ModelEntry; None:
-    the first model), or an existing Trace drawn as made by `model` (None: the model its direction names)."""
+    the first model), or an existing Trace drawn as made by `model` (None: the model its direction names); with
+    `explain`, Why this word too (attribution of every piece by three methods, the logit lens, the value norms:
+    model passes, a few seconds for a 20-word sentence)."""
     if isinstance(source, Trace):
         entry = _entry(model if model is not None else source.settings.direction)
         _check_shape(source, entry)
         notices = views.run_notices(entry, source, list(source.notices))
-        return Shown(source, entry, detokenize(source.source_tokens), tuple(notices))
+        shown = Shown(source, entry, detokenize(source.source_tokens), tuple(notices))
+        return _explained(shown, entry.cpu) if explain else shown
     if not isinstance(source, str):
         raise TypeError(f"show() takes a text (str) or a transformer.Trace, not {type(source).__name__}")
     entry = _entry(model if model is not None else registry().default_key)
@@ -104,7 +113,14 @@ def show(source: str | Trace, model: str | ModelEntry | None = None) -> Shown:
     finally:
         torch.set_num_threads(threads)
     notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
-    return Shown(trace, entry, request.text, tuple(notices))
+    shown = Shown(trace, entry, request.text, tuple(notices))
+    return _explained(shown, translator) if explain else shown
+
+
+def _explained(shown: Shown, translator) -> Shown:
+    """`shown` with Why this word and the value norms, from the model that made its trace."""
+    return dataclasses.replace(shown, explained=engine.explain(translator, shown.trace),
+                               norms=engine.value_norms(translator, shown.trace))
 
 
 def _entry(model) -> ModelEntry:

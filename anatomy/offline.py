@@ -30,8 +30,9 @@ from viz.heads import PANELS, SIGNED
 
 from . import architecture_views, attention_views, bundle, training_views, views
 from .inputs import DISPLAYS, PAGE_KINDS, View
-from .payload import checkpoint_id, finite, positional, trace_payload
+from .payload import checkpoint_id, explain_payload, finite, norms_payload, positional, trace_payload
 from .registry import ModelEntry, shown_path
+from .run import Explained, Norms
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 SUFFIX = ".html"
@@ -91,14 +92,18 @@ def look() -> dict:
             "stats": {"labels": viz.STAT_LABELS, "panels": list(PANELS), "signed": sorted(SIGNED)}}
 
 
-def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view: View | None = None) -> dict:
+def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view: View | None = None,
+            explained: Explained | None = None, norms: Norms | None = None) -> dict:
     """Everything the page draws, as JSON values: the trace payload, and the page's own part. `text`: the source
     text as translated; `notices`: the run's, as the app shows them; `view`: the view the page opens at (the
-    app's, when it downloads one)."""
+    app's, when it downloads one); `explained`, `norms`: Why this word's explanation and the value norms, when made
+    (each only if it is of this trace)."""
     view = views.fitted(view or View(), trace)
     c = entry.config
     headers, rows = viz.head_table(trace_head_statistics(trace), {k.name: k.label for k in KINDS})
-    return {"payload": trace_payload(trace, entry, text, notices), "page": {
+    extras = {"explain": explain_payload(explained) if explained is not None and explained.of is trace else None,
+              "norms": norms_payload(norms) if norms is not None and norms.of is trace else None}
+    return {"payload": trace_payload(trace, entry, text, notices), **extras, "page": {
         "about": about(trace, entry),
         "chips": [list(chip) for chip in views.output_chips(trace.output_tokens, trace.top_k)],
         "confidence": views.CONFIDENCE,
@@ -149,9 +154,9 @@ def file_name(key: str) -> str:
 
 
 def write(trace: Trace, entry: ModelEntry, text: str, notices: list[str], path: Path,
-          view: View | None = None) -> Written:
-    """The page of a translation, written to `path`."""
+          view: View | None = None, explained: Explained | None = None, norms: Norms | None = None) -> Written:
+    """The page of a translation, written to `path` (with what `payload` takes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page(payload(trace, entry, text, notices, view)), encoding="utf-8")
+    path.write_text(page(payload(trace, entry, text, notices, view, explained, norms)), encoding="utf-8")
     return Written(path, path.stat().st_size)

@@ -138,7 +138,8 @@ def _rounded(values: np.ndarray) -> list:
     return np.round(np.asarray(values, dtype=np.float64), ATTRIBUTION_DECIMALS).tolist()
 
 
-def _method(a: Attribution) -> dict:
+def attribution_payload(a: Attribution) -> dict:
+    """One method's attribution as JSON values (docs/payload.md, `explain.methods`)."""
     out = {"label": METHODS[a.method], "steps": list(a.steps), "source": _rounded(a.source),
            "score": _rounded(a.score)}
     if a.prefix is not None:
@@ -164,10 +165,11 @@ def explain_payload(explained: Explained) -> dict:
     of each step from integrated gradients, and the contrast asked for, if any; ~35 KB for 20 words."""
     c = explained.contrast
     return {"output": list(explained.of.output_tokens), "lens": lens_payload(explained.lens),
-            "methods": {name: _method(a) for name, a in explained.attributions.items()},
+            "methods": {name: attribution_payload(a) for name, a in explained.attributions.items()},
             "shares": _rounded(explained.attributions["ig"].shares()),
-            "contrast": None if c is None else {"step": c.step, "foil": c.foil, "asked": c.asked,
-                                                "methods": {name: _method(a) for name, a in c.attributions.items()}}}
+            "contrast": None if c is None else {
+                "step": c.step, "foil": c.foil, "asked": c.asked,
+                "methods": {name: attribution_payload(a) for name, a in c.attributions.items()}}}
 
 
 def positional(config, source: list[str] | None = None) -> dict:

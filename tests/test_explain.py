@@ -445,3 +445,21 @@ def test_agreement_over_a_corpus_is_written_beside_the_weights_and_read_back(fol
     assert read_agreement(folder) is None  # of other weights now
     with pytest.raises(SystemExit, match="does not exist"):
         main(["--checkpoint", str(tmp_path / "nowhere"), "--corpus", str(corpus)])
+
+
+def test_the_explain_endpoint_returns_the_method_s_attribution_and_answers_bad_input_with_a_notice(tiny):
+    """/explain: the translation, a notice and the explanation of every step by the method asked for."""
+    text, notice, got = tiny.api_explain("Zwei Hunde spielen im Schnee.", "de-en", "ig")
+    T, S = len(got["output_pieces"]), len(got["source_pieces"])
+    assert text and got["method"] == "ig" and got["steps"] == list(range(T))
+    assert np.array(got["source"]).shape == (T, S) and np.array(got["prefix"]).shape == (T, T)
+    np.testing.assert_allclose(np.array(got["shares"]).sum(1), 1.0, atol=2e-4)
+    assert got["lens"]["layers"] == tiny.registry.get("de-en").config.n_decoder_layers
+    _, _, occluded = tiny.api_explain("Zwei Hunde spielen im Schnee.", "de-en", "occlusion")
+    assert "prefix" not in occluded and "shares" not in occluded
+    assert np.array(occluded["source"]).shape == (T, len(occluded["words"]))
+    assert tiny.api_explain("Zwei Hunde.", "de-en", None)[2]["method"] == "ig"  # the default
+    for bad in ("saliency", 3, ["ig"]):
+        assert tiny.api_explain("Zwei Hunde.", "de-en", bad)[1].startswith("attribution must be one of ig, grad")
+    assert tiny.api_explain("", "de-en")[1] and tiny.api_explain("", "de-en")[2] is None
+    assert "unknown" in tiny.api_explain("Zwei Hunde.", "xx-yy")[1].lower()

@@ -74,6 +74,20 @@ def test_show_translates_a_text_with_the_model_s_own_decoding(entry, tiny_regist
     assert any("length limit" in n for n in shown.notices)  # as the page says it (views.run_notices)
 
 
+def test_show_can_explain_and_the_page_carries_it(trace, entry, tiny_registry, tmp_path):
+    """show(..., explain=True): Why this word and the value norms, made by the model, go into the cell's page and
+    the saved file (a text or a trace alike)."""
+    import json
+
+    for source in (SENTENCE, trace):
+        shown = notebook.show(source, entry, explain=True)
+        assert shown.explained.of is shown.trace and shown.norms.of is shown.trace
+        data = json.loads(html.unescape(re.search(r'id="anatomy-data">(.*?)</script>', shown.page(), re.S).group(1)))
+        assert data["explain"]["output"] == shown.trace.output_tokens and data["norms"] is not None
+        assert shown.save(tmp_path / "why.html").read_text(encoding="utf-8") == shown.page()
+    assert notebook.show(trace, entry).explained is None  # only when asked: it costs model passes
+
+
 def test_save_writes_the_page_the_command_writes(trace, entry, tmp_path):
     shown = notebook.show(trace, entry)
     path = shown.save(tmp_path / "talk" / "de-en.html")

@@ -295,6 +295,48 @@ def test_offline_every_view_draws_and_the_controls_draw_the_trace_s_values(brows
 
 
 @needs_chromium
+def test_offline_why_this_word_and_value_norm_weights_travel_with_the_page(browser, trace, entry, tmp_path):
+    """A page saved with Why this word and the value norms draws them with no server: the step's attribution follows
+    the step slider, the method its select, and every view can show value-norm weights; a page saved without says
+    how to get them, and offers no value-norm weights."""
+    from anatomy import engine
+
+    explained, norms = engine.explain(entry.cpu, trace), engine.value_norms(entry.cpu, trace)
+    data = offline.payload(trace, entry, SENTENCE, [], explained=explained, norms=norms)
+    assert data["explain"]["output"] == trace.output_tokens and data["norms"]["output"] == trace.output_tokens
+    assert offline.payload(trace, entry, SENTENCE, [], explained=engine.explain(entry.cpu, views.prefix(trace, 3)))[
+        "explain"] is None  # another trace's explanation is never saved with this one
+    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "why.html", explained=explained, norms=norms).path
+    page = open_offline(browser, path)
+    for elem_id in ("why-step", "why-shares", "why-agree", "why-all", "lens-step", "lens-all"):
+        assert page.locator(f"#{elem_id} .main-svg").count(), elem_id
+    assert title_of(page, "why-step").startswith(f"Why “{trace.output_tokens[-1]}” at step {STEPS}?")
+    assert len(page.evaluate("document.getElementById('why-agree').data")) == 2  # α and value-norm
+    page.eval_on_selector("#step", "s => { s.value = 3; s.dispatchEvent(new Event('input')); }")
+    drawn(page, 2)
+    ig = explained.attributions["ig"]
+    bars = np.array(page.evaluate("document.getElementById('why-step').data[0].y"), dtype=float)
+    np.testing.assert_allclose(bars, [*ig.source[2], *ig.prefix[2][:3]], atol=1e-4)
+    page.select_option("#method", "occlusion")
+    drawn(page, 3)
+    assert "occlusion" in title_of(page, "why-step")
+    assert page.eval_on_selector_all("#weights option", "os => os.map(o => o.value)") == \
+        ["attention", "value-norm", "rollout"]
+    page.select_option("#weights", "value-norm")
+    drawn(page, 4)
+    alpha, n = payload.quantised(trace.cross_attn)[-1].astype(float), norms.norms.cross[-1]
+    want = (alpha * n[:, None, :] / (alpha * n[:, None, :]).sum(-1, keepdims=True)).mean(0)  # the last layer's mean
+    assert np.abs(z_of(page) - want).max() < 2e-3 and "value-norm weights" in title_of(page)
+    assert not page.errors and not page.refused, (page.errors, page.refused)
+    page.context.close()
+
+    bare = open_offline(browser, offline.write(trace, entry, SENTENCE, [], tmp_path / "bare.html").path)
+    assert bare.is_hidden("#why-views") and "saved without Why this word" in bare.text_content("#why-none")
+    assert bare.eval_on_selector_all("#weights option", "os => os.map(o => o.value)") == ["attention", "rollout"]
+    bare.context.close()
+
+
+@needs_chromium
 def test_offline_a_translation_with_no_step_still_draws(browser, trace, entry, tmp_path):
     """Nothing decoded (a trace stopped before its first piece): every figure says so instead of failing."""
     path = offline.write(views.prefix(trace, 0), entry, SENTENCE, [], tmp_path / "empty.html").path

@@ -16,6 +16,7 @@ import time
 from typing import Callable, Mapping
 
 import anyio
+import numpy as np
 
 import gradio as gr
 
@@ -24,10 +25,12 @@ from anatomy import (ablation_views, architecture_views, attention_views, engine
                      training_views, views)
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
-from anatomy.payload import explain_payload, norms_payload, positional, trace_payload
+from anatomy.payload import (attribution_payload, explain_payload, lens_payload, norms_payload, positional,
+                             trace_payload)
 from anatomy.registry import ModelRegistry
 from anatomy.run import Ablation, Explained, Judged, Run, StopSignal, Twin, Vectors
 from transformer import HeadVectors, Trace, Translator
+from transformer.explain import METHODS
 from transformer.pieces import piece_text
 
 from . import traces
@@ -699,15 +702,16 @@ class Handlers:
     # ---- the offline page: Download page (HTML), and Client(url).predict(text=..., api_name="/export_html") ----
 
     def page_html(self, values: Inputs | dict) -> dict:
-        """Download page (HTML) (run, view): the shown translation as one HTML file that opens offline, drawn from
-        its trace (no model), opening at the shown view."""
+        """Download page (HTML) (run, explained, norms, view): the shown translation as one HTML file that opens
+        offline, drawn from its trace (no model), opening at the shown view, with Why this word and the value norms
+        when the page made them."""
         i = Inputs.of(self.page, values)
         run = i.run
         if run is None:
             raise gr.Error("Translate a sentence first: the page shows its translation.")
         key = run.request.key
         written = offline.write(run.trace, self.registry.get(key), run.request.text, list(run.notices),
-                                traces.animation_path(offline.file_name(key)), i.view)
+                                traces.animation_path(offline.file_name(key)), i.view, i.explained, i.norms)
         return {self.page.offline.file: gr.update(value=str(written.path), visible=True)}
 
     def api_export_html(self, text: str, direction: str = "de-en") -> tuple[str | None, str]:
@@ -735,6 +739,43 @@ class Handlers:
             return None, f"Page failed: {type(err).__name__}: {err}"
 
     # ---- the API: Client(url).predict(text=..., direction="de-en", api_name="/translate") ----
+
+    def api_explain(self, text: str, direction: str = "de-en",
+                    attribution: str | None = None) -> tuple[str, str, dict | None]:
+        """Translate `text` in `direction` with the model's own decoding and explain every piece of it: why the model
+        wrote it, by `attribution` ("ig", the default: integrated gradients, 16 points from zero embeddings; "grad":
+        input × gradient; "occlusion": each source word set to the baseline).
+
+        Returns (translation, notice, explanation). The explanation (None when nothing was translated) holds the
+        pieces (`source_pieces`, `decoder_input_pieces`, `output_pieces`), the method's parts of each step's
+        log-probability (`source`: steps × source pieces, or × source words with `words` for occlusion; `prefix`:
+        steps × decoder input pieces), `score` (each step's log p) and for integrated gradients `baseline` and
+        `shares` (each step's source and prefix shares of the evidence), and the logit lens (`lens`).
+        """
+        try:
+            attribution = "ig" if attribution is None else attribution
+            if not isinstance(attribution, str) or attribution not in METHODS:
+                return "", f"attribution must be one of {', '.join(METHODS)}; got {attribution!r}", None
+            request, problem = api_request(text, direction, None, None,
+                                           {key: e.decoding for key, e in self.registry.entries.items()},
+                                           {s.name: s.reason for s in self.registry.skipped})
+            if request is None:
+                return "", problem, None
+            translator, notice = self.registry.translator(request.key, request.device)
+            trace = engine.translate(translator, request)
+            notices = views.run_notices(self.registry.get(request.key), trace,
+                                        [*request.notices, *([notice] if notice else [])])
+            if not trace.output_ids:
+                return trace.text, " ".join([*notices, "Nothing was decoded: no piece to explain."]), None
+            found = engine.attribution(translator, trace, attribution)
+            out = {"source_pieces": list(trace.source_tokens), "decoder_input_pieces": list(trace.target_tokens),
+                   "output_pieces": list(trace.output_tokens), "method": attribution, **attribution_payload(found),
+                   "lens": lens_payload(translator.logit_lens(trace, 5, engine.trace_mask(translator, trace)))}
+            if attribution == "ig":
+                out["shares"] = np.round(found.shares(), 4).tolist()
+            return trace.text, " ".join(notices), out
+        except Exception as err:  # the API never raises: it says what went wrong
+            return "", f"Explanation failed: {type(err).__name__}: {err}", None
 
     def api_translate(self, text: str, direction: str = "de-en", beam_size: int | None = None,
                       max_new_tokens: int | None = None, heads_off: str | None = None) -> tuple[str, str, dict | None]:

@@ -183,6 +183,9 @@ class Page:
     api_notice: gr.Textbox
     api_trace: gr.JSON
     api_btn: gr.Button
+    api_attribution: gr.JSON  # /explain's method
+    api_explanation: gr.JSON
+    api_explain_btn: gr.Button
 
     # What ui.values.Inputs reads, by its field names: the handlers get them typed, never by position.
     @property
@@ -495,6 +498,9 @@ def build_page(registry: ModelRegistry) -> Page:
         api_notice = gr.Textbox(label="notice")
         api_trace = gr.JSON(label="trace")
         api_btn = gr.Button("api")
+        api_attribution = gr.JSON(value=None, label="attribution")
+        api_explanation = gr.JSON(label="explanation")
+        api_explain_btn = gr.Button("explain")
         trace_data, twin_data, walk_data, pe_data, importance_data, explain_data, norms_data = (
             gr.JSON(None) for _ in range(7))
         offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
@@ -530,4 +536,5 @@ def build_page(registry: ModelRegistry) -> Page:
                 pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, pe_data=pe_data, arch=arch, card=card, params=params,
                 curves=curves, training_md=training_md, api_text=api_text, api_direction=api_direction,
                 api_beam=api_beam, api_max=api_max, api_off=api_off, api_translation=api_translation,
-                api_notice=api_notice, api_trace=api_trace, api_btn=api_btn)
+                api_notice=api_notice, api_trace=api_trace, api_btn=api_btn, api_attribution=api_attribution,
+                api_explanation=api_explanation, api_explain_btn=api_explain_btn)

@@ -133,7 +133,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     a.button.click(h.animate_page, {p.run, *controls, *a.controls.values()}, [a.file],
                    **dict(DRAW, show_progress="minimal"))
     # The page file is written on the server (no model); app.js then clicks its link: one click downloads it.
-    saved = p.offline.button.click(h.page_html, {p.run, *controls}, [p.offline.file],
+    saved = p.offline.button.click(h.page_html, {p.run, p.explained, p.norms, *controls}, [p.offline.file],
                                    **dict(DRAW, show_progress="minimal"))
     saved.success(None, None, None, js=js("save('page-file')"))
     p.share_btn.click(h.share, {p.run, *controls}, [p.share_query], **DRAW).then(
@@ -143,6 +143,10 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.api_btn.click(h.api_translate, [p.api_text, p.api_direction, p.api_beam, p.api_max, p.api_off],
                     [p.api_translation, p.api_notice, p.api_trace], api_name="translate", api_visibility="public",
                     show_progress="hidden", concurrency_id="model", concurrency_limit=1, preprocess=False)
+    p.api_explain_btn.click(h.api_explain, [p.api_text, p.api_direction, p.api_attribution],
+                            [p.api_translation, p.api_notice, p.api_explanation], api_name="explain",
+                            api_visibility="public", show_progress="hidden", concurrency_id="model",
+                            concurrency_limit=1, preprocess=False)
     # Translating and drawing in one call: the API has no page to draw on between them.
     a.api_btn.click(h.api_animate, [p.api_text, p.api_direction, *a.api.values()], [a.api_file, a.api_notice],
                     api_name="animate", api_visibility="public", show_progress="hidden", concurrency_id="model",

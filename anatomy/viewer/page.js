@@ -1,14 +1,20 @@
 // The offline page's host (anatomy/viewer/offline.html): the translation, the controls and the keys, each figure
 // drawn by figures.js from the page's data with Plotly.js, with no server and no network. The data is the trace
-// payload and what the page shows besides it (anatomy/offline.py `page_data`).
+// payload and what the page shows besides it (anatomy/offline.py `payload`), with Why this word's explanation and
+// the value norms when they were made before the page was saved.
 
+import {METHODS, explainsPayload, lensStep, lensTranslation, whyAgreement, whyShares, whyStep, whyTranslation}
+  from "./explain.js";
 import {MEAN, fitted, grid, kindOf, large, linesThrough, positional, stepFigures, steps, summary,
   topkTable} from "./figures.js";
 import {readPayload} from "./payload.js";
+import {WEIGHTS, hasNorms, setNorms} from "./weights.js";
 import {readable} from "./labels.js";
 import {frameOf, labelsFitted, put, ticksOf} from "./fit.js";
 
 const CONFIG = {displaylogo: false, responsive: true};
+const NO_EXPLANATION = "This page was saved without Why this word: in the app, open the Why this word tab (and choose " +
+  "value-norm weights, for those) before Download page; in a notebook, show(..., explain=True).";
 const $ = (id) => document.getElementById(id);
 const range = (n) => Array.from({length: n}, (_, i) => i);
 
@@ -35,7 +41,11 @@ function labelled(f, el) {
 export function showPage(data) {
   const P = readPayload(data.payload), G = data.page, look = G.look, T = steps(P);
   const draw = (id, f) => Plotly.react($(id), f.data, labelled(f, $(id)), CONFIG);
-  const state = Object.assign({}, G.view);
+  const state = Object.assign({method: METHODS[0], weights: WEIGHTS[0]}, G.view);
+  const E = explainsPayload(data.explain, P) ? data.explain : null;
+  setNorms(P, data.norms || null);
+  const weightChoices = [["attention α", "attention"], ...(hasNorms(P) ? [["value-norm ‖α·v·W_o‖", "value-norm"]] : []),
+                         ["rollout (encoder)", "rollout"]];
 
   function chips(id, items, colors = {}) {
     $(id).replaceChildren(...items.map(([piece, category]) => {
@@ -142,6 +152,8 @@ export function showPage(data) {
     $("step-value").textContent = T ? `${state.step} of ${T}: ${readable(read, 14)} \u25b8 ${readable(wrote, 14)}`
       : "no step";
     $("display").value = state.display;
+    options($("weights"), weightChoices, state.weights);
+    if (E) options($("method"), METHODS.map((m) => [E.methods[m].label, m]), state.method);
     for (const flag of ["merge", "plain", "hide"]) $(flag).checked = state[flag];
     $("kind-help").innerHTML = G.help[state.kind];
   }
@@ -164,6 +176,13 @@ export function showPage(data) {
       jobs.push(draw("grid", grid(P, v, look, "open in the large view")),
                 draw("summary", summary(P, v.kind, look)));
     }
+    if (E && T) {
+      const f = fitted(P, v);
+      jobs.push(draw("why-step", whyStep(E, P, f, look)), draw("why-shares", whyShares(E, P, f, look)),
+                draw("why-agree", whyAgreement(E, P, f, look)), draw("why-all", whyTranslation(E, P, f, look)),
+                draw("lens-step", lensStep(E.lens, P, f.step, look)),
+                draw("lens-all", lensTranslation(E.lens, P, f.step, look)));
+    }
     return Promise.all(jobs).then(() => { document.body.dataset.drawn = String(++drawn); });
   }
 
@@ -181,9 +200,10 @@ export function showPage(data) {
     if (id === "head") state.head = $("head").value;
     if (id === "step") state.step = +$("step").value;
     if (id === "display") state.display = $("display").value;
+    if (id === "weights" || id === "method") state[id] = $(id).value;
     if (["merge", "plain", "hide"].includes(id)) state[id] = $(id).checked;
     controls();
-    update(["kind", "merge", "plain", "hide"].includes(id));
+    update(["kind", "merge", "plain", "hide", "weights"].includes(id));
   }
 
   function nudge(name, delta) {
@@ -216,8 +236,13 @@ export function showPage(data) {
 
   translation().catch(console.error);
   controls();
-  for (const id of ["kind", "layer", "head", "display", "merge", "plain", "hide"]) {
+  for (const id of ["kind", "layer", "head", "display", "weights", "method", "merge", "plain", "hide"]) {
     $(id).addEventListener("change", read);
+  }
+  if (!E) {
+    $("why-views").hidden = true;
+    Object.assign($("why-none"), {hidden: false,
+                                  textContent: T ? NO_EXPLANATION : "Nothing was decoded: no piece to explain."});
   }
   $("step").addEventListener("input", read);
   document.addEventListener("keydown", (e) => {

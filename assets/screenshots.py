@@ -98,6 +98,14 @@ def main(out: Path) -> None:
             wait_title(page, "heatmap", "· words")
             shoot(page, "#heatmap", out / "decoder-self-attention-words.png")
 
+            # why this word (issue 36): step 3's attribution in words, every piece's source share, the agreement
+            page.get_by_role("tab", name="Why this word").click()
+            wait_title(page, "why-step", "at step 3?")
+            wait_title(page, "why-agree", "Does attention agree?")
+            page.locator("#why-step").scroll_into_view_if_needed()
+            shoot_span(page, "#why-step", "#why-agree", out / "why-this-word.png", above=10, below=10)
+            page.get_by_role("tab", name="All heads").click()
+
             page.locator("#kind").get_by_label("Encoder self-attention").check()
             page.get_by_label("Merge pieces into words").uncheck()
             wait_title(page, "grid", "Encoder self-attention")

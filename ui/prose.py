@@ -59,6 +59,4 @@ WHY_HELP = ("**Why this word?** Attention says where a head looked, not what the
 # The attention views' weights: the softmax's own, or weighted by what each key moves, or rolled out (encoder).
 WEIGHTS_CHOICES = [("attention α", "attention"), ("value-norm ‖α·v·W_o‖", "value-norm"),
                    ("rollout (encoder)", "rollout")]
-WEIGHTS_INFO = ("value-norm: α times how far the key's value moves the stream, per row renormalised (Kobayashi et "
-                "al. 2020); rollout: encoder attention multiplied up the layers with the residual, ½A + ½I (Abnar & "
-                "Zuidema 2020)")
+WEIGHTS_INFO = "value-norm: α × ‖v W_o‖, rows renormalised · rollout: ½A + ½I up the encoder's layers"

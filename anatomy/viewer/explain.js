@@ -166,7 +166,7 @@ export function whyShares(explain, payload, view, look) {
                   xaxis: {tickmode: "array", tickvals: x, ticktext: names, tickangle: -50,
                           title: {text: "step · emitted piece"}},
                   yaxis: {range: [0, 100], ticksuffix: " %", title: {text: "share of the evidence"}},
-                  legend: {orientation: "h", y: 1.12, x: 1, xanchor: "right"},
+                  legend: {orientation: "h", y: 1.02, yanchor: "bottom", x: 1, xanchor: "right"},
                   shapes: [{type: "rect", x0: s - 0.5, x1: s + 0.5, y0: 0, y1: 100, line: {color: "#111827", width: 2},
                             name: "step-frame"}]};
   return figure(look, [part(0, "source", SOURCE), part(1, "target prefix", PREFIX)], layout, 340,
@@ -353,7 +353,7 @@ export function whyAgreement(explain, payload, view, look) {
   const data = [bars(a.alpha, "attention α", "#6366f1")];
   if (a.valueNorm) data.push(bars(a.valueNorm, "value-norm weights", "#0d9488"));
   const layout = {barmode: "group", yaxis: {range: [-1.15, 1.15], title: {text: "Spearman's ρ"}, zeroline: true},
-                  legend: {orientation: "h", y: 1.12, x: 1, xanchor: "right"}};
+                  legend: {orientation: "h", y: 1.02, yanchor: "bottom", x: 1, xanchor: "right"}};
   return figure(look, data, layout, 320,
                 `Does attention agree? · step ${t + 1} → ${label(payload.pieces.output[t], 16)}: Spearman's ρ over ` +
                 `the ${a.words} source words between integrated gradients and each layer's mean cross-attention`,

@@ -151,20 +151,27 @@ def attribution_payload(a: Attribution) -> dict:
     return out
 
 
+def trace_key(trace: Trace) -> list:
+    """What an optional part is of, as the viewer checks it against the payload it would draw with: the direction,
+    the heads that were off, the source and output pieces (anything made from a trace depends on no more)."""
+    return [trace.settings.direction or "", trace.settings.heads_off, list(trace.source_tokens),
+            list(trace.output_tokens)]
+
+
 def norms_payload(norms: Norms) -> dict:
-    """The value norms as the viewer weighs attention with them (docs/payload.md, optional part `norms`): the output
-    pieces they are of, and per kind (L, h, T_k) ‖v_j W_o^h‖, 4 significant digits."""
-    return {"output": list(norms.of.output_tokens),
+    """The value norms as the viewer weighs attention with them (docs/payload.md, optional part `norms`): the trace
+    they are of (`trace_key`), and per kind (L, h, T_k) ‖v_j W_o^h‖, 4 significant digits."""
+    return {"of": trace_key(norms.of),
             "kinds": {kind.name: [[[float(f"{x:.4g}") for x in head] for head in layer]
                                   for layer in norms.norms[kind.name]] for kind in KINDS}}
 
 
 def explain_payload(explained: Explained) -> dict:
-    """Why each piece of a trace, as the viewer draws it (docs/payload.md, optional part `explain`): the output pieces
-    it explains, the logit lens, each method's attribution of every step (4 decimals), the source and prefix shares
+    """Why each piece of a trace, as the viewer draws it (docs/payload.md, optional part `explain`): the trace it
+    explains (`trace_key`), the logit lens, each method's attribution of every step (4 decimals), the source and prefix shares
     of each step from integrated gradients, and the contrast asked for, if any; ~35 KB for 20 words."""
     c = explained.contrast
-    return {"output": list(explained.of.output_tokens), "lens": lens_payload(explained.lens),
+    return {"of": trace_key(explained.of), "lens": lens_payload(explained.lens),
             "methods": {name: attribution_payload(a) for name, a in explained.attributions.items()},
             "shares": _rounded(explained.attributions["ig"].shares()),
             "contrast": None if c is None else {

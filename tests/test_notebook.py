@@ -83,7 +83,8 @@ def test_show_can_explain_and_the_page_carries_it(trace, entry, tiny_registry, t
         shown = notebook.show(source, entry, explain=True)
         assert shown.explained.of is shown.trace and shown.norms.of is shown.trace
         data = json.loads(html.unescape(re.search(r'id="anatomy-data">(.*?)</script>', shown.page(), re.S).group(1)))
-        assert data["explain"]["output"] == shown.trace.output_tokens and data["norms"] is not None
+        assert data["explain"]["of"][2:] == [shown.trace.source_tokens, shown.trace.output_tokens]
+        assert data["norms"] is not None
         assert shown.save(tmp_path / "why.html").read_text(encoding="utf-8") == shown.page()
     assert notebook.show(trace, entry).explained is None  # only when asked: it costs model passes
 

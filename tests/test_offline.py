@@ -303,7 +303,7 @@ def test_offline_why_this_word_and_value_norm_weights_travel_with_the_page(brows
 
     explained, norms = engine.explain(entry.cpu, trace), engine.value_norms(entry.cpu, trace)
     data = offline.payload(trace, entry, SENTENCE, [], explained=explained, norms=norms)
-    assert data["explain"]["output"] == trace.output_tokens and data["norms"]["output"] == trace.output_tokens
+    assert data["explain"]["of"][3] == trace.output_tokens and data["norms"]["of"] == data["explain"]["of"]
     assert offline.payload(trace, entry, SENTENCE, [], explained=engine.explain(entry.cpu, views.prefix(trace, 3)))[
         "explain"] is None  # another trace's explanation is never saved with this one
     path = offline.write(trace, entry, SENTENCE, [], tmp_path / "why.html", explained=explained, norms=norms).path

@@ -295,7 +295,7 @@ class Handlers:
             return gr.skip()
         return self._twin(i.run)
 
-    def explain(self, values: Inputs | dict, progress=gr.Progress()):
+    def explain_trace(self, values: Inputs | dict, progress=gr.Progress()):
         """Why the shown trace's pieces (run, explained): the logit lens and every step's attributions, when the Why
         this word tab opens (once per trace)."""
         i = Inputs.of(self.page, values)
@@ -507,7 +507,7 @@ class Handlers:
         if tab == Tab.HEADS and trace is not None:
             L, H, _ = views.shape(trace, view.kind)
             return {p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)}
-        if tab == Tab.WHY and trace is not None:  # made in the model's slot (explain, _made); the viewer draws it
+        if tab == Tab.WHY and trace is not None:  # made in the model's slot (explain_trace, _made); drawn by the viewer
             ready = i.explained is not None and i.explained.of is trace
             return {p.explain_data: explain_payload(i.explained) if ready else None}
         if tab == Tab.STATS and trace is not None:

@@ -13,7 +13,7 @@ from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
 
 from .figures import plot
-from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WEIGHTS_CHOICES, WEIGHTS_INFO, WHY_HELP
+from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WEIGHTS_CHOICES, WHY_HELP
 from .values import Tab
 
 # layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
@@ -359,8 +359,8 @@ def build_page(registry: ModelRegistry) -> Page:
                 with gr.Row():
                     display = gr.Radio([("heatmap", "heatmap"), ("lines", "lines"), ("softmax walk", "walk")],
                                        value=DISPLAYS[0], label="Show as", min_width=260, elem_id="display")
-                    weights = gr.Radio(WEIGHTS_CHOICES, value="attention", label="Weights", min_width=300,
-                                       elem_id="weights", info=WEIGHTS_INFO)
+                    weights = gr.Radio(WEIGHTS_CHOICES, value="attention", label="Weights (value-norm: α·‖v W_o‖; "
+                                       "rollout: encoder)", min_width=260, elem_id="weights")
                     walk_query = gr.Slider(1, 2, value=1, step=1, min_width=200, elem_id="walk-query",
                                            label="Walk query: source piece (encoder self-attention)")
                     # the decoder's walks: their query is the decoding step (app.js shows one of the two)

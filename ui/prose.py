@@ -57,6 +57,5 @@ WHY_HELP = ("**Why this word?** Attention says where a head looked, not what the
             "*Compare* to ask why this piece and not that one. Computed for every step when this tab opens.")
 
 # The attention views' weights: the softmax's own, or weighted by what each key moves, or rolled out (encoder).
-WEIGHTS_CHOICES = [("attention α", "attention"), ("value-norm ‖α·v·W_o‖", "value-norm"),
-                   ("rollout (encoder)", "rollout")]
-WEIGHTS_INFO = "value-norm: α × ‖v W_o‖, rows renormalised · rollout: ½A + ½I up the encoder's layers"
+# Short labels: the row holds them beside "Show as" at 1600 px; the figures' titles and docs/app.md say the rest.
+WEIGHTS_CHOICES = [("α", "attention"), ("value-norm", "value-norm"), ("rollout", "rollout")]

@@ -94,7 +94,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # Tabs: computed when opened; the untrained twin, head importance and why each piece only for their own tabs
     # (model passes), each kept in its state; the progress shows on the tab's first figure
     made_for = {Tab.COMPARE: (h.make_twin, p.twin, p.cmp_trained), Tab.IMPORTANCE: (h.judge, p.judged, p.importance),
-                Tab.WHY: (h.explain, p.explained, p.why_step)}
+                Tab.WHY: (h.explain_trace, p.explained, p.why_step)}
     gr.on([t.select for t in p.tabs if t.id not in made_for], h.open_tab, None, [p.tab], **DRAW).then(
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
     for tab in (t for t in p.tabs if t.id in made_for):

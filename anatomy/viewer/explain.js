@@ -5,7 +5,7 @@
 
 import {figure, kindOf} from "./figures.js";
 import {label, plainLabel} from "./labels.js";
-import {attention, headWeights, meanOf} from "./payload.js";
+import {attention, headWeights, meanOf, traceKey} from "./payload.js";
 import {hasNorms, weighted} from "./weights.js";
 import {axesOf} from "./words.js";
 
@@ -20,7 +20,7 @@ import {axesOf} from "./words.js";
  * @typedef {{layers: number, normed: boolean, tokens: string[][][], probs: number[][][]}} Lens  per decoder layer,
  *   per step, the top pieces and their probabilities
  * @typedef {{step: number, foil: string, asked: string, methods: Object<string, Method>}} Contrast
- * @typedef {{output: string[], lens: Lens, methods: Object<string, Method>, shares: number[][],
+ * @typedef {{of: Array, lens: Lens, methods: Object<string, Method>, shares: number[][],
  *   contrast: Contrast | null}} Explain
  * @typedef {{labels: string[], values: number[]}} Bars
  */
@@ -32,12 +32,11 @@ const sum = (values) => values.reduce((a, b) => a + b, 0);
 
 /**
  * The explanation, when it is of this payload's translation (the server sends it only when asked: an older
- * translation's would misname every step).
+ * translation's, or the same sentence's with other heads off, would be wrong at every step).
  * @param {Explain | null} explain
  * @param {TracePayload} payload
  */
-export const explainsPayload = (explain, payload) => !!explain &&
-  JSON.stringify(explain.output) === JSON.stringify(payload.pieces.output);
+export const explainsPayload = (explain, payload) => !!explain && JSON.stringify(explain.of) === traceKey(payload);
 
 const pieceLabel = (piece, plain, max) => plain ? label(plainLabel(piece), max) : label(piece, max);
 

@@ -54,6 +54,15 @@ export function decodeBase64(text) {
   return bytes;
 }
 
+/**
+ * What the payload's translation is, as the optional parts say what they are of (anatomy/payload.py `trace_key`):
+ * direction, heads off, source and output pieces.
+ * @param {TracePayload} payload
+ * @returns {string}
+ */
+export const traceKey = (payload) => JSON.stringify([payload.settings.direction || "", payload.settings.heads_off,
+                                                     payload.pieces.source, payload.pieces.output]);
+
 /** @type {WeakMap<Kind, Attention>} */
 const decoded = new WeakMap();
 

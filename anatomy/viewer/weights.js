@@ -4,12 +4,13 @@
 // rollout (Abnar & Zuidema 2020): layer l's rollout is Â_l Â_{l−1} … Â_1 with Â = ½ (mean of the heads) + ½ I.
 // Each returns an Attention as payload.js reads it, so every view draws it as it draws α. Pure: no DOM, no Plotly.
 
-import {attention} from "./payload.js";
+import {attention, traceKey} from "./payload.js";
 
 /**
  * @typedef {import("./payload.js").Attention} Attention
  * @typedef {import("./payload.js").TracePayload} TracePayload
- * @typedef {{output: string[], kinds: Object<string, number[][][]>}} Norms  per kind (L, h, T_k) ‖v_j W_o^h‖
+ * @typedef {{of: Array, kinds: Object<string, number[][][]>}} Norms  per kind (L, h, T_k) ‖v_j W_o^h‖, and the
+ *   translation they are of (payload.js `traceKey`)
  */
 
 export const WEIGHTS = ["attention", "value-norm", "rollout"];
@@ -20,12 +21,12 @@ const normsOf = new WeakMap();
 const made = new WeakMap();  // each payload kind's weighed attention, made once
 
 /**
- * Hands the viewer a translation's value norms; kept only for the payload whose output they are of.
+ * Hands the viewer a translation's value norms; kept only for the payload whose translation they are of.
  * @param {TracePayload | null} payload
  * @param {Norms | null} norms
  */
 export function setNorms(payload, norms) {
-  if (payload && norms && JSON.stringify(norms.output) === JSON.stringify(payload.pieces.output)) {
+  if (payload && norms && JSON.stringify(norms.of) === traceKey(payload)) {
     normsOf.set(payload, norms);
   }
 }

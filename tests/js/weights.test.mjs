@@ -28,11 +28,13 @@ test("rollout: ½A + ½I multiplied up the layers, worked by hand; every head of
 
 test("which weights a view shows: rollout only for the encoder, value norms only once at hand", () => {
   assert.ok(weighs("rollout", "encoder") && !weighs("rollout", "cross") && weighs("value-norm", "decoder"));
-  const payload = {pieces: {output: ["▁a", "</s>"]}, kinds: []};
+  const payload = {settings: {direction: "de-en", heads_off: ""}, pieces: {source: ["▁x", "</s>"],
+                                                                          output: ["▁a", "</s>"]}, kinds: []};
   assert.equal(shownWeights(payload, "cross", "value-norm"), "attention");
-  setNorms(payload, {output: ["▁b", "</s>"], kinds: {}}); // another translation's: not kept
+  setNorms(payload, {of: ["de-en", "", ["▁x", "</s>"], ["▁b", "</s>"]], kinds: {}}); // another translation's
+  setNorms(payload, {of: ["de-en", "cross:1.1", ["▁x", "</s>"], ["▁a", "</s>"]], kinds: {}}); // heads off then
   assert.ok(!hasNorms(payload));
-  setNorms(payload, {output: ["▁a", "</s>"], kinds: {}});
+  setNorms(payload, {of: ["de-en", "", ["▁x", "</s>"], ["▁a", "</s>"]], kinds: {}});
   assert.equal(shownWeights(payload, "cross", "value-norm"), "value-norm");
   assert.equal(shownWeights(payload, "cross", "rollout"), "attention");
   assert.equal(shownWeights(payload, "encoder", "rollout"), "rollout");

@@ -22,9 +22,7 @@ grad_ms=… ig_step_ms=… occlusion_ms=… step_ms=… ig_all_s=… explain_s=�
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -37,16 +35,6 @@ from benchmarks.common import default_checkpoint, languages, median_ms, sentence
 from transformer import Translator  # noqa: E402
 from transformer.explain import IG_STEPS, attribute  # noqa: E402
 from transformer.pieces import word_groups  # noqa: E402
-
-
-def median_s(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def measure(translator: Translator, text: str, repeats: int, path_steps: int, profile: bool) -> str:
@@ -69,8 +57,8 @@ def measure(translator: Translator, text: str, repeats: int, path_steps: int, pr
         with profiled() as prof:
             ig_all()
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
-    ig_all_s = median_s(ig_all, max(1, repeats // 2))
-    explain_s = median_s(lambda: engine.explain(translator, trace), max(1, repeats // 2))
+    ig_all_s = median_ms(ig_all, max(1, repeats // 2)) / 1000
+    explain_s = median_ms(lambda: engine.explain(translator, trace), max(1, repeats // 2)) / 1000
     lens_ms = median_ms(lambda: translator.logit_lens(trace), repeats)
     return (f"grad_ms={ms['grad']:.1f} ig_step_ms={ms['ig']:.1f} occlusion_ms={ms['occlusion']:.1f} "
             f"step_ms={step_ms:.1f} ig_all_s={ig_all_s:.3f} explain_s={explain_s:.3f} lens_ms={lens_ms:.1f} "

@@ -29,9 +29,8 @@ import torch
 from torch import Tensor
 
 from . import data
-from .checkpoint import CheckpointError
 from .head_mask import HeadMask
-from .heads import weights_sha256
+from .heads import opened, weights_sha256
 from .model import Transformer
 from .pieces import SPECIAL, word_groups
 from .translator import Translator, decoder_input
@@ -356,13 +355,10 @@ def main(argv: list[str] | None = None) -> Agreement:
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    translator, corpus = opened(args.checkpoint, args.corpus, args.data_root)
     try:
-        if not args.checkpoint.is_dir():
-            raise FileNotFoundError(f"checkpoint folder {args.checkpoint} does not exist")
-        corpus = data.parse_corpus(args.corpus, args.data_root)
-        translator = Translator.from_checkpoint(args.checkpoint, device="cpu")
         sources = data.read_lines(corpus.path, args.split, translator.checkpoint.source_lang)[:args.sentences]
-    except (ValueError, FileNotFoundError, CheckpointError) as err:
+    except (ValueError, FileNotFoundError) as err:
         raise SystemExit(f"error: {err}") from None
     print(f"{args.checkpoint} on {corpus.name} {args.split}: {len(sources)} sentences", flush=True)
     result = corpus_agreement(translator, sources, corpus.name, args.split, args.path_steps,

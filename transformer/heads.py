@@ -418,6 +418,18 @@ def corpus_heads(translator: Translator, corpus: str, split: str, sources: Seque
     return CorpusImportance(corpus, split, len(sources), raw, normalized, rank_by, *curves, seed, signature)
 
 
+def opened(checkpoint: Path, corpus: str, data_root: str | None,
+           device: str = "cpu") -> tuple[Translator, data.CorpusSpec]:
+    """A corpus command's checkpoint folder, loaded, and its corpus (`data.parse_corpus`); SystemExit saying why
+    when either cannot be read."""
+    try:
+        if not checkpoint.is_dir():
+            raise FileNotFoundError(f"checkpoint folder {checkpoint} does not exist")
+        return Translator.from_checkpoint(checkpoint, device=device), data.parse_corpus(corpus, data_root)
+    except (ValueError, FileNotFoundError, CheckpointError) as err:
+        raise SystemExit(f"error: {err}") from None
+
+
 def main(argv: list[str] | None = None) -> CorpusImportance:
     p = argparse.ArgumentParser(
         prog="python -m transformer.heads",
@@ -436,14 +448,11 @@ def main(argv: list[str] | None = None) -> CorpusImportance:
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    translator, corpus = opened(args.checkpoint, args.corpus, args.data_root, args.device)
+    ck = translator.checkpoint
     try:
-        if not args.checkpoint.is_dir():
-            raise FileNotFoundError(f"checkpoint folder {args.checkpoint} does not exist")
-        corpus = data.parse_corpus(args.corpus, args.data_root)
-        translator = Translator.from_checkpoint(args.checkpoint, device=args.device)
-        ck = translator.checkpoint
         sources, references = data.read_pairs(corpus.path, args.split, ck.source_lang, ck.target_lang)
-    except (ValueError, FileNotFoundError, CheckpointError) as err:
+    except (ValueError, FileNotFoundError) as err:
         raise SystemExit(f"error: {err}") from None
     n, c = min(args.sentences, len(sources)), translator.config
     print(f"{args.checkpoint} on {corpus.name} {args.split}: {n} sentences, "

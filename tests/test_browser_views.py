@@ -462,4 +462,13 @@ def test_why_this_word_opens_with_its_tab_follows_the_step_and_compares(page, ur
     page.locator("#why-compare").click()
     wait_title(page, "why-step", "and not “")
     assert requests  # the comparison is a model event
+    # a new translation with the tab open: its text first, then its explanation (a model event of its own)
+    before = page.evaluate("document.querySelector('#translation textarea').value")
+    page.get_by_label("Source text").fill("Ein Hund schläft.")
+    page.get_by_role("button", name="Translate", exact=True).click()
+    page.wait_for_function("b => document.querySelector('#translation textarea').value !== b", arg=before)
+    wait_title(page, "lens-step", "Logit lens at step ")
+    steps = int(page.locator("#step input[type=number]").input_value())
+    wait_title(page, "why-step", f"at step {steps}?")
+    assert "Hund" in page.evaluate("document.querySelector('#why-step .js-plotly-plot').layout.xaxis.ticktext.join(' ')")
     assert not page.errors, page.errors

@@ -91,9 +91,10 @@ def test_the_why_tab_draws_what_its_model_event_made(tiny):
     choice (the greedy trace's top 1)."""
     p = tiny.page
     run = run_of(tiny, max_new=6)
-    made = tiny.explain_trace(Inputs(run=run))
+    made = tiny.explain_trace(Inputs(run=run, tab=Tab.WHY))
     assert isinstance(made, Explained) and made.of is run.trace and set(made.attributions) == set(METHODS)
-    assert tiny.explain_trace(Inputs(run=run, explained=made)) == gr.skip()
+    assert tiny.explain_trace(Inputs(run=run, explained=made, tab=Tab.WHY)) == gr.skip()
+    assert tiny.explain_trace(Inputs(run=run)) == gr.skip()  # another tab open: nothing to make
     data = tiny.tab_view(Inputs(run=run, explained=made, tab=Tab.WHY, settings=PageSettings(key="de-en")))
     part = data[p.explain_data]
     L, T = tiny.registry.get("de-en").config.n_decoder_layers, len(run.trace.output_ids)

@@ -100,8 +100,6 @@ class Handlers:
             out[p.twin] = self._twin(new)
         if i.tab == Tab.IMPORTANCE:
             out[p.judged] = self._judged(new, i.judged)
-        if i.tab == Tab.WHY and not new.replay:
-            out[p.explained] = self._explained(new)
         return {**out, **self._page_of(i, out)}
 
     def _page_of(self, i: Inputs, made: dict) -> dict:
@@ -296,10 +294,12 @@ class Handlers:
         return self._twin(i.run)
 
     def explain_trace(self, values: Inputs | dict, progress=gr.Progress()):
-        """Why the shown trace's pieces (run, explained): the logit lens and every step's attributions, when the Why
-        this word tab opens (once per trace)."""
+        """Why the shown trace's pieces (run, explained, tab): the logit lens and every step's attributions, when the
+        Why this word tab opens, or a new translation is shown while it is open (once per trace; seconds, so a model
+        event of its own after the translation's, which the page shows first)."""
         i = Inputs.of(self.page, values)
-        if i.run is None or i.run.replay or (i.explained is not None and i.explained.of is i.run.trace):
+        if i.tab != Tab.WHY or i.run is None or i.run.replay or \
+                (i.explained is not None and i.explained.of is i.run.trace):
             return gr.skip()
         return self._explained(i.run, lambda done, steps: progress(
             done / steps, desc=f"Integrated gradients: {done} of {steps} steps"))

@@ -67,16 +67,24 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.walk_btn.click(h.walk, {p.run, p.vectors, *controls}, [p.vectors, p.walk_data], **MODEL)
     p.norms_btn.click(h.weigh, {p.run, p.norms}, [p.norms, p.norms_data], **MODEL)
 
+    def explained_after(event) -> None:
+        """Why this word of a new Run, when its tab is open: seconds of model passes, so an event of its own after
+        the Run's (whose translation the page shows first), its progress on the tab's first figure."""
+        event.then(h.explain_trace, {p.run, p.explained, p.tab}, [p.explained], **MODEL,
+                   show_progress_on=[p.why_step]).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
+
     streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
-    gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL)
+    explained_after(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL))
     p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
-    p.force_btn.click(h.force, {p.run, p.forced, p.tab, p.judged, p.direction, *controls}, made, **MODEL)
-    p.candidates.select(h.candidate, {p.run, p.tab, p.judged, p.direction, *controls}, made, **MODEL)
+    explained_after(p.force_btn.click(h.force, {p.run, p.forced, p.tab, p.judged, p.direction, *controls}, made,
+                                      **MODEL))
+    explained_after(p.candidates.select(h.candidate, {p.run, p.tab, p.judged, p.direction, *controls}, made,
+                                        **MODEL))
     if p.examples is not None:
-        p.examples.load_input_event.then(h.example_settings, [p.direction],
-                                         [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
-                                          p.merge, p.hide, p.display, p.kind_help], **DRAW).then(
-            h.translate_page, asked, streamed, **MODEL)
+        explained_after(p.examples.load_input_event.then(
+            h.example_settings, [p.direction], [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
+                                                p.merge, p.hide, p.display, p.kind_help], **DRAW).then(
+            h.translate_page, asked, streamed, **MODEL))
 
     # The viewer draws on any change of its data or of a view control, a visitor's or a handler's: in the browser. A
     # view change hands over only the controls' values (the data would be gathered and compared on each).
@@ -99,7 +107,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
         h.tab_view, tab_inputs, tab_outputs, **DRAW)
     for tab in (t for t in p.tabs if t.id in made_for):
         make, state, shown_on = made_for[tab.id]
-        tab.select(h.open_tab, None, [p.tab], **DRAW).then(make, {p.run, state}, [state], **MODEL,
+        tab.select(h.open_tab, None, [p.tab], **DRAW).then(make, {p.run, state, p.tab}, [state], **MODEL,
                                                            show_progress_on=[shown_on]).then(
             h.tab_view, tab_inputs, tab_outputs, **DRAW)
     # why the step's piece and not another: a model pass for the step
@@ -113,12 +121,15 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     ablate = {p.heads_off, p.vectors, *tab_inputs}
     # the progress shows where the model events show it (their one visible output), not on every figure
     ablated = dict(MODEL, outputs=made, show_progress_on=[p.run_info])
-    p.heads_off.input(h.ablate, ablate, **ablated)
+    explained_after(p.heads_off.input(h.ablate, ablate, **ablated))
     # a click far below the view: the comparison comes to where the visitor looks
-    p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
-                        js="(off, clicked) => [off, window.anatomy.clickedHead]").then(h.ablate, ablate, **ablated) \
-        .success(None, js=js("echo('ablation')"))
-    p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate, ablate, **ablated)
+    toggled = p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
+                                  js="(off, clicked) => [off, window.anatomy.clickedHead]").then(h.ablate, ablate,
+                                                                                                **ablated)
+    toggled.success(None, js=js("echo('ablation')"))
+    explained_after(toggled)
+    explained_after(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate, ablate,
+                                                                                           **ablated))
 
     demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,
                                   p.beam, p.max_new, p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display,

@@ -210,6 +210,9 @@ def test_input_x_gradient_of_every_step_at_once_equals_one_backward_pass_per_ste
         np.testing.assert_allclose(got.prefix[t], (tgt * g_tgt).sum(-1)[0].detach().numpy(), rtol=1e-4, atol=1e-6)
         assert got.score[t] == pytest.approx(float(log_p), abs=1e-5)
     assert np.all(got.prefix[np.triu_indices(len(tgt_ids), 1)] == 0)  # the mask hides later pieces
+    one = attribute(translator, trace.source_ids, trace.output_ids, "grad", steps=[3])  # one seed: no batching
+    np.testing.assert_allclose(one.source[0], got.source[3], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(one.prefix[0], got.prefix[3], rtol=1e-4, atol=1e-6)
 
 
 def test_contrastive_attribution_is_the_difference_of_the_two_pieces_attributions(folders):

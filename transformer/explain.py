@@ -186,6 +186,8 @@ def _gradients(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced: Tenso
         index, n = torch.tensor(steps, device=end.device), len(steps)
         seeds = end.new_zeros(n, *end.shape)  # (n, B, T, d): seed i is ∂f_t/∂stream at t = steps[i] only
         seeds[torch.arange(n), :, index] = d_end[:, index].transpose(0, 1)
+        if n == 1:  # one seed: a plain backward pass (vmap's batching costs more than it saves here)
+            return tuple(g[None] for g in torch.autograd.grad(stream, (e_src, e_tgt), seeds[0]))
         g_src, g_tgt = torch.autograd.grad(stream, (e_src, e_tgt), seeds, is_grads_batched=True)
     return g_src, g_tgt
 

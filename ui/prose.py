@@ -54,7 +54,8 @@ WHY_HELP = ("**Why this word?** Attention says where a head looked, not what the
             "baseline), **input × gradient** (the first-order part of that) or **occlusion** (the change when one "
             "source word is set to the baseline: source words only). Red raised the piece, blue lowered it. Pick "
             "the step with the step slider or ← / →; type a word (or leave it empty for the step's runner-up) and "
-            "*Compare* to ask why this piece and not that one. Computed for every step when this tab opens.")
+            "*Compare* to ask why this piece and not that one. Computed for every step when this tab opens, and "
+            "after each new translation while it is open.")
 
 # The attention views' weights: the softmax's own, or weighted by what each key moves, or rolled out (encoder).
 # Short labels: the row holds them beside "Show as" at 1600 px; the figures' titles and docs/app.md say the rest.

@@ -12,7 +12,7 @@ from typing import Callable, Iterator
 
 import torch
 
-from transformer import HeadMask, HeadVectors, Step, Trace, Translator
+from transformer import HeadMask, HeadVectors, LogitLens, Step, Trace, Translator
 from transformer import explain as explanation
 from transformer.explain import Attribution
 from transformer.checkpoint import Checkpoint, load as load_checkpoint
@@ -130,9 +130,15 @@ def explain(translator: Translator, trace: Trace,
     """Why the model wrote each piece of a trace, from the model that made it with the heads that were off then:
     the logit lens (top 5) and every step's attribution by each method; `progress(done, steps)` as integrated
     gradients, the longest, goes."""
-    return Explained(trace, translator.logit_lens(trace, 5, trace_mask(translator, trace)),
+    return Explained(trace, logit_lens(translator, trace),
                      {method: attribution(translator, trace, method, progress=progress if method == "ig" else None)
-                      for method in ("ig", "grad", "occlusion")})
+                      for method in explanation.METHODS})
+
+
+def logit_lens(translator: Translator, trace: Trace) -> LogitLens:
+    """What each decoder layer would predict at each step of a trace (top 5), from the model that made it with the
+    heads that were off then."""
+    return translator.logit_lens(trace, 5, trace_mask(translator, trace))
 
 
 def attribution(translator: Translator, trace: Trace, method: str, *, steps: list[int] | None = None,

@@ -458,12 +458,20 @@ class Transformer(nn.Module):
                          head_mask: HeadMask | None = None) -> list[Tensor]:
         """`decoder_streams` of unpadded sentences given as their pieces' embedding rows, (B, S, d_model) and
         (B, T, d_model), before the ×√d_model scale and the positional encoding: what attributions differentiate."""
-        x, _ = self._encoder_stack(self._positioned(src_vectors), None, False, head_mask=head_mask)
-        memory = x if self.encoder_norm is None else self.encoder_norm(x)
         streams: list[Tensor] = []
-        self._decoder_stack(self._positioned(tgt_vectors), memory, causal_mask(tgt_vectors.size(1), memory.device),
-                            None, False, head_mask=head_mask, streams=streams)
+        self._teacher_forced(src_vectors, tgt_vectors, head_mask, streams)
         return streams
+
+    def _teacher_forced(self, src_vectors: Tensor, tgt_vectors: Tensor, head_mask: HeadMask | None = None,
+                        streams: list[Tensor] | None = None) -> dict[str, list[Attention]]:
+        """Both stacks over unpadded sentences given as embedding rows (`embedded_streams`), without weights: every
+        attention sublayer at work, by kind name; `streams`, when given, gets the decoder's stream after each layer."""
+        x, encoder = self._encoder_stack(self._positioned(src_vectors), None, False, head_mask=head_mask)
+        memory = x if self.encoder_norm is None else self.encoder_norm(x)
+        _, decoder, cross = self._decoder_stack(self._positioned(tgt_vectors), memory,
+                                                causal_mask(tgt_vectors.size(1), memory.device), None, False,
+                                                head_mask=head_mask, streams=streams)
+        return {ENCODER.name: encoder, DECODER.name: decoder, CROSS.name: cross}
 
     def lens_logits(self, stream: Tensor) -> Tensor:
         """Next-piece logits read off a decoder stream: through the final norm where the model has one (pre-LN), then
@@ -490,15 +498,11 @@ class Transformer(nn.Module):
                                                        True, layers=layer + 1, head_mask=head_mask)
         return (self_attn if spec == DECODER else cross_attn)[layer]
 
-    def attentions(self, src_ids: Tensor, tgt_ids: Tensor, head_mask: HeadMask | None = None) -> dict[str, list]:
+    def attentions(self, src_ids: Tensor, tgt_ids: Tensor,
+                   head_mask: HeadMask | None = None) -> dict[str, list[Attention]]:
         """Every attention sublayer at work in a teacher-forced pass over one unpadded sentence pair (1, S), (1, T),
         by kind name, a list of `Attention` (without weights) per layer: the q, k, v behind all the trace's maps."""
-        x, encoder = self._encoder_stack(self._embed(src_ids, self.embedding), None, False, head_mask=head_mask)
-        memory = x if self.encoder_norm is None else self.encoder_norm(x)
-        y = self._embed(tgt_ids, self.tgt_embedding or self.embedding)
-        _, decoder, cross = self._decoder_stack(y, memory, causal_mask(tgt_ids.size(1), tgt_ids.device), None, False,
-                                                head_mask=head_mask)
-        return {ENCODER.name: encoder, DECODER.name: decoder, CROSS.name: cross}
+        return self._teacher_forced(self.embedding(src_ids), (self.tgt_embedding or self.embedding)(tgt_ids), head_mask)
 
     def output_projections(self, kind: str) -> list[Tensor]:
         """W_o of the attention kind named `kind`, per layer: (d_model, h·d_k), head h's columns h·d_k … (h+1)·d_k."""

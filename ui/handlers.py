@@ -16,7 +16,6 @@ import time
 from typing import Callable, Mapping
 
 import anyio
-import numpy as np
 
 import gradio as gr
 
@@ -26,7 +25,7 @@ from anatomy import (ablation_views, architecture_views, attention_views, engine
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
 from anatomy.payload import (attribution_payload, explain_payload, lens_payload, norms_payload, positional,
-                             trace_payload)
+                             shares_payload, trace_payload)
 from anatomy.registry import ModelRegistry
 from anatomy.run import Ablation, Explained, Judged, Run, StopSignal, Twin, Vectors
 from transformer import HeadVectors, Trace, Translator
@@ -770,9 +769,9 @@ class Handlers:
             found = engine.attribution(translator, trace, attribution)
             out = {"source_pieces": list(trace.source_tokens), "decoder_input_pieces": list(trace.target_tokens),
                    "output_pieces": list(trace.output_tokens), "method": attribution, **attribution_payload(found),
-                   "lens": lens_payload(translator.logit_lens(trace, 5, engine.trace_mask(translator, trace)))}
+                   "lens": lens_payload(engine.logit_lens(translator, trace))}
             if attribution == "ig":
-                out["shares"] = np.round(found.shares(), 4).tolist()
+                out["shares"] = shares_payload(found)
             return trace.text, " ".join(notices), out
         except Exception as err:  # the API never raises: it says what went wrong
             return "", f"Explanation failed: {type(err).__name__}: {err}", None

@@ -103,8 +103,10 @@ export function shownMatrix(payload, view) {
   const s = view.merge ? mergedWords(shown, axes) : shown;
   const tokens = axisTokens(axes, view.merge, view.plain);
   return {w: s.w, hidden: s.hidden, queries: tokens.queries, keys: tokens.keys, rows: axes.rows,
-          caption: captionOf(payload, view.kind, view, H)};
+          caption: captionOf(payload, view.kind, view, headsOf(view, H))};
 }
+
+const headsOf = (view, H) => view.head === MEAN ? `mean of ${H} heads` : `head ${view.head}`;
 
 /**
  * What a view of one layer shows, in words: "layer 3, mean of 4 heads", "layer 2, head 1 · value-norm weights",
@@ -112,12 +114,12 @@ export function shownMatrix(payload, view) {
  * @param {TracePayload} payload
  * @param {string} name  the kind
  * @param {View & {weights?: string}} view
- * @param {number} H
+ * @param {string} shownHeads  which heads: "mean of 4 heads", "head 2"
  */
-export function captionOf(payload, name, view, H) {
+function captionOf(payload, name, view, shownHeads) {
   const shown = shownWeights(payload, name, view.weights);
   if (shown === "rollout") return `layer ${view.layer}, rollout of layers 1–${view.layer}`;
-  const heads = `layer ${view.layer}, ` + (view.head === MEAN ? `mean of ${H} heads` : `head ${view.head}`);
+  const heads = `layer ${view.layer}, ${shownHeads}`;
   if (shown === "value-norm") return `${heads} · value-norm weights`;
   if (view.weights === "rollout" && !weighs("rollout", name)) return `${heads} · α (rollout: encoder only)`;
   return view.weights === "value-norm" ? `${heads} · α (no value norms for this translation)` : heads;
@@ -233,10 +235,7 @@ export function lines(payload, view, look) {
     return view.merge ? mergedWords(s, axes) : s;
   });
   const {queries, keys} = axisTokens(axes, view.merge, view.plain), hidden = each[0].hidden;
-  const weighed = captionOf(payload, view.kind, view, H).split(" · ").slice(1);
-  const caption = shownWeights(payload, view.kind, view.weights) === "rollout"
-    ? `layer ${view.layer}, rollout of layers 1–${view.layer}`
-    : [`layer ${view.layer}, ` + (heads.length > 1 ? `all ${H} heads` : `head ${heads[0]}`), ...weighed].join(" · ");
+  const caption = captionOf(payload, view.kind, view, heads.length > 1 ? `all ${H} heads` : `head ${heads[0]}`);
   const title = `${kind.title} · ${caption} · lines` + (view.merge ? " · words" : "") +
                 (view.hide ? look.hide_title : "");
   const note = emptyNote(hidden, queries, view.hide);
@@ -354,7 +353,8 @@ export function stepRow(payload, view, name, t) {
     keys = keys.map(plainLabel);
   }
   const query = [payload.pieces.target[t], payload.pieces.output[t]];
-  return {row, keys, query: view.plain ? query.map(plainLabel) : query, caption: captionOf(payload, name, view, H)};
+  return {row, keys, query: view.plain ? query.map(plainLabel) : query,
+          caption: captionOf(payload, name, view, headsOf(view, H))};
 }
 
 /**

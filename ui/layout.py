@@ -76,6 +76,7 @@ class Page:
     norms: gr.State  # anatomy.run.Norms | None: the shown translation's value norms, once a view asked for them
     norms_data: gr.JSON  # for the viewer: those norms (anatomy.payload.norms_payload)
     norms_btn: gr.Button  # clicked by the viewer when a view shows value-norm weights it has not got
+    explain_btn: gr.Button  # clicked by app.js after a new translation while Why this word is open
     # header
     presenter: gr.Checkbox
     export_figure: gr.Dropdown  # the elem_id of the figure to export
@@ -384,6 +385,7 @@ def build_page(registry: ModelRegistry) -> Page:
             clicked_head = gr.Textbox(visible=False)
             walk_btn = gr.Button("walk", elem_id="walk-ask", elem_classes=["anatomy-offscreen"])
             norms_btn = gr.Button("norms", elem_id="norms-ask", elem_classes=["anatomy-offscreen"])
+            explain_btn = gr.Button("explain", elem_id="explain-ask", elem_classes=["anatomy-offscreen"])
 
     examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
     with gr.Row(elem_classes=["anatomy-controls"]):
@@ -508,7 +510,7 @@ def build_page(registry: ModelRegistry) -> Page:
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
                 link=gr.State(None), judged=gr.State(None), vectors=gr.State(None), explained=gr.State(None),
-                norms=gr.State(None), norms_data=norms_data, norms_btn=norms_btn, weights=weights,
+                norms=gr.State(None), norms_data=norms_data, norms_btn=norms_btn, explain_btn=explain_btn, weights=weights,
                 replay=gr.State(0),
                 trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
                 presenter=presenter, export_figure=export_figure,

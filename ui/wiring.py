@@ -67,11 +67,14 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.walk_btn.click(h.walk, {p.run, p.vectors, *controls}, [p.vectors, p.walk_data], **MODEL)
     p.norms_btn.click(h.weigh, {p.run, p.norms}, [p.norms, p.norms_data], **MODEL)
 
+    # Why this word of a new Run, when its tab is open: seconds of model passes, so an event of its own after the
+    # Run's (whose translation the page shows first), asked by app.js only while the tab is open (a closed tab adds
+    # no event to a translation), its progress on the tab's first figure.
+    p.explain_btn.click(h.explain_trace, {p.run, p.explained, p.tab}, [p.explained], **MODEL,
+                        show_progress_on=[p.why_step]).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
+
     def explained_after(event) -> None:
-        """Why this word of a new Run, when its tab is open: seconds of model passes, so an event of its own after
-        the Run's (whose translation the page shows first), its progress on the tab's first figure."""
-        event.then(h.explain_trace, {p.run, p.explained, p.tab}, [p.explained], **MODEL,
-                   show_progress_on=[p.why_step]).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
+        event.then(None, js=js("explainIfOpen()"), show_progress="hidden", api_visibility="private")
 
     streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
     explained_after(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL))

@@ -337,6 +337,13 @@
         document.body.appendChild(a); a.click(); a.remove();
       });
     },
+    // A new translation while Why this word is open: ask for its explanation (a model event, only then: a closed
+    // tab sends the server nothing).
+    explainIfOpen() {
+      if (document.querySelector('#why-step .anatomy-plot')?.offsetParent) {
+        document.querySelector('#explain-ask')?.click();
+      }
+    },
     // A click far below that opened a head in the large view: the view comes into sight, with a flash.
     reveal(id) {
       const el = document.getElementById(id);

@@ -130,9 +130,7 @@ def explain(translator: Translator, trace: Trace,
     """Why the model wrote each piece of a trace, from the model that made it with the heads that were off then:
     the logit lens (top 5) and every step's attribution by each method; `progress(done, steps)` as integrated
     gradients, the longest, goes."""
-    return Explained(trace, logit_lens(translator, trace),
-                     {method: attribution(translator, trace, method, progress=progress if method == "ig" else None)
-                      for method in explanation.METHODS})
+    return Explained(trace, logit_lens(translator, trace), attributions(translator, trace, progress=progress))
 
 
 def logit_lens(translator: Translator, trace: Trace) -> LogitLens:
@@ -145,9 +143,16 @@ def attribution(translator: Translator, trace: Trace, method: str, *, steps: lis
                 foil: int | None = None, progress: Callable[[int, int], None] | None = None) -> Attribution:
     """`method`'s attribution (transformer.explain.METHODS) of a trace's steps (all when None), from the model that
     made it with the heads that were off then; occlusion by the source's words as the views merge them."""
-    return explanation.attribute(translator, trace.source_ids, trace.output_ids, method, steps=steps, foil=foil,
-                                 words=word_groups(trace.source_tokens) if method == "occlusion" else None,
-                                 head_mask=trace_mask(translator, trace), progress=progress)
+    return attributions(translator, trace, (method,), steps=steps, foil=foil, progress=progress)[method]
+
+
+def attributions(translator: Translator, trace: Trace, methods: tuple[str, ...] = tuple(explanation.METHODS), *,
+                 steps: list[int] | None = None, foil: int | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, Attribution]:
+    """`attribution` by each of `methods`, the gradient methods from one set of passes (`progress` as they go)."""
+    return explanation.attributions(translator, trace.source_ids, trace.output_ids, methods, steps=steps, foil=foil,
+                                    words=word_groups(trace.source_tokens), head_mask=trace_mask(translator, trace),
+                                    progress=progress)
 
 
 def value_norms(translator: Translator, trace: Trace) -> Norms:
@@ -190,5 +195,4 @@ def contrast(translator: Translator, trace: Trace, step: int, asked: str) -> Con
         raise ValueError(f"“{asked}” starts with the piece the model wrote, {trace.output_tokens[step]}: "
                          "type another word")
     return Contrast(step, translator.tokenizer.pieces([foil])[0], asked,
-                    {method: attribution(translator, trace, method, steps=[step], foil=foil)
-                     for method in explanation.METHODS})
+                    attributions(translator, trace, steps=[step], foil=foil))

@@ -7,7 +7,8 @@ median of --repeats after a warm-up, in milliseconds unless named _s:
   grad_ms        input × gradient of one step (the middle one)
   ig_step_ms     integrated gradients of that step, --path-steps points on the path (default 16)
   occlusion_ms   occlusion of that step, every source word
-  step_ms        the three together: what one step costs
+  step_ms        the three at once, as Compare computes them (input × gradient rides on the integrated
+                 gradients' passes): what one step costs
   ig_all_s       integrated gradients of every step at once (batched, as the tab computes it)
   explain_s      everything the tab's model event makes: every step by all three methods and the lens
   lens_ms        the logit lens of the whole translation
@@ -33,7 +34,7 @@ if not __package__:  # run as a file (python benchmarks/explain.py): put the rep
 from anatomy import engine  # noqa: E402
 from benchmarks.common import default_checkpoint, languages, median_ms, sentence  # noqa: E402
 from transformer import Translator  # noqa: E402
-from transformer.explain import IG_STEPS, attribute  # noqa: E402
+from transformer.explain import IG_STEPS, attribute, attributions  # noqa: E402
 from transformer.pieces import word_groups  # noqa: E402
 
 
@@ -46,7 +47,8 @@ def measure(translator: Translator, text: str, repeats: int, path_steps: int, pr
            "ig": lambda: attribute(translator, *ids, "ig", steps=step, path_steps=path_steps),
            "occlusion": lambda: attribute(translator, *ids, "occlusion", steps=step, words=words)}
     ms = {name: median_ms(fn, repeats) for name, fn in one.items()}
-    step_ms = median_ms(lambda: [fn() for fn in one.values()], repeats)
+    step_ms = median_ms(lambda: attributions(translator, *ids, steps=step, path_steps=path_steps, words=words),
+                        repeats)
 
     def ig_all():
         return attribute(translator, *ids, "ig", path_steps=path_steps)

@@ -16,7 +16,7 @@ from tests import viewer
 from tests.app_fixtures import run_of
 from tests.viewer import needs_node
 from transformer import Translator, checkpoint
-from transformer.explain import METHODS, attribute
+from transformer.explain import METHODS, attribute, attributions
 from transformer.translator import decoder_input
 from ui.values import Inputs, PageSettings, Tab
 from viz.text import label
@@ -213,6 +213,28 @@ def test_input_x_gradient_of_every_step_at_once_equals_one_backward_pass_per_ste
     one = attribute(translator, trace.source_ids, trace.output_ids, "grad", steps=[3])  # one seed: no batching
     np.testing.assert_allclose(one.source[0], got.source[3], rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(one.prefix[0], got.prefix[3], rtol=1e-4, atol=1e-6)
+
+
+def test_the_three_methods_at_once_equal_each_method_alone(folders):
+    """Input × gradient rides on integrated gradients' passes (the input is one more point on the path): the shared
+    passes give what each method gives alone, for some steps and against a foil too."""
+    translator, trace = _tiny_trace(folders)
+    words = word_groups(trace.source_tokens)
+    for steps, foil in ((None, None), ([4, 1], trace.top_k[1][1].id)):
+        both = attributions(translator, trace.source_ids, trace.output_ids, steps=steps, foil=foil, path_steps=8,
+                            words=words)
+        assert list(both) == list(METHODS)
+        for method, got in both.items():
+            alone = attribute(translator, trace.source_ids, trace.output_ids, method, steps=steps, foil=foil,
+                              path_steps=8, words=words if method == "occlusion" else None)
+            assert got.steps == alone.steps and got.path_steps == alone.path_steps and got.foil == foil
+            for part in ("source", "prefix", "score", "baseline"):
+                a, b = getattr(got, part), getattr(alone, part)
+                assert (a is None) == (b is None), part
+                if a is not None:
+                    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"{method} {part}")
+    with pytest.raises(ValueError, match="unknown attribution method 'lime'"):
+        attributions(translator, trace.source_ids, trace.output_ids, ("grad", "lime"))
 
 
 def test_contrastive_attribution_is_the_difference_of_the_two_pieces_attributions(folders):

@@ -108,8 +108,21 @@ def attribute(translator: Translator, source_ids: Sequence[int], output_ids: Seq
     """`method`'s attribution of the output pieces at `steps` (all when None) of a teacher-forced pass over one
     sentence pair; `words` (occlusion only): the source pieces of each word, each piece in one; `progress(done,
     steps)` after each batch of steps (the gradient methods)."""
-    if method not in METHODS:
-        raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
+    return attributions(translator, source_ids, output_ids, (method,), steps=steps, foil=foil,
+                        path_steps=path_steps, words=words, head_mask=head_mask, progress=progress)[method]
+
+
+def attributions(translator: Translator, source_ids: Sequence[int], output_ids: Sequence[int],
+                 methods: Sequence[str] = tuple(METHODS), *, steps: Sequence[int] | None = None,
+                 foil: int | None = None, path_steps: int = IG_STEPS, words: Sequence[Sequence[int]] | None = None,
+                 head_mask: HeadMask | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, Attribution]:
+    """`attribute` by each of `methods`; input × gradient and integrated gradients share their passes (the input
+    itself is one more point on the path)."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ValueError(f"unknown attribution method {unknown[0] if unknown else None!r}; "
+                         f"choose one of {', '.join(METHODS)}")
     T = len(output_ids)
     steps = tuple(range(T)) if steps is None else tuple(int(t) for t in steps)
     if not steps or not all(0 <= t < T for t in steps):
@@ -117,6 +130,11 @@ def attribute(translator: Translator, source_ids: Sequence[int], output_ids: Seq
     model, config = translator.model, translator.config
     if foil is not None and not 0 <= foil < config.vocab_size:
         raise ValueError(f"the foil must be a piece id below {config.vocab_size}; got {foil}")
+    if "occlusion" in methods and words is None:
+        raise ValueError("occlusion needs the source's words (the pieces of each)")
+    m = path_steps if "ig" in methods else 0
+    if "ig" in methods and m < 1:
+        raise ValueError(f"integrated gradients needs at least 1 step on its path; got {m}")
     device, mask = translator.device, None if head_mask is None else head_mask.to(translator.device)
     src = torch.tensor([list(source_ids)], device=device)
     tgt = torch.tensor([decoder_input(list(output_ids), config.decoder_start_id)], device=device)
@@ -124,37 +142,52 @@ def attribute(translator: Translator, source_ids: Sequence[int], output_ids: Seq
     with torch.no_grad():
         e_src = model.embedding(src).float()  # (1, S, d_model)
         e_tgt = (model.tgt_embedding or model.embedding)(tgt).float()  # (1, T, d_model)
-    if method == "occlusion":
-        if words is None:
-            raise ValueError("occlusion needs the source's words (the pieces of each)")
-        return _occlusion(model, e_src, e_tgt, produced, foil, steps, words, mask)
-    m = path_steps if method == "ig" else 1
-    if m < 1:
-        raise ValueError(f"integrated gradients needs at least 1 step on its path; got {m}")
-    # input × gradient is the gradient at the input itself; integrated gradients the mean at the path's midpoints
-    alphas = torch.ones(1, device=device) if method == "grad" else (torch.arange(m, device=device) + 0.5) / m
-    source, prefix = [], []
+    found = {}
+    if "ig" in methods or "grad" in methods:
+        found.update(_gradient_methods(model, e_src, e_tgt, produced, foil, steps, m, mask, progress))
+    if "occlusion" in methods:
+        found["occlusion"] = _occlusion(model, e_src, e_tgt, produced, foil, steps, words, mask)
+    return {method: found[method] for method in methods}
+
+
+def _gradient_methods(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced: Tensor, foil: int | None,
+                      steps: tuple[int, ...], m: int, mask: HeadMask | None,
+                      progress: Callable[[int, int], None] | None) -> dict[str, Attribution]:
+    """Input × gradient and, when m > 0, integrated gradients at m points, from one set of passes: the path's
+    midpoints and the input (input × gradient's gradient, and f) are one batch."""
+    T = produced.size(1)
+    alphas = torch.cat([(torch.arange(m, device=e_src.device) + 0.5) / m, torch.ones(1, device=e_src.device)])
+    parts: dict[str, tuple[list[Tensor], list[Tensor]]] = {"ig": ([], []), "grad": ([], [])}
+    scores = []
     # steps in order, a few at a time: each batch's pass reads the prefix only up to its last step
     order = sorted(set(steps))
-    chunk = max(1, min(_BATCH // m, _CHUNK))
+    chunk = max(1, min(_BATCH // (m + 1), _CHUNK))
     for start in range(0, len(order), chunk):
         part = order[start:start + chunk]
         end = part[-1] + 1
-        g_src, g_tgt = _gradients(model, alphas[:, None, None] * e_src, alphas[:, None, None] * e_tgt[:, :end],
-                                  produced, foil, part, mask)  # (n, m, S, d), (n, m, end, d)
-        source.append((e_src * g_src.mean(1)).sum(-1))  # (n, S)
-        prefix.append(torch.nn.functional.pad((e_tgt[:, :end] * g_tgt.mean(1)).sum(-1), (0, T - end)))  # (n, T)
+        g_src, g_tgt, f = _gradients(model, alphas[:, None, None] * e_src, alphas[:, None, None] * e_tgt[:, :end],
+                                     produced, foil, part, mask)  # (n, m + 1, S, d), (n, m + 1, end, d), (m + 1, n)
+        for method, at in (("ig", slice(0, m)), ("grad", slice(m, m + 1)))[m == 0:]:
+            parts[method][0].append((e_src * g_src[:, at].mean(1)).sum(-1))  # (n, S)
+            parts[method][1].append(torch.nn.functional.pad((e_tgt[:, :end] * g_tgt[:, at].mean(1)).sum(-1),
+                                                            (0, T - end)))  # (n, T)
+        scores.append(f[-1])
         if progress is not None:
             progress(start + len(part), len(order))
     row = {t: i for i, t in enumerate(order)}
     rows = [row[t] for t in steps]
-    ends = torch.stack([torch.zeros_like(alphas[0]), torch.ones_like(alphas[0])])  # the baseline, the input
-    f = _scores(model, ends[:, None, None] * e_src, ends[:, None, None] * e_tgt[:, :max(steps) + 1], produced,
-                foil, steps, mask).cpu().numpy().astype(np.float64)  # (2, n)
-    prefix_parts = torch.cat(prefix)[rows].cpu().numpy().astype(np.float64)
-    prefix_parts[np.arange(T)[None, :] > np.array(steps)[:, None]] = 0.0  # exactly: the mask hides them
-    return Attribution(method, steps, torch.cat(source)[rows].cpu().numpy().astype(np.float64), prefix_parts,
-                       f[1], f[0] if method == "ig" else None, foil, path_steps=m if method == "ig" else 0)
+    score = torch.cat(scores)[rows].cpu().numpy().astype(np.float64)
+    found = {}
+    for method, (source, prefix) in list(parts.items())[m == 0:]:
+        prefix_parts = torch.cat(prefix)[rows].cpu().numpy().astype(np.float64)
+        prefix_parts[np.arange(T)[None, :] > np.array(steps)[:, None]] = 0.0  # exactly: the mask hides them
+        baseline = None
+        if method == "ig":  # every piece at the baseline: one more forward pass, no gradients needed there
+            baseline = _scores(model, 0 * e_src, 0 * e_tgt[:, :max(steps) + 1], produced, foil, steps, mask)
+            baseline = baseline[0].cpu().numpy().astype(np.float64)
+        found[method] = Attribution(method, steps, torch.cat(source)[rows].cpu().numpy().astype(np.float64),
+                                    prefix_parts, score, baseline, foil, path_steps=m if method == "ig" else 0)
+    return found
 
 
 def _score(model: Transformer, stream: Tensor, produced: Tensor, foil: int | None, steps: Sequence[int]) -> Tensor:
@@ -174,22 +207,24 @@ def _scores(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced: Tensor, 
 
 
 def _gradients(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced: Tensor, foil: int | None,
-               steps: Sequence[int], mask: HeadMask | None) -> tuple[Tensor, Tensor]:
+               steps: Sequence[int], mask: HeadMask | None) -> tuple[Tensor, Tensor, Tensor]:
     """∂f_t/∂e at each of B inputs (e_src (B, S, d), e_tgt (B, T, d)) for each step t in `steps`: (n, B, S, d) and
-    (n, B, T, d), from one forward pass and one batched backward pass."""
+    (n, B, T, d), and f (B, n), from one forward pass and one batched backward pass."""
     e_src, e_tgt = e_src.detach().requires_grad_(), e_tgt.detach().requires_grad_()
     with torch.enable_grad():
         stream = model.embedded_streams(e_src, e_tgt, mask)[-1]  # (B, T, d)
         end = stream.detach().requires_grad_()
         # f_t reads only stream position t, so one backward pass of Σ f gives every ∂f_t/∂stream_t at once
-        (d_end,) = torch.autograd.grad(_score(model, end, produced, foil, steps).sum(), end)  # (B, T, d)
+        f = _score(model, end, produced, foil, steps)  # (B, n)
+        (d_end,) = torch.autograd.grad(f.sum(), end)  # (B, T, d)
         index, n = torch.tensor(steps, device=end.device), len(steps)
         seeds = end.new_zeros(n, *end.shape)  # (n, B, T, d): seed i is ∂f_t/∂stream at t = steps[i] only
         seeds[torch.arange(n), :, index] = d_end[:, index].transpose(0, 1)
         if n == 1:  # one seed: a plain backward pass (vmap's batching costs more than it saves here)
-            return tuple(g[None] for g in torch.autograd.grad(stream, (e_src, e_tgt), seeds[0]))
-        g_src, g_tgt = torch.autograd.grad(stream, (e_src, e_tgt), seeds, is_grads_batched=True)
-    return g_src, g_tgt
+            g_src, g_tgt = (g[None] for g in torch.autograd.grad(stream, (e_src, e_tgt), seeds[0]))
+        else:
+            g_src, g_tgt = torch.autograd.grad(stream, (e_src, e_tgt), seeds, is_grads_batched=True)
+    return g_src, g_tgt, f.detach()
 
 
 def _occlusion(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced: Tensor, foil: int | None,

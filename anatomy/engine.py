@@ -22,6 +22,7 @@ from transformer.pieces import SPACE_MARK, detokenize, piece_texts, word_groups
 
 from .inputs import Request
 from .run import Ablation, Contrast, Explained, Norms
+from .tour import ModelFacts, TourExtras, why_step
 
 
 def load(source: str, local_files_only: bool = False) -> Translator:
@@ -196,3 +197,18 @@ def contrast(translator: Translator, trace: Trace, step: int, asked: str) -> Con
                          "type another word")
     return Contrast(step, translator.tokenizer.pieces([foil])[0], asked,
                     attributions(translator, trace, steps=[step], foil=foil))
+
+
+def tour_extras(translator: Translator, request: Request, trace: Trace, facts: ModelFacts) -> TourExtras:
+    """The tour's model passes: integrated gradients of its why stop's piece, and the request translated again with
+    the model's most important head off too, with the shown pieces' log p with every head on and with it off."""
+    step = why_step(trace)
+    attribution = None if step is None else explanation.attribute(
+        translator, trace.source_ids, trace.output_ids, "ig", steps=[step - 1], head_mask=trace_mask(translator, trace))
+    ablated = ablated_by = None
+    if facts.important is not None:
+        off = ",".join(dict.fromkeys([*filter(None, request.heads_off.split(",")), str(facts.important)]))
+        asked = dataclasses.replace(request, heads_off=off, slow=0.0)
+        ablated = translate(translator, asked)
+        ablated_by = ablation(translator, asked, trace) if trace.output_ids else None
+    return TourExtras(step or 0, attribution, ablated, ablated_by)

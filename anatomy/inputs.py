@@ -242,6 +242,7 @@ class Link:
     off: str = ""  # the heads to switch off, checked against the model (`heads_off`)
     # (name, value) of the numbers whose range only the translation tells: its steps, its source pieces
     later: tuple[tuple[str, str], ...] = ()
+    tour: int | None = None  # the tour's stop to open once translated (from 1); None: no tour
 
     def decoded_as(self, own: Decoding) -> Link:
         """The settings the link leaves out taken from its model's own decoding."""
@@ -302,7 +303,8 @@ def shorten_query(query: str) -> str | None:
 GRADIO_PARAMS = ("deep_link", "page", "ui", "lang", "write_token")
 GRADIO_VIEWS = ("api", "settings", "api-recorder")
 LINK_PARAMS = ("direction", "text", "beam", "max", "lp", "view", "layer", "head", "merge", "step", "hide", "display",
-               "query", "off", "presenter", SHORTENED)
+               "query", "off", "presenter", "tour", SHORTENED)
+MAX_TOUR = 20  # a link's tour stop, at most (the tour's own count clamps it further: viewer/tour.js)
 # Names a visitor may guess for a link's parameter that difflib would not find: the API calls the view's kind `kind`
 GUESSES = {"kind": "view", "attention": "view"}
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -401,6 +403,7 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
     head = MEAN_HEAD if read.given("head") == MEAN_HEAD else \
         read.number("head", 1, config.n_heads, f"{MEAN_HEAD} or 1 to {config.n_heads}, this model's heads")
     merge, hide, presenter = read.flag("merge"), read.flag("hide"), read.flag("presenter")
+    tour = read.number("tour", 1, MAX_TOUR, f"1 to {MAX_TOUR}, a stop of the tour")
     display = read.choice("display", DISPLAYS)
     # the step and the walk query: numbers now, their range once translated (Link.translated_notices)
     later = {}
@@ -417,6 +420,9 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
         notices.append(f"Out of range in the link, so the nearest allowed value was used: {', '.join(read.outside)}.")
     if read.unread:
         notices.append(f"Not understood in the link, so the default was used: {', '.join(read.unread)}.")
+    if tour is not None and not text:
+        notices.append(f"tour={_short(read.given('tour'))} was not used: a link without text opens no translation "
+                       "to tour.")
     if step is not None and not text:
         notices.append(f"step={_short(read.given('step'))} was not used: a link without text opens no translation "
                        "to step through.")
@@ -428,4 +434,4 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
                 length_penalty=length_penalty,
                 view=View(kind, layer or layers, str(head or MEAN_HEAD), bool(merge), step, False, bool(hide),
                           display or DISPLAYS[0], walk or 1),
-                presenter=presenter, off=off, later=tuple(later.items()))
+                presenter=presenter, off=off, later=tuple(later.items()), tour=tour if text else None)

@@ -28,11 +28,13 @@ from transformer.kinds import KINDS
 from viz.common import ATTENTION_STOPS, COLORS, DIVERGING_SCALE, MASKED_COLOR, PROBABILITY_SCALE, TEMPLATE_JSON
 from viz.heads import PANELS, SIGNED
 
-from . import architecture_views, attention_views, bundle, training_views, views
+from . import architecture_views, attention_views, bundle, tour, training_views, views
 from .inputs import DISPLAYS, PAGE_KINDS, View
-from .payload import checkpoint_id, explain_payload, finite, norms_payload, positional, trace_payload
+from .payload import (checkpoint_id, explain_payload, finite, norms_payload, positional, tour_payload,
+                      trace_payload)
 from .registry import ModelEntry, shown_path
 from .run import Explained, Norms
+from .tour import Tour
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 SUFFIX = ".html"
@@ -93,16 +95,19 @@ def look() -> dict:
 
 
 def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view: View | None = None,
-            explained: Explained | None = None, norms: Norms | None = None) -> dict:
+            explained: Explained | None = None, norms: Norms | None = None, toured: Tour | None = None) -> dict:
     """Everything the page draws, as JSON values: the trace payload, and the page's own part. `text`: the source
     text as translated; `notices`: the run's, as the app shows them; `view`: the view the page opens at (the
     app's, when it downloads one); `explained`, `norms`: Why this word's explanation and the value norms, when made
-    (each only if it is of this trace)."""
+    (each only if it is of this trace); `toured`: the app's tour of it, with the stops that need a model (else
+    the tour without them)."""
     view = views.fitted(view or View(), trace)
     c = entry.config
     headers, rows = viz.head_table(trace_head_statistics(trace), {k.name: k.label for k in KINDS})
     extras = {"explain": explain_payload(explained) if explained is not None and explained.of is trace else None,
-              "norms": norms_payload(norms) if norms is not None and norms.of is trace else None}
+              "norms": norms_payload(norms) if norms is not None and norms.of is trace else None,
+              "tour": tour_payload(toured if toured is not None and toured.of is trace else tour.tour(
+                  trace, tour.facts_of(c, entry.untrained, entry.corpus_heads()), asked=False))}
     return {"payload": trace_payload(trace, entry, text, notices), **extras, "page": {
         "about": about(trace, entry),
         "chips": [list(chip) for chip in views.output_chips(trace.output_tokens, trace.top_k)],
@@ -141,7 +146,8 @@ def data_json(data: dict) -> str:
 def page(data: dict) -> str:
     """The page: the template with its style, Plotly.js, the data and the page script in place."""
     # The bundle is the repository's own code: no "</script" in it (tests/test_offline.py checks).
-    parts = {"/*STYLE*/": (bundle.VIEWER / "offline.css").read_text(encoding="utf-8"), "/*PLOTLY*/": _plotly(),
+    style = "\n".join((bundle.VIEWER / name).read_text(encoding="utf-8") for name in ("offline.css", "tour.css"))
+    parts = {"/*STYLE*/": style, "/*PLOTLY*/": _plotly(),
              "/*DATA*/": data_json(data), "/*SCRIPT*/": bundle.script("page"),
              "<!--ABOUT-->": html.escape(data["page"]["about"])}
     template = (bundle.VIEWER / "offline.html").read_text(encoding="utf-8")
@@ -154,9 +160,10 @@ def file_name(key: str) -> str:
 
 
 def write(trace: Trace, entry: ModelEntry, text: str, notices: list[str], path: Path,
-          view: View | None = None, explained: Explained | None = None, norms: Norms | None = None) -> Written:
+          view: View | None = None, explained: Explained | None = None, norms: Norms | None = None,
+          toured: Tour | None = None) -> Written:
     """The page of a translation, written to `path` (with what `payload` takes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page(payload(trace, entry, text, notices, view, explained, norms)), encoding="utf-8")
+    path.write_text(page(payload(trace, entry, text, notices, view, explained, norms, toured)), encoding="utf-8")
     return Written(path, path.stat().st_size)

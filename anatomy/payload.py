@@ -26,6 +26,7 @@ from . import views
 from .attention_views import KEY_TITLES, QUERY_TITLES, STEP_COLORS, merge_labels, stepped, word_labels
 from .registry import ModelEntry, shown_path
 from .run import Explained, Norms
+from .tour import Tour
 
 SCHEMA = "anatomy.trace/1"
 SCALE = 255  # a weight w travels as round(w × SCALE): a uint8
@@ -195,3 +196,13 @@ def positional(config, source: list[str] | None = None) -> dict:
 def to_json(payload: dict) -> str:
     """The payload as compact JSON (no NaN: `finite` made every statistic a number or null)."""
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def tour_payload(tour: Tour, query: str = "", start: int = 1, asked: int = 0) -> dict:
+    """A tour for tour.js: its stops (what each says and sets; their claims stay here), the notes on the stops left
+    out, the stop to open at (from 1), the query of a link to its translation (`&tour=K` opens stop K) and
+    `asked`, which a new ask for the same tour changes (the page opens it again)."""
+    stops = [{**{f.name: getattr(stop, f.name) for f in dataclasses.fields(stop) if f.name not in ("claims", "view")},
+              "view": dataclasses.asdict(stop.view)} for stop in tour.stops]
+    return {"of": trace_key(tour.of), "stops": stops, "left_out": list(tour.left_out), "start": start, "query": query,
+            "asked": asked}

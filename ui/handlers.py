@@ -21,13 +21,14 @@ import gradio as gr
 
 import viz
 from anatomy import (ablation_views, architecture_views, attention_views, engine, export, head_views, offline,
-                     training_views, views)
+                     tour, training_views, views)
 from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
 from anatomy.payload import (attribution_payload, explain_payload, lens_payload, norms_payload, positional,
-                             shares_payload, trace_payload)
+                             shares_payload, tour_payload, trace_payload)
 from anatomy.registry import ModelRegistry
 from anatomy.run import Ablation, Explained, Judged, Run, StopSignal, Twin, Vectors
+from anatomy.tour import Tour
 from transformer import HeadVectors, Trace, Translator
 from transformer.explain import METHODS
 from transformer.pieces import piece_text
@@ -146,6 +147,20 @@ class Handlers:
     def _explained(self, run: Run, progress: Callable[[int, int], None] | None = None) -> Explained:
         return engine.explain(self.registry.get(run.request.key).cpu, run.trace, progress)
 
+    def _toured(self, run: Run, toured: Tour | None) -> Tour:
+        """The tour of the run's translation (`toured` again when it is of that translation), with its model passes
+        made here."""
+        if toured is not None and toured.of is run.trace:
+            return toured
+        entry = self.registry.get(run.request.key)
+        facts = tour.facts_of(entry.config, entry.untrained, entry.corpus_heads())
+        return tour.tour(run.trace, facts, engine.tour_extras(entry.cpu, run.request, run.trace, facts))
+
+    def _tour_out(self, run: Run, toured: Tour, start: int) -> dict:
+        """The outputs that open a tour at stop `start` (from 1) in the page."""
+        query = build_link(dataclasses.replace(run.request, heads_off=run.trace.settings.heads_off), View())
+        return {self.page.toured: toured, self.page.tour_data: tour_payload(toured, query, start, next(ASKS))}
+
     def _twin(self, run: Run) -> Twin:
         twin_trace, own = engine.untrained(self.registry.get(run.request.key).twin(), run.trace, MAX_NEW_TOKENS)
         return Twin(run.trace, twin_trace, own)
@@ -207,9 +222,19 @@ class Handlers:
         start = time.perf_counter()
         trace = engine.translate(translator, request)
         later = link.translated_notices(views.steps(trace), len(trace.source_tokens))
-        return self._made(request, trace, "Translation from the link", i, start=start,
+        made = self._made(request, trace, "Translation from the link", i, start=start,
                           notices=[*([notice] if notice else []), *later], stop_mark=i.signal.asked,
                           step=link.view.step, ablation=self._ablation(translator, request))
+        run = made[self.page.run]
+        return {**made, **(self._tour_out(run, self._toured(run, None), link.tour) if link.tour else {})}
+
+    def start_tour(self, values: Inputs | dict):
+        """Tour (run, toured): the guided tour of the shown translation from its first stop, its model passes (why
+        one piece, the model's most important head off) made once per translation."""
+        i = Inputs.of(self.page, values)
+        if i.run is None or i.run.replay:
+            raise gr.Error("Translate a sentence first: the tour is about its translation.")
+        return self._tour_out(i.run, self._toured(i.run, i.toured), 1)
 
     def ablate(self, values: Inputs | dict):
         """The heads-off checkboxes changed (run, heads off, tab): the shown request translated again with those
@@ -710,7 +735,8 @@ class Handlers:
             raise gr.Error("Translate a sentence first: the page shows its translation.")
         key = run.request.key
         written = offline.write(run.trace, self.registry.get(key), run.request.text, list(run.notices),
-                                traces.animation_path(offline.file_name(key)), i.view, i.explained, i.norms)
+                                traces.animation_path(offline.file_name(key)), i.view, i.explained, i.norms,
+                                i.toured)
         return {self.page.offline.file: gr.update(value=str(written.path), visible=True)}
 
     def api_export_html(self, text: str, direction: str = "de-en") -> tuple[str | None, str]:

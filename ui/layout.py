@@ -77,6 +77,9 @@ class Page:
     norms_data: gr.JSON  # for the viewer: those norms (anatomy.payload.norms_payload)
     norms_btn: gr.Button  # clicked by the viewer when a view shows value-norm weights it has not got
     explain_btn: gr.Button  # clicked by app.js after a new translation while Why this word is open
+    toured: gr.State  # anatomy.tour.Tour | None: the tour of the shown translation, once Tour made it
+    tour_data: gr.JSON  # for app.js: that tour's stops (anatomy.payload.tour_payload), and the stop to open
+    tour_btn: gr.Button
     # header
     presenter: gr.Checkbox
     export_figure: gr.Dropdown  # the elem_id of the figure to export
@@ -207,7 +210,7 @@ class Page:
         return dict(run=self.run, twin=self.twin, tab=self.tab, signal=self.signal,
                     link=self.link, forced=self.forced, clicked_head=self.clicked_head, foil=self.foil,
                     judged=self.judged,
-                    vectors=self.vectors, explained=self.explained, norms=self.norms)
+                    vectors=self.vectors, explained=self.explained, norms=self.norms, toured=self.toured)
 
 
 # The figures the export control offers: (label, elem_id).
@@ -307,6 +310,8 @@ def build_page(registry: ModelRegistry) -> Page:
             with gr.Row():
                 translate_btn = gr.Button("Translate", variant="primary", elem_id="translate")
                 stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
+                # the guided tour of the shown translation (anatomy/tour.py, viewer/tour.js)
+                tour_btn = gr.Button("Tour", elem_id="tour-start")
             translation = gr.Textbox(label="Translation", lines=2, interactive=False, buttons=["copy"],
                                      elem_id="translation")
             ablation = gr.HTML("", elem_id="ablation", visible="hidden")  # shown (and filled) while heads are off
@@ -411,13 +416,13 @@ def build_page(registry: ModelRegistry) -> Page:
     tabs = []
     # every tab in one click, also in large type on a narrow screen: a wrapped bar, never Gradio's overflow menu
     with gr.Tabs(overflow_behavior="wrap"):
-        with gr.Tab("All heads", id=Tab.HEADS) as t:
+        with gr.Tab(Tab.HEADS.label, id=Tab.HEADS) as t:
             tabs.append(t)
             pick_head = gr.Dropdown(views.grid_pick_choices(c0.n_layers(DEFAULTS["view"]), c0.n_heads), value=None,
                                     label="Open a head in the large view (a click on a head below switches it "
                                           "off or on)", elem_id="pick-head")
             grid = box("grid")
-        with gr.Tab("Head statistics", id=Tab.STATS) as t:
+        with gr.Tab(Tab.STATS.label, id=Tab.STATS) as t:
             tabs.append(t)
             summary = box("summary")
             stats = gr.Dataframe(headers=["attention", "layer", "head", *viz.STAT_LABELS.values()],
@@ -425,10 +430,10 @@ def build_page(registry: ModelRegistry) -> Page:
                                  label="Every head of every attention (sort by a column; click a row to open that "
                                        "head above)", interactive=False, max_height=460, elem_id="head-stats")
             gr.Markdown(head_views.stats_help(), elem_id="stats-help")
-        with gr.Tab("Predictions", id=Tab.PREDICTIONS) as t:
+        with gr.Tab(Tab.PREDICTIONS.label, id=Tab.PREDICTIONS) as t:
             tabs.append(t)
             topk_table = box("topk-table")
-        with gr.Tab("Why this word", id=Tab.WHY) as t:
+        with gr.Tab(Tab.WHY.label, id=Tab.WHY) as t:
             tabs.append(t)
             gr.Markdown(WHY_HELP, elem_id="why-help")
             with gr.Row(elem_id="why-controls"):
@@ -444,7 +449,7 @@ def build_page(registry: ModelRegistry) -> Page:
             gr.Markdown(LENS_HELP, elem_id="lens-help")
             lens_step = box("lens-step")
             lens_all = box("lens-all")
-        with gr.Tab("Head importance", id=Tab.IMPORTANCE) as t:
+        with gr.Tab(Tab.IMPORTANCE.label, id=Tab.IMPORTANCE) as t:
             tabs.append(t)
             gr.Markdown(ablation_views.IMPORTANCE_HELP, elem_classes=["anatomy-controls"])
             importance = box("importance")
@@ -454,7 +459,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 with gr.Column(min_width=320):
                     corpus_map = box("corpus-importance")
                 pruning = gr.Plot(empty, show_label=False, min_width=320, elem_id="pruning")
-        with gr.Tab("Trained vs untrained", id=Tab.COMPARE) as t:
+        with gr.Tab(Tab.COMPARE.label, id=Tab.COMPARE) as t:
             tabs.append(t)
             compare_text = gr.Markdown("Translate a sentence to compare the trained model with its untrained twin.",
                                        elem_id="compare-text")
@@ -463,7 +468,7 @@ def build_page(registry: ModelRegistry) -> Page:
                     cmp_trained = box("compare-trained")
                 with gr.Column(min_width=320):
                     cmp_untrained = box("compare-untrained")
-        with gr.Tab("Positional encoding", id=Tab.POSITIONAL) as t:
+        with gr.Tab(Tab.POSITIONAL.label, id=Tab.POSITIONAL) as t:
             tabs.append(t)
             pe_dims = gr.Dropdown([str(d) for d in range(c0.d_model)],
                                   value=[str(d) for d in viz.default_dims(c0.d_model)], multiselect=True,
@@ -474,17 +479,17 @@ def build_page(registry: ModelRegistry) -> Page:
                     pe_sim = box("pe-similarity")
                 with gr.Column(min_width=320):
                     pe_rows = box("pe-rows")
-        with gr.Tab("Architecture", id=Tab.ARCHITECTURE) as t:
+        with gr.Tab(Tab.ARCHITECTURE.label, id=Tab.ARCHITECTURE) as t:
             tabs.append(t)
             arch = gr.Plot(empty, show_label=False, elem_id="architecture")
             with gr.Row(equal_height=False, elem_id="architecture-row"):
                 card = gr.Markdown(elem_id="model-card", min_width=400)
                 params = gr.Plot(empty, show_label=False, min_width=320, elem_id="parameters")
-        with gr.Tab("Training", id=Tab.TRAINING) as t:
+        with gr.Tab(Tab.TRAINING.label, id=Tab.TRAINING) as t:
             tabs.append(t)
             curves = gr.Plot(empty, show_label=False, elem_id="training")
             training_md = gr.Markdown(elem_id="training-card")
-        with gr.Tab("How to read this", id=Tab.HELP) as t:
+        with gr.Tab(Tab.HELP.label, id=Tab.HELP) as t:
             tabs.append(t)
             gr.Markdown(HOW_TO_READ)
 
@@ -503,14 +508,15 @@ def build_page(registry: ModelRegistry) -> Page:
         api_attribution = gr.JSON(value=None, label="attribution")
         api_explanation = gr.JSON(label="explanation")
         api_explain_btn = gr.Button("explain")
-        trace_data, twin_data, walk_data, pe_data, importance_data, explain_data, norms_data = (
-            gr.JSON(None) for _ in range(7))
+        trace_data, twin_data, walk_data, pe_data, importance_data, explain_data, norms_data, tour_data = (
+            gr.JSON(None) for _ in range(8))
         offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
                              gr.Button("export_html"))
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
                 link=gr.State(None), judged=gr.State(None), vectors=gr.State(None), explained=gr.State(None),
-                norms=gr.State(None), norms_data=norms_data, norms_btn=norms_btn, explain_btn=explain_btn, weights=weights,
+                norms=gr.State(None), norms_data=norms_data, toured=gr.State(None), tour_data=tour_data,
+                tour_btn=tour_btn, norms_btn=norms_btn, explain_btn=explain_btn, weights=weights,
                 replay=gr.State(0),
                 trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
                 presenter=presenter, export_figure=export_figure,

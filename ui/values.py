@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from anatomy.inputs import Link, View
 from anatomy.run import Explained, Judged, Norms, Run, StopSignal, Twin, Vectors
+from anatomy.tour import Tour
 
 if TYPE_CHECKING:
     from .layout import Page
@@ -36,9 +37,20 @@ class Tab(StrEnum):
         return next((tab for tab in cls if tab == value), cls.HEADS)
 
     @property
+    def label(self) -> str:
+        """The tab's name on the page (app.js finds its button by it)."""
+        return _TAB_LABELS[self]
+
+    @property
     def shows_model(self) -> bool:
         """It shows the chosen model rather than the shown translation: a new Direction redraws it."""
         return self in (Tab.POSITIONAL, Tab.ARCHITECTURE, Tab.TRAINING)
+
+
+_TAB_LABELS = {Tab.HEADS: "All heads", Tab.STATS: "Head statistics", Tab.PREDICTIONS: "Predictions",
+               Tab.WHY: "Why this word", Tab.IMPORTANCE: "Head importance", Tab.COMPARE: "Trained vs untrained",
+               Tab.POSITIONAL: "Positional encoding", Tab.ARCHITECTURE: "Architecture", Tab.TRAINING: "Training",
+               Tab.HELP: "How to read this"}
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,7 @@ class Inputs:
     forced: str = ""  # the translation typed into Inspect
     clicked_head: str = ""  # the head a click on a thumbnail or map cell names (HeadMask link item)
     foil: str = ""  # the word Why this word compares the step's piece against
+    toured: Tour | None = None  # the tour of the shown translation, once Tour made it
     animation: AnimationSettings = AnimationSettings()
 
     @classmethod

@@ -137,7 +137,13 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,
                                   p.beam, p.max_new, p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display,
                                   p.walk_query, p.step, p.presenter, p.kind_help], **DRAW).then(
-        h.translate_link, {p.link, p.signal, p.tab, p.judged, p.direction, *controls}, made, **MODEL)
+        h.translate_link, {p.link, p.signal, p.tab, p.judged, p.direction, *controls}, [*made, p.toured, p.tour_data],
+        **MODEL)
+
+    # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
+    p.tour_btn.click(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data], **MODEL)
+    p.tour_data.change(None, [p.tour_data], None, js=js("tour(args[0])"), show_progress="hidden",
+                       api_visibility="private")
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
     p.view_toggle.click(None, None, None, js=js("toggleView()"))
     export = [p.export_figure, p.export_frame, p.export_wide]
@@ -147,7 +153,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     a.button.click(h.animate_page, {p.run, *controls, *a.controls.values()}, [a.file],
                    **dict(DRAW, show_progress="minimal"))
     # The page file is written on the server (no model); app.js then clicks its link: one click downloads it.
-    saved = p.offline.button.click(h.page_html, {p.run, p.explained, p.norms, *controls}, [p.offline.file],
+    saved = p.offline.button.click(h.page_html, {p.run, p.explained, p.norms, p.toured, *controls}, [p.offline.file],
                                    **dict(DRAW, show_progress="minimal"))
     saved.success(None, None, None, js=js("save('page-file')"))
     p.share_btn.click(h.share, {p.run, *controls}, [p.share_query], **DRAW).then(

@@ -5,7 +5,7 @@
 
 import {BOXES, PLACEHOLDER, fittedView} from "./boxes.js";
 import {emptyFigure} from "./figures.js";
-import {readPayload} from "./payload.js";
+import {readPayload, traceKey} from "./payload.js";
 import {setNorms} from "./weights.js";
 
 /**
@@ -128,5 +128,7 @@ export function createHost(options) {
       view = next;
     },
     refresh,
+    /** @returns {string | null} what the shown translation is (payload.js `traceKey`), null before one */
+    shownKey: () => (data.payload ? traceKey(data.payload) : null),
   };
 }

@@ -11,11 +11,15 @@ import {readPayload} from "./payload.js";
 import {WEIGHTS, hasNorms, setNorms} from "./weights.js";
 import {readable} from "./labels.js";
 import {frameOf, labelsFitted, put, ticksOf} from "./fit.js";
+import {createTour} from "./tour.js";
 
 const CONFIG = {displaylogo: false, responsive: true};
 const NO_EXPLANATION = "This page was saved without Why this word: in the app, open the Why this word tab (and choose " +
   "value-norm weights, for those) before Download page; in a notebook, show(..., explain=True).";
 const $ = (id) => document.getElementById(id);
+// The tour's places (anatomy/tour.py TARGETS) where this page names them otherwise; a stop's tab is the section
+// that holds its target.
+const TOUR_PLACES = {architecture: "architecture-figure"};
 const range = (n) => Array.from({length: n}, (_, i) => i);
 
 /**
@@ -255,6 +259,20 @@ export function showPage(data) {
     }
   });
   statsTable();
+  const tour = createTour(document, {
+    apply: (v) => {
+      Object.assign(state, {kind: v.kind, layer: v.layer, head: v.head, step: v.step, display: v.display});
+      controls();
+      update(false);
+    },
+    target: (name) => $(TOUR_PLACES[name] || name),
+    link: (k) => `${location.pathname}?tour=${k}`,
+    closed: () => {},
+  });
+  if (data.tour && data.tour.stops.length) {
+    $("tour-start").hidden = false;
+    $("tour-start").addEventListener("click", () => tour.open(data.tour, 1));
+  }
   const p = positional(G.positional, P.pieces.source, look);
   const first = update(true).then(() => { // Plotly gives a div its .on once it has drawn there
     $("heatmap").on("plotly_hover", keepLines);
@@ -266,7 +284,12 @@ export function showPage(data) {
   });
   return Promise.all([first, draw("topk-table", topkTable(P, look)), draw("pe", p.curves),
                       draw("pe-similarity", p.similarity), draw("pe-rows", p.rows)]).then(
-    () => { document.body.dataset.ready = "1"; },
+    () => {
+      // a link to a stop (?tour=K) opens the tour there
+      const asked = new URLSearchParams(location.search).get("tour");
+      if (asked && data.tour) tour.open(data.tour, Number(asked));
+      document.body.dataset.ready = "1";
+    },
     (err) => {
       document.body.dataset.ready = "error";
       throw err;

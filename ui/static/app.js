@@ -1,7 +1,8 @@
 // Transformer Anatomy in the browser: the viewer's drawing, presenter mode, keyboard stepping, figure export, share
-// links and the line view's hover. Loaded once with the page (launch(js=...), after the viewer's bundle, which
-// made `viewer`: anatomy/viewer/host.js, and `fit`: fit.js); the page's events call window.anatomy.*.
-(viewer, fit) => {
+// links, the line view's hover and the guided tour. Loaded once with the page (launch(js=...), after the viewer's
+// bundle, which made `viewer`: anatomy/viewer/host.js, `fit`: fit.js, and `tours`: tour.js; `tabs`: each tab's name
+// by its id); the page's events call window.anatomy.*.
+(viewer, fit, tours, tabs) => {
   const STEP_FRAME = 'step-frame';  // viz/attention.py names the orange step frame so
   const NARROW = 560;  // px: a figure narrower than this (a phone) gets small margins and short labels
   const A = window.anatomy = {
@@ -11,7 +12,44 @@
     data(payload, twin, walk, positional, importance, explain, norms) {
       Object.entries({payload, twin, walk, positional, importance, explain, norms})
         .forEach(([name, value]) => viewer.set(name, value));
+      // a tour is of one translation: another one on the page ends it
+      if (A.guide && A.guide.isOpen() && JSON.stringify(A.tourData.of) !== viewer.shownKey()) A.guide.close();
       A.draw();
+    },
+    // The tour the server made (anatomy/payload.py tour_payload), opened at its start stop; each stop sets the
+    // view's controls as a visitor would, so that the page and its links follow.
+    tour(data) {
+      if (!data || !data.stops) return;
+      A.tourData = data;
+      A.guide = A.guide || tours.createTour(document, {
+        apply: v => A.applyView(v),
+        target: name => document.getElementById(name),
+        link: k => A.tourData.query ? A.link(A.tourData.query + '&tour=' + k) + (A.on ? '&presenter=1' : '') : '',
+        closed: () => {},
+      });
+      A.guide.open(data, data.start);
+    },
+    applyView(v) {
+      const tab = Array.from(document.querySelectorAll('button[role=tab]'))
+        .find(b => b.textContent.trim() === tabs[v.tab]);
+      if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();
+      // the layer before the kind: the kind's own event fits the layer slider to its layers, reading it then
+      A.setSlider('layer', v.layer);
+      A.setRadio('head', v.head);
+      A.setSlider('step', v.step);
+      A.setRadio('kind', v.kind);
+      A.setRadio('display', v.display);
+    },
+    setRadio(id, value) {
+      const input = Array.from(document.querySelectorAll('#' + id + ' input[type=radio]'))
+        .find(i => i.value === String(value));
+      if (input && !input.checked) input.click();
+    },
+    setSlider(id, value) {
+      const r = document.querySelector('#' + id + ' input[type=range]');
+      if (!r || Number(r.value) === Number(value)) return;
+      r.value = value;
+      r.dispatchEvent(new Event('input', {bubbles: true}));
     },
     view(kind, layer, head, merge, step, plain, hide, display, query, dims, method, weights) {
       viewer.view({kind, layer, head, merge, step, plain, hide, display, query, dims, method, weights});
@@ -375,11 +413,7 @@
     // Keyboard stepping: a slider moved as if dragged (its input event redraws), a head radio as if clicked.
     nudge(id, delta) {
       const r = document.querySelector('#' + id + ' input[type=range]');
-      if (!r) return;
-      const v = Math.min(Math.max(Number(r.value) + delta, Number(r.min)), Number(r.max));
-      if (v === Number(r.value)) return;
-      r.value = v;
-      r.dispatchEvent(new Event('input', {bubbles: true}));
+      if (r) A.setSlider(id, Math.min(Math.max(Number(r.value) + delta, Number(r.min)), Number(r.max)));
     },
     nextHead(delta) {
       const radios = Array.from(document.querySelectorAll('#head input[type=radio]'));

@@ -473,16 +473,24 @@ class Handlers:
 
     def layer_range(self, values: Inputs | dict) -> dict:
         """A visitor chose another attention kind or direction (run, direction, view): the layer slider fitted to
-        the kind's layers (a handler that sets the kind or direction itself sets the slider with it)."""
-        return self._layers(Inputs.of(self.page, values))
+        the kind's layers (a handler that sets the kind or direction itself sets the slider with it). Its value only
+        where it must change: a layer set in the same moment as the kind (the tour sets both) is read here as it was
+        before, and sending that back would undo it."""
+        i = Inputs.of(self.page, values)
+        layers = self._n_layers(i)
+        return gr.update(maximum=max(layers, 2), **({"value": layers} if i.view.layer > layers else {}))
 
     def _layers(self, i: Inputs) -> dict:
-        """The layer slider for the chosen kind: the layers of the shown trace's model, or of the chosen direction's
-        before any translation (an encoder may be deeper than its decoder)."""
+        """The layer slider for the chosen kind, at the chosen layer."""
+        layers = self._n_layers(i)
+        return gr.update(maximum=max(layers, 2), value=min(i.view.layer, layers))
+
+    def _n_layers(self, i: Inputs) -> int:
+        """The chosen kind's layers in the shown trace's model, or in the chosen direction's before any translation
+        (an encoder may be deeper than its decoder)."""
         key = i.run.request.key if i.run is not None else i.settings.key
         entry = self.registry.get(key if key in self.registry.entries else None)
-        layers = entry.config.n_layers(i.view.kind)
-        return gr.update(maximum=max(layers, 2), value=min(i.view.layer, layers))
+        return entry.config.n_layers(i.view.kind)
 
     def stat_pick(self, values: Inputs | dict, evt: gr.SelectData):
         """A row of the head-statistics table (run): open that head (kind, layer, head) in the large view, the

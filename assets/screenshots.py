@@ -2,7 +2,8 @@
 
 Serves the app in-process (ui.create_app) (the checkpoints under checkpoints/, or $ANATOMY_CHECKPOINT_DIR) with the
 same theme and css as `python app.py`, drives the page like a visitor and writes PNGs into assets/
-(or the folder given as the first argument). Needs Debian `chromium` and the playwright package.
+(or the folder given as the first argument), the tour's stops into tour/ there (`--tour`: only those). Needs
+Debian `chromium` and the playwright package.
 """
 from __future__ import annotations
 
@@ -52,7 +53,31 @@ def shoot_span(page, top_selector: str, bottom_selector: str, path: Path, above:
     print("wrote", path)
 
 
-def main(out: Path) -> None:
+def tour(browser, url: str, entry, out: Path) -> None:
+    """Each stop of the tour of the example sentence in presenter mode on a 1280×720 projector: out/NN-key.png."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.png"):
+        old.unlink()
+    query = {"text": SENTENCE.get(entry.source_lang, SENTENCE["de"]), "direction": entry.key, "presenter": 1,
+             "tour": 1}
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, device_scale_factor=1)
+    page.set_default_timeout(120_000)
+    page.goto(f"{url}?{urllib.parse.urlencode(query)}", wait_until="domcontentloaded")
+    page.wait_for_selector("#anatomy-tour")
+    stops = page.evaluate("window.anatomy.tourData.stops.map(s => s.key)")
+    for k, key in enumerate(stops, start=1):
+        page.wait_for_function(f"document.querySelector('#anatomy-tour')?.dataset.stop === '{k}' && "
+                               "document.querySelector('.anatomy-tour-target')")
+        if key == "why":  # its tab's model event: every step's attribution
+            wait_title(page, "why-step", "Why")
+        settle(page, 1.5)
+        page.screenshot(path=out / f"{k:02d}-{key}.png")
+        print("wrote", out / f"{k:02d}-{key}.png")
+        page.keyboard.press("ArrowRight")
+    page.close()
+
+
+def main(out: Path, only_tour: bool = False) -> None:
     import ui
     from playwright.sync_api import sync_playwright
 
@@ -65,6 +90,9 @@ def main(out: Path) -> None:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"), args=ARGS)
+            tour(browser, url, entry, out / "tour")
+            if only_tour:
+                return
             page = browser.new_page(viewport={"width": 1920, "height": 1080}, device_scale_factor=1)
             page.set_default_timeout(120_000)
             page.goto(url, wait_until="domcontentloaded")
@@ -226,4 +254,5 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent)
+    args = [a for a in sys.argv[1:] if a != "--tour"]
+    main(Path(args[0]) if args else Path(__file__).resolve().parent, only_tour="--tour" in sys.argv[1:])

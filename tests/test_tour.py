@@ -187,6 +187,21 @@ def test_an_untrained_model_s_tour_says_so_and_claims_only_what_its_trace_shows(
     check(t, facts, translator, request, extras)
 
 
+def test_a_model_with_one_encoder_head_says_it_has_no_second_head_to_show(tmp_path):
+    from tests.app_fixtures import make_checkpoint
+
+    folder = make_checkpoint(tmp_path / "one-head", n_heads=1, n_encoder_layers=1)
+    translator = Translator(checkpoint.load(folder), torch.device("cpu"))
+    facts = tour.facts_of(translator.config, True, None)
+    request = Request("de-en", "ein kleiner hund spielt", 1, 8, "cpu", 5, 1.0)
+    trace = engine.translate(translator, request)
+    t = tour.tour(trace, facts, engine.tour_extras(translator, request, trace, facts))
+    assert "wide-head" not in {s.key for s in t.stops} and "positional-head" in {s.key for s in t.stops}
+    assert any("one encoder head" in note for note in t.left_out)
+    assert any("greedily" in note for note in t.left_out)
+    check(t, facts, translator, request)
+
+
 def test_a_translation_with_nothing_decoded_skips_every_step_with_a_note(folders):
     translator, facts = _tiny(folders)
     request = Request("de-en", "hund", 1, 1, "cpu", 5, 1.0)

@@ -342,7 +342,8 @@ def _why(t: _Trace, facts: ModelFacts, extras: TourExtras | None) -> Stop | str 
     groups = [g for g in word_groups(tr.source_tokens) if tr.source_tokens[g[0]] not in SPECIAL]
     parts = [float(a.source[0, g].sum()) for g in groups]
     best = int(np.argmax(parts)) if parts else None
-    word = "".join(tr.source_tokens[i] for i in groups[best]) if best is not None else ""
+    # a word that raised it: none when every source word lowered it
+    word = "".join(tr.source_tokens[i] for i in groups[best]) if best is not None and parts[best] > 0 else ""
     text = (f"Why {_word(tr.output_tokens[step - 1])} at step {step}? Integrated gradients split its log-probability "
             f"among the input pieces: {_pct(source_share)} of the evidence for it came from the source, the rest from "
             f"the pieces already written" + (f", and the source word that raised it most is {_word(word)}." if word

@@ -20,7 +20,7 @@ from tests.app_fixtures import run_of
 from transformer import Translator, checkpoint
 from transformer.explain import attribute
 from transformer.heads import corpus_importance
-from transformer.pieces import SPECIAL
+from transformer.pieces import SPECIAL, word_groups
 from ui.values import Inputs, Tab
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,6 +118,9 @@ def check(t: tour.Tour, facts: tour.ModelFacts, translator: Translator, request:
             a = attribute(translator, tr.source_ids, tr.output_ids, "ig", steps=[c["step"] - 1],
                           head_mask=engine.trace_mask(translator, tr))
             assert c["source_share"] == round(float(a.shares()[0, 0]), 2)
+            words = [[i for i in g if tr.source_tokens[i] not in SPECIAL] for g in word_groups(tr.source_tokens)]
+            parts = {"".join(tr.source_tokens[i] for i in g): a.source[0, g].sum() for g in words if g}
+            assert c["word"] == (max(parts, key=parts.get) if max(parts.values()) > 0 else "")
             assert f"{100 * a.shares()[0, 0]:.0f} %" in text
         elif stop.key == "beam":
             a, b = tr.candidates[0].tokens, tr.candidates[1].tokens

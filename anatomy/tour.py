@@ -295,23 +295,27 @@ def _masked(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
 def _alignment(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
     if t.T < 2:
         return "The aligning cross-attention head: a one-step translation has nothing to align."
-    heads = t.heads("cross")
-    s = max(heads, key=lambda x: x.monotonic)
     tr = t.trace
-    w = np.asarray(tr.cross_attn[s.layer - 1, s.head - 1], dtype=np.float64)  # (T, S)
-    keep = [j for j, p in enumerate(tr.source_tokens) if p not in HIDDEN_PIECES] or list(range(w.shape[1]))
-    rows = [i for i, p in enumerate(tr.output_tokens) if p not in SPECIAL] or list(range(w.shape[0]))
+    cross = np.asarray(tr.cross_attn, dtype=np.float64)  # (L, h, T, S)
+    keep = [j for j, p in enumerate(tr.source_tokens) if p not in HIDDEN_PIECES] or list(range(cross.shape[-1]))
+    rows = [i for i, p in enumerate(tr.output_tokens) if p not in SPECIAL] or list(range(cross.shape[2]))
+    # aligning: each written piece looks at one source piece (its peak), and those move forward with the output
+    peak = cross[:, :, rows][..., keep].max(-1).mean(-1)  # (L, h)
+    heads = t.heads("cross")
+    s = max(heads, key=lambda x: max(x.monotonic, 0.0) * peak[x.layer - 1, x.head - 1])
+    w = cross[s.layer - 1, s.head - 1]  # (T, S)
     i = max(rows, key=lambda i: w[i, keep].max())
     j = keep[int(np.argmax(w[i, keep]))]
-    text = (f"Cross-attention lets each step read the encoder's output. {_head(s).capitalize()} aligns best: the "
-            f"source position it reads moves forward with the translation (monotonic {s.monotonic:.2f}, the "
-            f"highest of the {len(heads)} cross heads). At step {i + 1}, writing {_word(tr.output_tokens[i])}, it "
-            f"puts {_pct(w[i, j])} on {_word(tr.source_tokens[j])}.")
+    sharp = peak[s.layer - 1, s.head - 1]
+    text = (f"Cross-attention lets each step read the encoder's output. Of the {len(heads)} cross heads, "
+            f"{_head(s)} aligns best: each piece it writes looks at one source piece ({_pct(sharp)} of its weight "
+            f"on average), and those move forward with the translation (monotonic {s.monotonic:.2f}). At step "
+            f"{i + 1}, writing {_word(tr.output_tokens[i])}, it puts {_pct(w[i, j])} on {_word(tr.source_tokens[j])}.")
     return Stop("alignment", "The head that aligns", text, StopView("heads", "cross", s.layer, str(s.head), i + 1),
                 "heatmap", "§3.2.3 (encoder-decoder attention)",
-                claims={"layer": s.layer, "head": s.head, "monotonic": round(s.monotonic, 2), "step": i + 1,
-                        "wrote": tr.output_tokens[i], "source": tr.source_tokens[j],
-                        "weight": round(float(w[i, j]), 2)})
+                claims={"layer": s.layer, "head": s.head, "monotonic": round(s.monotonic, 2),
+                        "peak": round(float(sharp), 2), "step": i + 1, "wrote": tr.output_tokens[i],
+                        "source": tr.source_tokens[j], "weight": round(float(w[i, j]), 2)})
 
 
 def _unsure(t: _Trace, facts: ModelFacts, extras) -> Stop | str:

@@ -104,8 +104,11 @@ def check(t: tour.Tour, facts: tour.ModelFacts, translator: Translator, request:
                 for h in range(cross.shape[1]):
                     expected = (cross[l, h] * np.arange(cross.shape[-1])).sum(-1)
                     mono[(l + 1, h + 1)] = np.corrcoef(np.arange(T), expected)[0, 1]
-            best = max(mono, key=mono.get)
+            rows = [i for i, p in enumerate(tr.output_tokens) if p not in SPECIALS]
+            peak = {head: cross[head[0] - 1, head[1] - 1][rows][:, real_keys].max(-1).mean() for head in mono}
+            best = max(mono, key=lambda head: max(mono[head], 0) * peak[head])
             assert _head_ref(stop) == ("cross", *best) and c["monotonic"] == round(mono[best], 2)
+            assert c["peak"] == round(peak[best], 2) and f"{100 * peak[best]:.0f} %" in text
             w = cross[best[0] - 1, best[1] - 1, c["step"] - 1]
             assert c["weight"] == round(w[real_keys].max(), 2) and c["source"] == tr.source_tokens[
                 real_keys[int(np.argmax(w[real_keys]))]]

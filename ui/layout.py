@@ -308,10 +308,11 @@ def build_page(registry: ModelRegistry) -> Page:
             slow = gr.Slider(0.0, MAX_SLOW, value=DEFAULTS["slow"], step=0.1, elem_id="slow",
                              label="Slow motion: seconds per piece (0 = off; for talks)")
             with gr.Row():
-                translate_btn = gr.Button("Translate", variant="primary", elem_id="translate")
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop")
-                # the guided tour of the shown translation (anatomy/tour.py, viewer/tour.js)
-                tour_btn = gr.Button("Tour", elem_id="tour-start")
+                translate_btn = gr.Button("Translate", variant="primary", elem_id="translate", min_width=90)
+                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", min_width=90)
+                # the guided tour of the shown translation (anatomy/tour.py, viewer/tour.js): one row with the two
+                # above, so that presenter mode's first screen keeps the translation
+                tour_btn = gr.Button("Tour", elem_id="tour-start", min_width=90)
             translation = gr.Textbox(label="Translation", lines=2, interactive=False, buttons=["copy"],
                                      elem_id="translation")
             ablation = gr.HTML("", elem_id="ablation", visible="hidden")  # shown (and filled) while heads are off

@@ -257,6 +257,8 @@ def test_tour_starts_from_the_shown_translation_once_per_translation(tiny):
     assert data["query"].startswith("?") and "tour" not in data["query"]
     again = tiny.start_tour(Inputs(run=run, toured=toured))
     assert again[p.toured] is toured and again[p.tour_data]["asked"] != data["asked"]  # opens it again
+    with pytest.raises(gr.Error, match="slow-motion replay is still running"):
+        tiny.start_tour(Inputs(run=dataclasses.replace(run, replay=True)))
 
 
 def test_the_offline_page_carries_the_tour_with_the_model_stops_only_when_the_app_made_them(tiny):

@@ -232,8 +232,11 @@ class Handlers:
         """Tour (run, toured): the guided tour of the shown translation from its first stop, its model passes (why
         one piece, the model's most important head off) made once per translation."""
         i = Inputs.of(self.page, values)
-        if i.run is None or i.run.replay:
+        if i.run is None:
             raise gr.Error("Translate a sentence first: the tour is about its translation.")
+        if i.run.replay:
+            raise gr.Error("The slow-motion replay is still running: start the tour once it has shown the whole "
+                           "translation.")
         return self._tour_out(i.run, self._toured(i.run, i.toured), 1)
 
     def ablate(self, values: Inputs | dict):

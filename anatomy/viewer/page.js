@@ -267,7 +267,6 @@ export function showPage(data) {
     },
     target: (name) => $(TOUR_PLACES[name] || name),
     link: (k) => `${location.pathname}?tour=${k}`,
-    closed: () => {},
   });
   if (data.tour && data.tour.stops.length) {
     $("tour-start").hidden = false;

@@ -9,7 +9,7 @@
  *   equation: string}} Stop
  * @typedef {{of: Array, stops: Stop[], left_out: string[], start: number}} TourPayload  anatomy/payload.py
  * @typedef {{apply: function(StopView): void, target: function(string): (Element|null),
- *   link: function(number): string, closed: function(): void}} TourHost
+ *   link: function(number): string}} TourHost
  */
 
 export const TARGET_CLASS = "anatomy-tour-target";
@@ -141,7 +141,6 @@ export function createTour(doc, host) {
     doc.body.classList.remove("anatomy-touring");
     doc.defaultView.dispatchEvent(new Event("resize"));
     doc.defaultView.removeEventListener("keydown", onKey, true);
-    host.closed();
   }
 
   return {
@@ -158,7 +157,6 @@ export function createTour(doc, host) {
       show();
     },
     close,
-    act,
     /** @returns {boolean} */
     isOpen: () => tour !== null,
     /** @returns {number} the stop shown, from 1 (0 when closed) */

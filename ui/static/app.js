@@ -25,7 +25,6 @@
         apply: v => A.applyView(v),
         target: name => document.getElementById(name),
         link: k => A.tourData.query ? A.link(A.tourData.query + '&tour=' + k) + (A.on ? '&presenter=1' : '') : '',
-        closed: () => {},
       });
       A.guide.open(data, data.start);
     },

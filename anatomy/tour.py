@@ -173,7 +173,8 @@ def _pieces(t: _Trace, facts: ModelFacts, extras) -> Stop:
                  f"rare word is built from common parts.")
     else:
         each = "its one word is" if len(groups) == 1 else f"each of its {len(groups)} words is"
-        text += (f"No word was split: {each} one of the model's {facts.vocab_size:,} pieces, learnt from its training text.")
+        text += (f"No word was split: {each} one of the model's {facts.vocab_size:,} pieces, learnt from its "
+                 "training text.")
     if facts.untrained:
         text += " This model is untrained: what its heads do below is chance."
     return Stop("pieces", "Your sentence in pieces", text,

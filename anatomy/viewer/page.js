@@ -266,7 +266,8 @@ export function showPage(data) {
       update(false);
     },
     target: (name) => $(TOUR_PLACES[name] || name),
-    link: (k) => `${location.pathname}?tour=${k}`,
+    // a file's own address; a notebook's frame (about:srcdoc) has none to link to
+    link: (k) => (location.protocol === "about:" ? "" : `${location.pathname}?tour=${k}`),
   });
   if (data.tour && data.tour.stops.length) {
     $("tour-start").hidden = false;

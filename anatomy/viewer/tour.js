@@ -9,7 +9,7 @@
  *   equation: string}} Stop
  * @typedef {{of: Array, stops: Stop[], left_out: string[], start: number}} TourPayload  anatomy/payload.py
  * @typedef {{apply: function(StopView): void, target: function(string): (Element|null),
- *   link: function(number): string}} TourHost
+ *   link: function(number): string}} TourHost  link: the address of stop k, "" for none
  */
 
 export const TARGET_CLASS = "anatomy-tour-target";
@@ -100,9 +100,13 @@ export function createTour(doc, host) {
     buttons.append(button("← Back", "prev", index === 0), button(index === n - 1 ? "Done" : "Next →",
                                                                     index === n - 1 ? "close" : "next", false),
                    button("Close (Esc)", "close", false));
-    const link = element("a", "anatomy-tour-link", "Link to this stop");
-    link.href = host.link(index + 1);
-    parts.push(buttons, link);
+    parts.push(buttons);
+    const address = host.link(index + 1); // "" where the page has no address of its own to link to
+    if (address) {
+      const link = element("a", "anatomy-tour-link", "Link to this stop");
+      link.href = address;
+      parts.push(link);
+    }
     panel.replaceChildren(...parts);
     panel.dataset.stop = String(index + 1);
     panel.dataset.key = stop.key;

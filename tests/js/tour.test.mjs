@@ -110,4 +110,7 @@ test("the panel says where it is, links to its stop and lists what was left out 
   assert.equal(panel.children.find((c) => c.tag === "a").href, "?tour=3");
   t.open(TOUR, 1);
   assert.ok(!texts(doc.body.children[0]).includes("no beam"));
+  const frame = fakeDocument(), nowhere = createTour(frame, {apply() {}, target: () => null, link: () => ""});
+  nowhere.open(TOUR, 1); // a page with no address of its own (a notebook's frame): no link
+  assert.ok(nowhere.isOpen() && !frame.body.children[0].children.some((c) => c.tag === "a"));
 });

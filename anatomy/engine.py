@@ -203,12 +203,11 @@ def tour_extras(translator: Translator, request: Request, trace: Trace, facts: M
     """The tour's model passes: integrated gradients of its why stop's piece, and the request translated again with
     the model's most important head off too, with the shown pieces' log p with every head on and with it off."""
     step = why_step(trace)
-    attribution = None if step is None else explanation.attribute(
-        translator, trace.source_ids, trace.output_ids, "ig", steps=[step - 1], head_mask=trace_mask(translator, trace))
+    why = None if step is None else attribution(translator, trace, "ig", steps=[step - 1])
     ablated = ablated_by = None
     if facts.important is not None:
         off = ",".join(dict.fromkeys([*filter(None, request.heads_off.split(",")), str(facts.important)]))
         asked = dataclasses.replace(request, heads_off=off, slow=0.0)
         ablated = translate(translator, asked)
         ablated_by = ablation(translator, asked, trace) if trace.output_ids else None
-    return TourExtras(step or 0, attribution, ablated, ablated_by)
+    return TourExtras(step or 0, why, ablated, ablated_by)

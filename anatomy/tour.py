@@ -127,6 +127,15 @@ class _Trace:
     def heads(self, kind: str) -> list[HeadStats]:
         return [s for s in self.stats if s.kind == kind]
 
+    def positional(self) -> tuple[float, str, HeadStats] | None:
+        """The encoder head with the largest share on the previous or next piece: (share, side, head); None for a
+        one-piece source."""
+        if len(self.trace.source_tokens) < 2:
+            return None
+        heads = self.heads("encoder")
+        return max([(s.previous, "previous", s) for s in heads] + [(s.next, "next", s) for s in heads],
+                   key=lambda x: x[0])
+
     def unsure(self) -> int | None:
         """The step whose most likely piece was least likely (special pieces left out), from 1."""
         rows = [(row[0].prob, t + 1) for t, row in enumerate(self.trace.top_k)
@@ -198,11 +207,9 @@ def _positions(t: _Trace, facts: ModelFacts, extras) -> Stop:
 
 
 def _positional_head(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
-    heads = t.heads("encoder")
-    if len(t.trace.source_tokens) < 2:
+    heads, best = t.heads("encoder"), t.positional()
+    if best is None:
         return "The most positional head: a one-piece source has no neighbours to attend to."
-    best = max([(s.previous, "previous", s) for s in heads] + [(s.next, "next", s) for s in heads],
-               key=lambda x: x[0])
     share, side, s = best
     text = (f"Encoder self-attention: every piece looks at every piece of the source. {_head(s).capitalize()} "
             f"sends {_pct(share)} of its weight to the {side} piece, the most positional of the "
@@ -216,11 +223,10 @@ def _positional_head(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
 
 def _wide_head(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
     heads = t.heads("encoder")
-    positional = _positional_head(t, facts, extras)
-    if isinstance(positional, str):
-        return "A head that spreads its attention: " + positional.split(": ", 1)[1]
-    taken = (positional.view.layer, int(positional.view.head))
-    others = [s for s in heads if (s.layer, s.head) != taken]
+    positional = t.positional()
+    if positional is None:
+        return "A head that spreads its attention: a one-piece source has no neighbours to attend to."
+    others = [s for s in heads if s is not positional[2]]
     if not others:
         return "A head that spreads its attention: this model has one encoder head, shown at the stop before."
     s = max(others, key=lambda x: x.entropy)

@@ -88,7 +88,7 @@ def test_shapes_are_the_shapes_of_a_real_forward_pass(norm_first):
     with torch.no_grad():
         encoded = model.encode(src, need_weights=True)
         decoded = model.decode(tgt, encoded, need_weights=True)
-        q, k, v = model.encoder_layers[0].self_attn.query_key_value(model._embed(src, model.embedding))
+        q, (k, v) = model.encoder_layers[0].self_attn.query_key_value(model._embed(src, model.embedding))
         cache = model.new_cache(encoded, T)
     for hook in hooks:
         hook.remove()

@@ -67,15 +67,16 @@ def right_padded_lengths(ids: Tensor, pad_id: int, minimum: int = 0) -> Tensor:
 
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Mask, *,
                                  need_weights: bool, dropout_p: float = 0.0) -> tuple[Tensor, Tensor | None]:
-    """softmax(Q K^T / sqrt(d_k)) V (paper eq. 1), fused unless the weights are wanted."""
-    if not need_weights:
+    """softmax(Q K^T / sqrt(d_k)) V (paper eq. 1), fused unless the weights are wanted or there is one query."""
+    if not need_weights and q.size(-2) > 1:
+        # torch's fused kernel costs ~40 µs a call more than these three ops for one query (a decoding step)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
     # in place on the new scores (~10 µs a call at decoding sizes); autograd needs neither of them
     scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(q.size(-1)))  # (B, h, T_q, T_k)
     if mask is not None:
         scores = scores.masked_fill_(~mask, float("-inf"))
     weights = scores.float().softmax(dim=-1).to(v.dtype)  # fp32 softmax under autocast too
-    return (F.dropout(weights, dropout_p) if dropout_p else weights) @ v, weights
+    return (F.dropout(weights, dropout_p) if dropout_p else weights) @ v, weights if need_weights else None
 
 
 @dataclass
@@ -87,20 +88,28 @@ class DecoderCache:
     encoder output, when the cache is made (`Transformer.new_cache`).
     """
 
-    self_k: Tensor  # (L, B, h, max_T, d_k)
-    self_v: Tensor  # (L, B, h, max_T, d_k)
+    self_kv: Tensor  # (L, 2, B, h, max_T, d_k): keys, then values
     cross_k: Tensor  # (L, B, h, S, d_k)
     cross_v: Tensor  # (L, B, h, S, d_k)
     length: int = 0  # target positions every layer has stored
 
-    def update(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Store one layer's keys/values of the new positions; return that layer's keys/values so far."""
-        end = self.length + k.size(2)
-        if end > self.self_k.size(3):
-            raise ValueError(f"KV cache holds {self.self_k.size(3)} positions; asked for {end}")
-        self.self_k[layer, :, :, self.length:end] = k
-        self.self_v[layer, :, :, self.length:end] = v
-        return self.self_k[layer, :, :, :end], self.self_v[layer, :, :, :end]  # (B, h, end, d_k)
+    @property
+    def self_k(self) -> Tensor:
+        return self.self_kv[:, 0]  # (L, B, h, max_T, d_k)
+
+    @property
+    def self_v(self) -> Tensor:
+        return self.self_kv[:, 1]  # (L, B, h, max_T, d_k)
+
+    def update(self, layer: int, kv: Tensor) -> tuple[Tensor, Tensor]:
+        """Store one layer's keys and values of the new positions, kv (2, B, h, n, d_k), in one copy; return that
+        layer's keys/values so far."""
+        end = self.length + kv.size(3)
+        if end > self.self_kv.size(4):
+            raise ValueError(f"KV cache holds {self.self_kv.size(4)} positions; asked for {end}")
+        self.self_kv[layer, :, :, :, self.length:end] = kv
+        k, v = self.self_kv[layer, :, :, :, :end].unbind(0)  # (B, h, end, d_k) each
+        return k, v
 
     def advance(self, n: int) -> None:
         """Every layer has stored the n new positions: the next update writes after them."""
@@ -113,8 +122,7 @@ class DecoderCache:
         """Keep the batch rows in `index` (beam search reorders and prunes hypotheses): the positions stored so far.
         Cross-attention keys/values stay: beam search moves rows only among one sentence's beams, which share them."""
         n = self.length
-        for buf in (self.self_k, self.self_v):
-            buf[:, :, :, :n] = buf[:, :, :, :n].index_select(1, index)
+        self.self_kv[..., :n, :] = self.self_kv[..., :n, :].index_select(2, index)
 
 
 @dataclass
@@ -153,12 +161,16 @@ class Linear(nn.Linear):
 
     fp16_weights = False  # not `half`: that is nn.Module's method
 
+    def __init__(self, in_features: int, out_features: int) -> None:
+        super().__init__(in_features, out_features)
+        self._halves: dict[tuple[int, int] | None, HalfLinear] = {}  # a plain attribute: no state_dict entry
+
     def forward(self, x: Tensor, rows: tuple[int, int] | None = None) -> Tensor:
+        # _parameters, not self.weight: nn.Module's __getattr__ costs ~2 µs, a tenth of a decoding step's layer
+        weight, bias = self._parameters["weight"], self._parameters["bias"]
         if self.fp16_weights and not torch.is_grad_enabled():
-            halves = self.__dict__.setdefault("_halves", {})  # a plain attribute: no state_dict entry
-            half = halves.get(rows) or halves.setdefault(rows, HalfLinear(rows))
-            return half(x, self.weight, self.bias)
-        weight, bias = self.weight, self.bias
+            half = self._halves.get(rows) or self._halves.setdefault(rows, HalfLinear(rows))
+            return half(x, weight, bias)
         if rows is not None:
             weight, bias = weight[rows[0]:rows[1]], None if bias is None else bias[rows[0]:rows[1]]
         return F.linear(x, weight, bias)
@@ -181,8 +193,11 @@ class MultiHeadAttention(nn.Module):
         x = x.view(B, T, parts, self.n_heads, self.d_k)  # (B, T, parts, h, d_k)
         return x.permute(2, 0, 3, 1, 4).unbind(0)  # parts × (B, h, T, d_k)
 
-    def query_key_value(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        return self._split_heads(self.W_qkv(x), 3)
+    def query_key_value(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """q (B, h, T, d_k) and k, v stacked, (2, B, h, T, d_k): a cache stores them in one copy."""
+        B, T, _ = x.shape
+        qkv = self.W_qkv(x).view(B, T, 3, self.n_heads, self.d_k).permute(2, 0, 3, 1, 4)  # (3, B, h, T, d_k)
+        return qkv[0], qkv[1:]
 
     def query(self, x: Tensor) -> Tensor:
         return self._split_heads(self.W_qkv(x, (0, self.d_model)), 1)[0]
@@ -232,14 +247,21 @@ class _Layer(nn.Module):
         super().__init__()
         self.norm_first = config.norm_first
         self.norms = nn.ModuleList(nn.LayerNorm(config.d_model) for _ in range(n_sublayers))
+        self._norms = tuple(self.norms)  # the same modules, unregistered: indexing a ModuleList costs ~2 µs
         self.dropout = nn.Dropout(config.dropout)
 
+    def _norm(self, x: Tensor, i: int) -> Tensor:
+        # F.layer_norm, not the module's call: ~8 µs less a call, ~70 µs a decoding step
+        norm = self._norms[i]
+        params = norm._parameters
+        return F.layer_norm(x, norm.normalized_shape, params["weight"], params["bias"], norm.eps)
+
     def _in(self, x: Tensor, i: int) -> Tensor:
-        return self.norms[i](x) if self.norm_first else x
+        return self._norm(x, i) if self.norm_first else x
 
     def _out(self, x: Tensor, sublayer_out: Tensor, i: int) -> Tensor:
         x = x + (self.dropout(sublayer_out) if self.training else sublayer_out)
-        return x if self.norm_first else self.norms[i](x)
+        return x if self.norm_first else self._norm(x, i)
 
     def attention(self, x: Tensor, mask: Mask, need_weights: bool, cross: bool = False, memory: Tensor | None = None,
                   cache: DecoderCache | None = None, index: int = 0) -> Attention:
@@ -251,9 +273,8 @@ class _Layer(nn.Module):
             q = self.cross_attn.query(self._in(x, 1))
             k, v = self.cross_attn.key_value(memory) if cache is None else cache.cross(index)
             return self.cross_attn.attend(q, k, v, mask, need_weights)
-        q, k, v = self.self_attn.query_key_value(self._in(x, 0))
-        if cache is not None:
-            k, v = cache.update(index, k, v)
+        q, kv = self.self_attn.query_key_value(self._in(x, 0))
+        k, v = kv.unbind(0) if cache is None else cache.update(index, kv)
         return self.self_attn.attend(q, k, v, mask, need_weights)
 
 
@@ -387,14 +408,16 @@ class Transformer(nn.Module):
             attentions.append(attention)
         return x, attentions
 
-    def new_cache(self, encoded: Encoded, max_len: int) -> DecoderCache:
-        """An empty KV cache for up to `max_len` target positions; cross K/V computed here, once."""
-        B = encoded.memory.size(0)
+    def new_cache(self, encoded: Encoded, max_len: int, beams: int = 1) -> DecoderCache:
+        """An empty KV cache for up to `max_len` target positions of `beams` rows per sentence of `encoded`, which sit
+        next to each other; cross K/V computed here, once per sentence (its beams share them)."""
+        B = encoded.memory.size(0) * beams
         L, h, d_k = self.config.n_decoder_layers, self.config.n_heads, self.config.d_k
         memory_kv = [layer.cross_attn.key_value(encoded.memory) for layer in self.decoder_layers]
-        cross_k, cross_v = (torch.stack(kv) for kv in zip(*memory_kv))  # (L, B, h, S, d_k)
-        buf = encoded.memory.new_empty(2, L, B, h, max_len, d_k)
-        return DecoderCache(buf[0], buf[1], cross_k, cross_v)
+        cross_k, cross_v = (torch.stack(kv) for kv in zip(*memory_kv))  # (L, B / beams, h, S, d_k)
+        if beams > 1:
+            cross_k, cross_v = (t.repeat_interleave(beams, 1) for t in (cross_k, cross_v))  # (L, B, h, S, d_k)
+        return DecoderCache(encoded.memory.new_empty(L, 2, B, h, max_len, d_k), cross_k, cross_v)
 
     def decode(self, tgt_ids: Tensor, encoded: Encoded, cache: DecoderCache | None = None,
                need_weights: bool = False, last_only: bool = False, tgt_lengths: Tensor | None = None,

@@ -121,9 +121,9 @@ def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit:
     B, K, device, config = encoded.memory.size(0), beam_size, encoded.memory.device, model.config
     eos_id, top_k_rule = config.eos_id, config.beam_limit_rule == "top_k"
     # Each sentence's K beams sit next to each other: rows b*K .. b*K+K-1.
+    cache = model.new_cache(encoded, limit, beams=K)
     encoded = Encoded(encoded.memory.repeat_interleave(K, 0),  # (B*K, S, d_model)
                       None if encoded.src_mask is None else encoded.src_mask.repeat_interleave(K, 0))
-    cache = model.new_cache(encoded, limit)
     tokens = torch.full((B * K, 1), config.decoder_start_id, dtype=torch.long, device=device)
     history = torch.empty((B * K, 0), dtype=torch.long, device=device)
     beam_scores = torch.full((B, K), float("-inf"), device=device)

@@ -93,14 +93,6 @@ class DecoderCache:
     cross_v: Tensor  # (L, B, h, S, d_k)
     length: int = 0  # target positions every layer has stored
 
-    @property
-    def self_k(self) -> Tensor:
-        return self.self_kv[:, 0]  # (L, B, h, max_T, d_k)
-
-    @property
-    def self_v(self) -> Tensor:
-        return self.self_kv[:, 1]  # (L, B, h, max_T, d_k)
-
     def update(self, layer: int, kv: Tensor) -> tuple[Tensor, Tensor]:
         """Store one layer's keys and values of the new positions, kv (2, B, h, n, d_k), in one copy; return that
         layer's keys/values so far."""

@@ -67,16 +67,18 @@ def right_padded_lengths(ids: Tensor, pad_id: int, minimum: int = 0) -> Tensor:
 
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Mask, *,
                                  need_weights: bool, dropout_p: float = 0.0) -> tuple[Tensor, Tensor | None]:
-    """softmax(Q K^T / sqrt(d_k)) V (paper eq. 1), fused unless the weights are wanted or there is one query."""
-    if not need_weights and q.size(-2) > 1:
-        # torch's fused kernel costs ~40 µs a call more than these three ops for one query (a decoding step)
+    """softmax(Q K^T / sqrt(d_k)) V (paper eq. 1), fused unless the weights are wanted."""
+    if not need_weights:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
     # in place on the new scores (~10 µs a call at decoding sizes); autograd needs neither of them
-    scores = (q @ k.transpose(-2, -1)).div_(math.sqrt(q.size(-1)))  # (B, h, T_q, T_k)
+    scores = torch.matmul(q, k.transpose(-2, -1)).div_(math.sqrt(q.size(-1)))  # (B, h, T_q, T_k)
     if mask is not None:
         scores = scores.masked_fill_(~mask, float("-inf"))
-    weights = scores.float().softmax(dim=-1).to(v.dtype)  # fp32 softmax under autocast too
-    return (F.dropout(weights, dropout_p) if dropout_p else weights) @ v, weights if need_weights else None
+    if scores.dtype == torch.float32:  # two no-op conversions cost ~4 µs, a tenth of a decoding step's attention
+        weights = scores.softmax(dim=-1)
+    else:
+        weights = scores.float().softmax(dim=-1).to(v.dtype)  # fp32 softmax under autocast too
+    return torch.matmul(F.dropout(weights, dropout_p) if dropout_p else weights, v), weights
 
 
 @dataclass

@@ -267,6 +267,85 @@ def test_a_full_queue_refuses_a_join_before_gradio_reads_it():
     assert passed == ["/gradio_api/upload", JOIN]
 
 
+# ---- Gradio's work per event: what the page gets is Gradio's, made with less --------------------------------------
+
+def _outputs_blocks():
+    """A server.Blocks with one event whose outputs are of every sort the app's events have."""
+    from ui import server
+
+    with server.Blocks() as blocks:
+        run = gr.State(None)
+        text = gr.Textbox("old")
+        step = gr.Slider(1, 5, value=2, step=1)
+        head = gr.Radio(["mean", "1"], value="mean")
+        data = gr.JSON(None)
+        note = gr.Markdown("hidden", visible=False)
+        button = gr.Button()
+        button.click(lambda: None, None, [run, text, step, head, data, note])
+    return blocks, (run, text, step, head, data, note)
+
+
+@pytest.mark.parametrize("named", [(), (0,), (1,), (2, 3), (0, 4, 5), (1, 2, 3, 4, 5), (0, 1, 2, 3, 4, 5)])
+def test_an_event_naming_some_outputs_sends_and_keeps_what_gradio_would(named):
+    """ui.server.Blocks.postprocess_data postprocesses only the outputs a handler's dict names: what it sends and
+    what the session keeps (its components' props and configs) equal Gradio's own postprocessing, which rebuilds
+    every output left out as a gr.skip() update."""
+    from gradio.state_holder import SessionState
+
+    blocks, outs = _outputs_blocks()
+    fn = blocks.default_config.fns[0]
+    made = {}
+    for how in ("ours", "gradio's"):
+        values = [{"run": 1}, "new text", gr.update(maximum=9, value=7), gr.update(choices=["mean", "1", "2"], value="2"),
+                  {"rows": [[0.25, 0.75]], "words": ["Ein", "Hund"]}, gr.update(value="shown", visible=True)]
+        state = SessionState(blocks)  # each its own: Gradio takes the values out of the update dicts it is given
+        predictions = {outs[i]: values[i] for i in named} if named else gr.skip()
+        post = blocks.postprocess_data if how == "ours" else lambda *a: gr.Blocks.postprocess_data(blocks, *a)
+        sent = asyncio.run(post(fn, predictions, state))
+        made[how] = (sent, state.config_values, state.state_data.get(outs[0]._id))
+    (sent, configs, run), (gradio_sent, gradio_configs, gradio_run) = made["ours"], made["gradio's"]
+    assert sent == gradio_sent and len(sent) == len(outs) and run == gradio_run
+    # Gradio's rebuilt copy of a left-out output loses its value in the session's config (it is made without one);
+    # ours keeps the component as it was. Every other prop is the same, and so is a named output's value.
+    valueless = {k: {**c, "props": {p: v for p, v in c.get("props", {}).items() if p != "value"}}
+                 for k, c in configs.items()}
+    assert valueless == {k: {**c, "props": {p: v for p, v in c.get("props", {}).items() if p != "value"}}
+                         for k, c in gradio_configs.items()}
+    for i in named:
+        assert configs[outs[i]._id] == gradio_configs[outs[i]._id]
+    if 2 in named:  # an update reaches the session: the slider's new maximum is what its next input is checked by
+        assert configs[outs[2]._id]["props"]["maximum"] == 9
+
+
+def test_a_dict_naming_a_component_that_is_no_output_is_refused_as_gradio_refuses_it():
+    blocks, outs = _outputs_blocks()
+    with blocks:
+        stranger = gr.Textbox()
+    with pytest.raises(ValueError, match="not specified as output"):
+        asyncio.run(blocks.postprocess_data(blocks.default_config.fns[0], {outs[1]: "x", stranger: "y"}, None))
+
+
+def test_a_new_session_gets_gradio_s_configs_of_the_page_without_making_them_again(tiny, monkeypatch):
+    """ui.server.SessionConfigs: a session's configs equal the ones Gradio makes for every component of the app's
+    page; a second session makes none again; a change in one session's configs stays in that session."""
+    from gradio.blocks import BlocksConfig
+    from gradio.components.base import Component
+    from gradio.state_holder import SessionState
+
+    demo = tiny.demo
+    gradio_s = {k: BlocksConfig.config_for_block(k, [], block) for k, block in demo.blocks.items()}
+    first = SessionState(demo)
+    assert first.config_values == gradio_s
+    made = []
+    monkeypatch.setattr(Component, "get_config", lambda self: made.append(self) or {})
+    second = SessionState(demo)
+    assert made == [] and second.config_values == gradio_s
+    key = tiny.page.text._id
+    first._update_value_in_config(key, "a visitor's text")
+    assert first.config_values[key]["props"]["value"] == "a visitor's text"
+    assert SessionState(demo).config_values[key] == second.config_values[key] == gradio_s[key]
+
+
 # ---- many visitors over time: memory stays bounded ---------------------------------------------------------
 
 def test_sessions_without_a_page_are_forgotten_after_the_grace_and_open_pages_kept():

@@ -297,7 +297,8 @@ def test_an_event_naming_some_outputs_sends_and_keeps_what_gradio_would(named):
     made = {}
     for how in ("ours", "gradio's"):
         values = [{"run": 1}, "new text", gr.update(maximum=9, value=7),
-                  gr.update(choices=["mean", "1", "2"], value="2"), {"rows": [[0.25, 0.75]], "words": ["Ein", "Hund"]}, gr.update(value="shown", visible=True)]
+                  gr.update(choices=["mean", "1", "2"], value="2"), {"rows": [[0.25, 0.75]], "words": ["Ein", "Hund"]},
+                  gr.update(value="shown", visible=True)]
         state = SessionState(blocks)  # each its own: Gradio takes the values out of the update dicts it is given
         predictions = {outs[i]: values[i] for i in named} if named else gr.skip()
         post = blocks.postprocess_data if how == "ours" else lambda *a: gr.Blocks.postprocess_data(blocks, *a)

@@ -22,7 +22,6 @@ from .inputs import MEAN_HEAD, PAGE_KINDS, View
 from .registry import LANGUAGE_NAMES, ModelEntry
 
 CONFIDENCE = {"p ≥ 0.8": "#bfdbfe", "0.4 ≤ p < 0.8": "#fde68a", "p < 0.4": "#fecaca"}
-CURRENT = "current step"
 PIECE = "piece"
 EMPTY = "∅ (empty)"  # an empty translation, e.g. a beam candidate that is EOS at once
 
@@ -153,9 +152,6 @@ def output_chips(produced: list[str], top_k: list[list[TopK]]) -> list[tuple[str
     return [(tok, confidence(_prob(top_k[i] if i < len(top_k) else [], tok))) for i, tok in enumerate(produced)]
 
 
-def partial_chips(produced: list[str], step: int) -> list[tuple[str, str]]:
-    """The output up to step `step` (from 1), that step marked."""
-    return [(tok, CURRENT if i == step - 1 else PIECE) for i, tok in enumerate(produced[:step])]
 
 
 def source_chips(pieces: list[str]) -> list[tuple[str, str]]:

@@ -1,7 +1,6 @@
-"""Shared look of every figure: a small template, the colour scales, sizing helpers."""
+"""Shared look of every figure: a small template, the colour scales, the frame."""
 from __future__ import annotations
 
-import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
 
@@ -41,13 +40,6 @@ def base_layout(fig: go.Figure, height: int, *, title: str | None = None, margin
     return fig.update_layout(_frame(height, title, margin), showlegend=fig.layout.showlegend)
 
 
-def json_figure(data: list[dict], layout: dict, height: int, *, title: str | None = None,
-                margin: dict | None = None) -> go.Figure:
-    """The shared frame on a figure written as Plotly JSON, built without Plotly's validation: validating every
-    property is most of the time a figure takes, and the page draws several per click."""
-    return go.Figure(data=data, layout={**layout, **_frame(height, title, margin)}, _validate=False)
-
-
 def empty_figure(message: str, height: int = 260) -> go.Figure:
     """A blank figure with a centred message (the placeholder before anything was computed)."""
     from .text import escape
@@ -58,15 +50,3 @@ def empty_figure(message: str, height: int = 260) -> go.Figure:
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return base_layout(fig, height)
-
-
-def as_matrix(weights, name: str = "weights") -> np.ndarray:
-    array = np.asarray(weights, dtype=np.float32)
-    if array.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D matrix, got shape {array.shape}")
-    return array
-
-
-def cell_height(n_rows: int, per_row: int = 22, minimum: int = 260, maximum: int = 1400, extra: int = 130) -> int:
-    """Figure height that gives each token row room for its label."""
-    return int(min(maximum, max(minimum, n_rows * per_row + extra)))

@@ -152,8 +152,6 @@ def output_chips(produced: list[str], top_k: list[list[TopK]]) -> list[tuple[str
     return [(tok, confidence(_prob(top_k[i] if i < len(top_k) else [], tok))) for i, tok in enumerate(produced)]
 
 
-
-
 def source_chips(pieces: list[str]) -> list[tuple[str, str]]:
     return [(p, PIECE) for p in pieces]
 

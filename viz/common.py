@@ -25,19 +25,13 @@ TEMPLATE = go.layout.Template(layout=dict(
 TEMPLATE_JSON = TEMPLATE.to_plotly_json()
 
 
-def _frame(height: int, title: str | None, margin: dict | None) -> dict:
-    """Height (gr.Plot has none of its own), margins, template; a title only when asked for."""
-    m = dict(l=60, r=20, t=40 if title else 20, b=40)
-    m.update(margin or {})
-    frame = dict(template=TEMPLATE_JSON, height=int(height), margin=m)
+def base_layout(fig: go.Figure, height: int, *, title: str | None = None, margin: dict | None = None) -> go.Figure:
+    """The shared frame: height (gr.Plot has none of its own), margins, template; a title only when asked for."""
+    margin = {"l": 60, "r": 20, "t": 40 if title else 20, "b": 40, **(margin or {})}
+    frame = dict(template=TEMPLATE_JSON, height=int(height), margin=margin)
     if title:
         frame["title"] = dict(text=title, x=0.01, xanchor="left", font=dict(size=14))
-    return frame
-
-
-def base_layout(fig: go.Figure, height: int, *, title: str | None = None, margin: dict | None = None) -> go.Figure:
-    """The shared frame (_frame) on a figure built with Plotly's objects."""
-    return fig.update_layout(_frame(height, title, margin), showlegend=fig.layout.showlegend)
+    return fig.update_layout(frame, showlegend=fig.layout.showlegend)
 
 
 def empty_figure(message: str, height: int = 260) -> go.Figure:

@@ -327,6 +327,31 @@ def test_a_dict_naming_a_component_that_is_no_output_is_refused_as_gradio_refuse
         asyncio.run(blocks.postprocess_data(blocks.default_config.fns[0], {outs[1]: "x", stranger: "y"}, None))
 
 
+def test_on_another_gradio_release_the_page_runs_on_gradio_s_own_code(monkeypatch):
+    """ui.server's overrides reach into Gradio's internals: on any release but the one they were written for, a
+    server.Blocks makes its sessions' configs and postprocesses its events with Gradio's own code."""
+    from gradio.blocks import BlocksConfig
+    from gradio.state_holder import SessionState
+
+    from ui import server
+
+    assert server.overrides_apply() == (gr.__version__ == server.OVERRIDDEN_GRADIO)
+    ours, _ = _outputs_blocks()
+    assert ours.overridden and isinstance(ours.default_config, server.SessionConfigs)
+    monkeypatch.setattr(gr, "__version__", "6.32.0")
+    blocks, outs = _outputs_blocks()
+    assert not blocks.overridden and type(blocks.default_config) is BlocksConfig
+    fn = blocks.default_config.fns[0]
+    sent = {}
+    for how, post in (("ours", blocks.postprocess_data),
+                      ("gradio's", lambda *a: gr.Blocks.postprocess_data(blocks, *a))):
+        state = SessionState(blocks)
+        sent[how] = (asyncio.run(post(fn, {outs[1]: "new text"}, state)), state.config_values)
+    assert sent["ours"] == sent["gradio's"]
+    # Gradio's own rebuilds a left-out output: the session's Radio config has lost its value (ours keeps it)
+    assert "value" not in sent["ours"][1][outs[3]._id]["props"]
+
+
 def test_a_new_session_gets_gradio_s_configs_of_the_page_without_making_them_again(tiny, monkeypatch):
     """ui.server.SessionConfigs: a session's configs equal the ones Gradio makes for every component of the app's
     page; a second session makes none again; a change in one session's configs stays in that session."""

@@ -22,6 +22,14 @@ from starlette.responses import JSONResponse, RedirectResponse
 from anatomy.inputs import MAX_QUERY, shorten_query
 
 JOIN = f"{API_PREFIX}/queue/join"
+# The Gradio release whose internals SessionConfigs and Blocks.postprocess_data were written against (and tested
+# equal to: tests/test_hardening.py); on any other, the app runs on Gradio's own code, slower but as Gradio meant it.
+OVERRIDDEN_GRADIO = "6.31.0"
+
+
+def overrides_apply() -> bool:
+    """Whether the installed Gradio is the release the overrides below were written for."""
+    return gr.__version__ == OVERRIDDEN_GRADIO
 HEARTBEAT = f"{API_PREFIX}/heartbeat/"
 
 
@@ -95,13 +103,17 @@ class SessionConfigs(BlocksConfig):
 
 class Blocks(gr.Blocks):
     """gr.Blocks whose failed requests print nothing a visitor sent, whose sessions start without recomputing every
-    component's config (SessionConfigs) and whose events postprocess only the outputs they name. Gradio prints the
+    component's config (SessionConfigs) and whose events postprocess only the outputs they name (those two only on
+    OVERRIDDEN_GRADIO). Gradio prints the
     traceback of a failed request with its message, and some of its messages quote the values sent or made: too few
     values ("Received inputs: [...]"), a value no component could read or show (ComponentProcessingError), a value
     not among a Dropdown's choices (a gr.Error)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.overridden = overrides_apply()
+        if not self.overridden:
+            return
         configs = SessionConfigs(self)
         configs.__dict__.update(vars(self.default_config))
         self.default_config = configs
@@ -118,7 +130,7 @@ class Blocks(gr.Blocks):
         and a translation's yields leave out 21 to 33 of its event's 37 outputs. What it sends is the same either way,
         and the session keeps a left-out component as it was (Gradio's rebuilt one has lost its value; else equal:
         tests/test_hardening.py)."""
-        if not isinstance(predictions, dict) or not predictions or \
+        if not self.overridden or not isinstance(predictions, dict) or not predictions or \
                 not all(isinstance(key, Block) for key in predictions):
             return await super().postprocess_data(block_fn, predictions, state)
         named = {key._id for key in predictions}

@@ -80,7 +80,7 @@ def comparison_html(run: Run) -> str:
         return ""
     original, ablated = _pieces(a.original), _pieces(run.trace)
     before, after = float(a.log_probs.sum()), float(a.ablated_log_probs.sum())
-    refs = HeadMask.refs(run.request.heads_off)
+    refs = HeadMask.refs(run.request.decoding.heads_off)
     heads = ", ".join(head_label(r.kind, r.layer, r.head) for r in refs)
     same = "the same translation" if original == ablated else "a different translation"
     delta = a.ablated_log_probs - a.log_probs

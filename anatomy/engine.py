@@ -51,7 +51,7 @@ def _tagged(trace: Trace, request: Request) -> Trace:
 
 def head_mask(translator: Translator, request: Request) -> HeadMask | None:
     """The request's heads switched off (its `heads_off`, already checked against this model); None when none."""
-    return _mask(translator, request.heads_off)
+    return _mask(translator, request.decoding.heads_off)
 
 
 def trace_mask(translator: Translator, trace: Trace) -> HeadMask | None:
@@ -66,9 +66,7 @@ def _mask(translator: Translator, heads_off: str) -> HeadMask | None:
 
 def translate(translator: Translator, request: Request) -> Trace:
     """The whole trace of a request: greedy (beam 1) or beam search with its candidates."""
-    return _tagged(translator.translate(request.text, beam_size=request.beam, max_new_tokens=request.max_new,
-                                        length_penalty=request.length_penalty, top_k=request.top_k,
-                                        head_mask=head_mask(translator, request)), request)
+    return _tagged(translator.translate(request.text, request.decoding), request)
 
 
 def ablation(translator: Translator, request: Request, original: Trace, before: Ablation | None = None) -> Ablation:
@@ -92,14 +90,13 @@ def stream(translator: Translator, request: Request, stopped: Callable[[], bool]
     """Greedy decoding, one Step per piece as soon as it exists; the last item is the finished Trace of the same
     pass. When `stopped()` turns true between two pieces, decoding ends there and the Trace holds the pieces so
     far (`settings.stopped`)."""
-    for item in translator.stream(request.text, max_new_tokens=request.max_new, top_k=request.top_k, stop=stopped,
-                                  head_mask=head_mask(translator, request)):
+    for item in translator.stream(request.text, request.decoding, beam_size=1, stop=stopped):
         yield _tagged(item, request) if isinstance(item, Trace) else item
 
 
 def force(translator: Translator, request: Request, target: str) -> Trace:
     """Teacher-forced pass over a given translation."""
-    return _tagged(translator.force(request.text, target, top_k=request.top_k,
+    return _tagged(translator.force(request.text, target, top_k=request.decoding.top_k,
                                     head_mask=head_mask(translator, request)), request)
 
 
@@ -206,8 +203,8 @@ def tour_extras(translator: Translator, request: Request, trace: Trace, facts: M
     why = None if step is None else attribution(translator, trace, "ig", steps=[step - 1])
     ablated = ablated_by = None
     if facts.important is not None:
-        off = ",".join(dict.fromkeys([*filter(None, request.heads_off.split(",")), str(facts.important)]))
-        asked = dataclasses.replace(request, heads_off=off, slow=0.0)
+        off = ",".join(dict.fromkeys([*filter(None, request.decoding.heads_off.split(",")), str(facts.important)]))
+        asked = request.decoded(heads_off=off, slow=0.0)
         ablated = translate(translator, asked)
         ablated_by = ablation(translator, asked, trace) if trace.output_ids else None
     return TourExtras(step or 0, why, ablated, ablated_by)

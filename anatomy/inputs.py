@@ -13,7 +13,7 @@ import urllib.parse
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from transformer.checkpoint import Decoding
+from transformer.decoding import Decoding
 from transformer.config import ModelConfig
 from transformer.head_mask import HeadMask
 from transformer.kinds import CROSS, DECODER, ENCODER, by_name
@@ -98,24 +98,23 @@ class Request:
 
     key: str  # the model's direction key (registry)
     text: str  # cleaned (clean_text)
-    beam: int = 1
-    max_new: int | None = None  # None: automatic (engine.output_limit)
+    decoding: Decoding = Decoding()  # checked: numbers within the page's ranges, heads_off against the model
     device: str = "auto"
-    top_k: int = 5
-    length_penalty: float = 1.0
-    slow: float = 0.0  # seconds per piece of a slow-motion replay; 0: none
     notices: tuple[str, ...] = ()  # what clean_text changed
-    heads_off: str = ""  # the heads switched off, in HeadMask's link form (checked by `heads_off`); "": none
+
+    def decoded(self, **changes) -> Request:
+        """This request with some of its decoding's fields changed."""
+        return replace(self, decoding=replace(self.decoding, **changes))
 
 
 def page_request(key: str, text, beam, max_new, device, top_k, length_penalty, slow) -> tuple[Request, list[str]]:
     """The page's controls as a Request (bad numbers become defaults), and the notices of the text cleaning.
-    The caller refuses an empty text and an unknown key."""
+    The caller refuses an empty text and an unknown key, and checks the heads to switch off against the model."""
     clean, notices = clean_text(text)
-    limit = to_int(max_new, 0, MAX_NEW_TOKENS, 0)
-    return Request(key, clean, to_int(beam, 1, MAX_BEAM, 1), limit or None,
-                   device if device in ("auto", "cpu", "cuda") else "auto", to_int(top_k, 1, MAX_TOP_K, 5),
-                   to_float(length_penalty, 0.0, MAX_LP, 1.0), to_float(slow, 0.0, MAX_SLOW, 0.0),
+    decoding = Decoding(beam_size=to_int(beam, 1, MAX_BEAM, 1), length_penalty=to_float(length_penalty, 0.0, MAX_LP, 1.0),
+                        max_new_tokens=to_int(max_new, 0, MAX_NEW_TOKENS, 0) or None,
+                        top_k=to_int(top_k, 1, MAX_TOP_K, 5), slow=to_float(slow, 0.0, MAX_SLOW, 0.0))
+    return Request(key, clean, decoding, device if device in ("auto", "cpu", "cuda") else "auto",
                    tuple(notices)), notices
 
 
@@ -190,7 +189,7 @@ def api_request(text, direction, beam_size, max_new_tokens, decodings: Mapping[s
     if problem or problem_max:
         return None, " ".join(p for p in (problem, problem_max) if p)
     own = decodings[direction]
-    return Request(direction, clean, beam or own.beam_size, limit, length_penalty=own.length_penalty,
+    return Request(direction, clean, replace(own, beam_size=beam or own.beam_size, max_new_tokens=limit),
                    notices=tuple(notices)), ""
 
 
@@ -233,21 +232,14 @@ class Link:
 
     key: str | None = None  # None: the default direction
     text: str = ""
-    beam: int | None = None  # None: the model's own (Checkpoint.decoding)
-    max_new: int | None = None
-    length_penalty: float | None = None  # None: the model's own
+    # the model's own (Checkpoint.decoding) but for what the link sets: beam, max, lp, off (checked against the model)
+    decoding: Decoding = Decoding()
     view: View = field(default_factory=View)  # fitted to the model's layers (of its kind) and heads
     presenter: bool | None = None  # None: leave the page's setting
     notices: tuple[str, ...] = ()  # what parse_link cleaned, changed, dropped or did not know, in words
-    off: str = ""  # the heads to switch off, checked against the model (`heads_off`)
     # (name, value) of the numbers whose range only the translation tells: its steps, its source pieces
     later: tuple[tuple[str, str], ...] = ()
     tour: int | None = None  # the tour's stop to open once translated (from 1); None: no tour
-
-    def decoded_as(self, own: Decoding) -> Link:
-        """The settings the link leaves out taken from its model's own decoding."""
-        return replace(self, beam=self.beam or own.beam_size,
-                       length_penalty=own.length_penalty if self.length_penalty is None else self.length_penalty)
 
     def translated_notices(self, steps: int, pieces: int) -> list[str]:
         """The notice for a step or walk query outside its translation's steps or source pieces (known only once
@@ -262,8 +254,9 @@ class Link:
 
 def build_link(request: Request, view: View) -> str:
     """The query string of a link that restores this translation and view."""
-    params = {"direction": request.key, "text": request.text, "beam": request.beam, "max": request.max_new or 0,
-              "lp": request.length_penalty, "view": view.kind, "layer": view.layer, "head": view.head,
+    d = request.decoding
+    params = {"direction": request.key, "text": request.text, "beam": d.beam_size, "max": d.max_new_tokens or 0,
+              "lp": d.length_penalty, "view": view.kind, "layer": view.layer, "head": view.head,
               "merge": int(view.merge)}
     if view.step is not None:
         params["step"] = view.step
@@ -273,7 +266,7 @@ def build_link(request: Request, view: View) -> str:
         params["display"] = view.display
         params["query"] = view.query
     # HeadMask's link form is made of characters a query may hold as they are: readable in the address bar
-    off = f"&off={request.heads_off}" if request.heads_off else ""
+    off = f"&off={d.heads_off}" if d.heads_off else ""
     return "?" + urllib.parse.urlencode(params) + off
 
 
@@ -380,9 +373,11 @@ def _unknown(q: Mapping[str, str]) -> list[str]:
     return out
 
 
-def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], default: str | None = None) -> Link:
+def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], default: str | None = None,
+               own: Mapping[str, Decoding] | None = None) -> Link:
     """A link's query parameters as a Link for the model it names (`configs`: each model's shape by key; `default`:
-    the key of a link that names none, else the first). A value out of its range (the model's layers of the chosen
+    the key of a link that names none, else the first; `own`: each model's own decoding, which the settings the
+    link leaves out take, else Decoding's defaults). A value out of its range (the model's layers of the chosen
     kind, its heads) is clamped; a malformed one is the default; an unknown parameter is ignored: the Link's
     notices name each (and say that the link was shortened, if it was). The step and the walk query are checked
     once translated (Link.translated_notices)."""
@@ -393,7 +388,8 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
                           f"cleaned and cut to at most {MAX_CHARS} characters).")
     read = _Reader(q)
     key = read.choice("direction", list(configs), f"the models loaded now: {', '.join(configs)}")
-    config = configs[key or default or next(iter(configs))]
+    chosen = key or default or next(iter(configs))
+    config = configs[chosen]
     beam = read.number("beam", 1, MAX_BEAM)
     max_new = read.number("max", 0, MAX_NEW_TOKENS, f"0 to {MAX_NEW_TOKENS}, 0: automatic")
     length_penalty = read.number("lp", 0.0, MAX_LP, digits=1)
@@ -430,8 +426,10 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
     if unknown:
         notices.append(f"Not parameters of these links, so they were ignored: {', '.join(unknown)}. Links take "
                        f"{', '.join(LINK_PARAMS[:-1])}.")
-    return Link(key=key, text=text, notices=tuple(notices + off_notices), beam=beam, max_new=max_new or None,
-                length_penalty=length_penalty,
+    base = (own or {}).get(chosen, Decoding())
+    decoding = replace(base, beam_size=beam or base.beam_size, max_new_tokens=max_new or None, heads_off=off,
+                       length_penalty=base.length_penalty if length_penalty is None else length_penalty)
+    return Link(key=key, text=text, notices=tuple(notices + off_notices), decoding=decoding,
                 view=View(kind, layer or layers, str(head or MEAN_HEAD), bool(merge), step, False, bool(hide),
                           display or DISPLAYS[0], walk or 1),
-                presenter=presenter, off=off, later=tuple(later.items()), tour=tour if text else None)
+                presenter=presenter, later=tuple(later.items()), tour=tour if text else None)

@@ -35,7 +35,7 @@ class Run:
     step: int | None = None  # the decoding step to open at (a link's); None: the last
     replay: bool = False  # a slow-motion replay is still to be shown
     stop_mark: int = 0  # StopSignal.asked when it was asked for: a later Stop ends its replay
-    ablation: Ablation | None = None  # when request.heads_off switches heads off
+    ablation: Ablation | None = None  # when request.decoding.heads_off switches heads off
 
 
 @dataclass

@@ -67,7 +67,6 @@ if not __package__:  # run as a file (python benchmarks/page.py): put the repo r
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import ROOT, median_ms, sentence, spawn_app, wait_for_app  # noqa: E402
-from transformer.head_mask import HeadMask  # noqa: E402
 
 if TYPE_CHECKING:
     from transformer.checkpoint import Decoding
@@ -569,10 +568,9 @@ def measure(args: argparse.Namespace) -> str:
             entry = h.registry.get(None)  # what a page opens with, here and on the server
             key, own, text = entry.key, entry.decoding, sentence(entry.source_lang)
             translator = entry.cpu
-            local = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty)
+            local = translator.translate(text, own)
             expected = {f: getattr(local, f) for f in PIECES} | {"layers": local.cross_attn.shape[0]}
-            off = translator.translate(text, beam_size=own.beam_size, length_penalty=own.length_penalty,
-                                       head_mask=HeadMask.parse(ABLATED_HEAD, translator.config))
+            off = translator.translate(text, own, heads_off=ABLATED_HEAD)
             ablated = {f: getattr(off, f) for f in PIECES} | {"layers": off.cross_attn.shape[0]}
             print(f"sentence ({key}, {len(text.split())} words, {len(local.source_tokens)} → "
                   f"{len(local.output_tokens)} pieces): {text}")

@@ -39,11 +39,11 @@ def test_switching_heads_off_translates_again_beside_the_all_heads_translation(t
     run = run_of(tiny, SENTENCE)
     out = _ablate(tiny, run, OFF)
     ablated = out[tiny.page.run]
-    assert ablated.request.heads_off == "cross:2.1,cross:2.2" == ablated.trace.settings.heads_off
+    assert ablated.request.decoding.heads_off == "cross:2.1,cross:2.2" == ablated.trace.settings.heads_off
     assert ablated.ablation.original is run.trace  # the page's own all-heads translation, not a new one
     translator = tiny.registry.translator("de-en", "cpu")[0]
-    mask = HeadMask.parse(ablated.request.heads_off, translator.config)
-    assert ablated.trace.output_ids == translator.translate(SENTENCE, head_mask=mask).output_ids
+    mask = HeadMask.parse(ablated.request.decoding.heads_off, translator.config)
+    assert ablated.trace.output_ids == translator.translate(SENTENCE, heads_off=str(mask)).output_ids
     expected = translator.log_probs(run.trace.source_ids, run.trace.output_ids, mask)
     assert np.allclose(ablated.ablation.ablated_log_probs, expected)
     assert np.allclose(ablated.ablation.log_probs, translator.log_probs(run.trace.source_ids, run.trace.output_ids))
@@ -56,7 +56,7 @@ def test_switching_heads_off_translates_again_beside_the_all_heads_translation(t
     assert {k["name"]: k["off"] for k in page[tiny.page.trace_data]["kinds"]}["cross"] == [[2, 1], [2, 2]]
     # every head on again: the all-heads translation comes back without a model pass
     back = _ablate(tiny, ablated, [])[tiny.page.run]
-    assert back.trace is run.trace and back.ablation is None and back.request.heads_off == ""
+    assert back.trace is run.trace and back.ablation is None and back.request.decoding.heads_off == ""
     assert _ablate(tiny, back, []) == gr.skip()  # unchanged heads: nothing to do
     assert show(tiny, back)[-1][tiny.page.ablation] == {"__type__": "update", "value": "", "visible": "hidden"}
 
@@ -95,7 +95,7 @@ def test_translate_with_heads_off_shows_both_translations(tiny):
     settings = PageSettings("de-en", SENTENCE, 1, 0, "cpu", 5, 1.0, 0.0, ("cross:2.1", "bogus"))
     out = list(tiny.translate_page(Inputs(settings)))[-1]
     made = out[tiny.page.run]
-    assert made.request.heads_off == "cross:2.1" and made.ablation is not None
+    assert made.request.decoding.heads_off == "cross:2.1" and made.ablation is not None
     assert made.ablation.original.settings.heads_off == ""
     assert any("'bogus' is not KIND:LAYER.HEAD" in n for n in made.notices)
 
@@ -105,10 +105,10 @@ def test_a_link_carries_the_heads_off_and_a_bad_one_gets_a_notice(tiny):
     link = build_link(run.request, View())
     assert link.endswith("&off=cross:2.1,cross:2.2")
     parsed = parse_link(dict(p.split("=", 1) for p in link[1:].split("&")), configs(tiny))
-    assert parsed.off == "cross:2.1,cross:2.2"
+    assert parsed.decoding.heads_off == "cross:2.1,cross:2.2"
     bad = parse_link({"text": SENTENCE, "off": "cross:7.7,decoder:1.1"}, configs(tiny))
     made = tiny.translate_link(Inputs(link=bad))[tiny.page.run]
-    assert made.request.heads_off == "decoder:1.1" and made.ablation is not None
+    assert made.request.decoding.heads_off == "decoder:1.1" and made.ablation is not None
     assert any("no cross:7.7" in n for n in made.notices)
 
 

@@ -116,7 +116,7 @@ def test_the_offline_page_tours_from_its_file(browser, shipped, tmp_path):
     registry = shipped.anatomy.registry
     key, text = SENTENCES[0]
     entry = registry.get(key)
-    request = Request(key, text, entry.decoding.beam_size, None, "cpu", 5, entry.decoding.length_penalty)
+    request = Request(key, text, entry.decoding, "cpu")
     trace = engine.translate(entry.cpu, request)
     facts = tour.facts_of(entry.config, entry.untrained, entry.corpus_heads())
     toured = tour.tour(trace, facts, engine.tour_extras(entry.cpu, request, trace, facts))

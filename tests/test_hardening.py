@@ -533,11 +533,12 @@ def test_out_of_range_or_mistyped_numbers_are_refused_by_name(tiny, beam, max_ne
 
 def test_a_link_clamps_numbers_out_of_range_and_says_so(tiny):
     link = parse_link({"text": SENTENCE, "beam": "-5", "step": "1e12", "lp": "7", "max": "1e308"}, CONFIGS)
-    assert (link.beam, link.view.step, link.length_penalty, link.max_new) == (1, MAX_STEPS, MAX_LP, MAX_NEW_TOKENS)
+    d = link.decoding
+    assert (d.beam_size, link.view.step, d.length_penalty, d.max_new_tokens) == (1, MAX_STEPS, MAX_LP, MAX_NEW_TOKENS)
     [notice] = link.notices
     for said in ("beam=-5 (allowed: 1 to 8)", "lp=7", "max=1e308"):
         assert said in notice, notice
-    assert parse_link({"beam": "1e308"}, CONFIGS).beam == MAX_BEAM
+    assert parse_link({"beam": "1e308"}, CONFIGS).decoding.beam_size == MAX_BEAM
     # in range: nothing to say
     assert parse_link({"text": "Hund", "beam": "3", "step": "2", "lp": "0.6", "max": "0", "layer": "1"},
                       CONFIGS).notices == ()
@@ -559,7 +560,7 @@ def test_an_over_long_link_is_shortened_to_one_that_says_so():
     short = shorten_query(query)
     assert len(short) <= MAX_QUERY
     link = parse_link(dict(urllib.parse.parse_qsl(short)), CONFIGS)
-    assert (link.key, link.beam, link.text) == ("de-en", 3, clean_text(text)[0])
+    assert (link.key, link.decoding.beam_size, link.text) == ("de-en", 3, clean_text(text)[0])
     assert link.notices[0].startswith(f"This link was longer than {MAX_QUERY:,} characters, so it was shortened")
     # whatever the query holds, the shortened one is short: many long parameters, a text of invisible characters
     hostile = "&".join(f"p{i}={'x' * 300}" for i in range(1000)) + "&text=" + "%E2%80%8B" * 10_000 + "&shortened=0"

@@ -156,7 +156,7 @@ def test_every_translator_path_takes_a_mask(which, request):
     translator: Translator = request.getfixturevalue(which)
     config = translator.config
     ones = HeadMask.ones(config)
-    plain, same = translator.translate(SENTENCE), translator.translate(SENTENCE, head_mask=ones)
+    plain, same = translator.translate(SENTENCE), translator.translate(SENTENCE, heads_off=str(ones))
     for field in ("encoder_self_attn", "decoder_self_attn", "cross_attn"):
         assert np.array_equal(getattr(plain, field), getattr(same, field))
     assert same.settings.heads_off == "" and same.output_ids == plain.output_ids
@@ -164,12 +164,12 @@ def test_every_translator_path_takes_a_mask(which, request):
     mask = ones
     for head in range(1, config.n_heads + 1):
         mask = mask.off("cross", config.n_decoder_layers, head)
-    masked = translator.translate(SENTENCE, head_mask=mask)
+    masked = translator.translate(SENTENCE, heads_off=str(mask))
     assert masked.settings.heads_off == str(mask)
     assert Trace.from_json(masked.to_json()).settings.heads_off == str(mask)
     forced = translator.force_output(masked.source_ids, masked.output_ids, head_mask=mask)
     assert np.allclose(forced.cross_attn, masked.cross_attn, atol=1e-5)  # greedy's rows = one forced pass
-    beam = translator.translate(SENTENCE, beam_size=1, head_mask=mask)
+    beam = translator.translate(SENTENCE, beam_size=1, heads_off=str(mask))
     assert beam.output_ids == masked.output_ids
     lp_plain = translator.log_probs(plain.source_ids, plain.output_ids)
     lp_masked = translator.log_probs(plain.source_ids, plain.output_ids, head_mask=mask)

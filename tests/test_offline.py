@@ -22,7 +22,7 @@ from anatomy import attention_views, bundle, export, offline, payload, views
 from anatomy.inputs import MAX_CHARS, View, clean_text
 from tests.app_fixtures import SENTENCE, run_of, tiny_entry
 from tests.browser import needs_chromium
-from transformer import HeadMask, Translator
+from transformer import Translator
 from transformer.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +78,7 @@ def test_attention_travels_as_uint8_within_1_510_of_the_trace(trace, entry):
 
 
 def test_the_page_says_what_made_it_and_which_heads_were_off(trace, entry):
-    off = entry.cpu.translate(SENTENCE, max_new_tokens=STEPS, head_mask=HeadMask.parse("cross:2.1", entry.config))
+    off = entry.cpu.translate(SENTENCE, max_new_tokens=STEPS, heads_off="cross:2.1")
     made = offline.payload(off, entry, SENTENCE, ["a notice"], View.of("decoder", 1, "2", True, step=3))
     data, page = made["payload"], made["page"]
     assert data["settings"]["heads_off"] == "cross:2.1" and data["settings"]["max_new_tokens"] == STEPS

@@ -18,7 +18,7 @@ from anatomy import attention_views, payload
 from anatomy.inputs import View
 from anatomy.registry import ModelRegistry
 from tests.app_fixtures import SENTENCE, tiny_entry
-from transformer import HeadMask, Translator
+from transformer import Translator
 from transformer.kinds import KINDS, by_name
 from transformer.pieces import word_label
 
@@ -39,8 +39,7 @@ def entry(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trace(entry):
-    trace = entry.cpu.translate(SENTENCE, beam_size=3, max_new_tokens=STEPS,
-                                head_mask=HeadMask.parse("cross:2.1", entry.config))
+    trace = entry.cpu.translate(SENTENCE, beam_size=3, max_new_tokens=STEPS, heads_off="cross:2.1")
     assert len(trace.output_tokens) == STEPS and len(trace.candidates) == 3
     return trace
 

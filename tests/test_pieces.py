@@ -103,7 +103,7 @@ def test_the_ablation_comparison_and_a_slow_motion_frame_write_the_final_text(un
     run = run_of(unknowing, max_new=6)
     trace = run.trace
     html = ablation_views.comparison_html(dataclasses.replace(
-        run, request=dataclasses.replace(run.request, heads_off="cross:1.1"),
+        run, request=run.request.decoded(heads_off="cross:1.1"),
         ablation=Ablation(trace, np.zeros(len(trace.output_ids)), np.zeros(len(trace.output_ids)))))
     assert f"<b>All heads on:</b> {trace.text.strip()}<br>" in html
     assert views.prefix(trace, 3).text == detokenize(trace.output_tokens[:3])

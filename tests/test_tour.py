@@ -17,7 +17,7 @@ from anatomy.inputs import Request, parse_link
 from anatomy.payload import tour_payload, trace_key
 from anatomy.views import prefix
 from tests.app_fixtures import run_of
-from transformer import Translator, checkpoint
+from transformer import Decoding, Translator, checkpoint
 from transformer.explain import attribute
 from transformer.heads import corpus_importance
 from transformer.pieces import SPECIAL, word_groups
@@ -134,7 +134,7 @@ def check(t: tour.Tour, facts: tour.ModelFacts, translator: Translator, request:
             assert (stop.view.kind, stop.view.layer, int(stop.view.head)) == (facts.important.kind,
                                                                                 facts.important.layer,
                                                                                 facts.important.head)
-            off = engine.translate(translator, dataclasses.replace(request, heads_off=str(facts.important)))
+            off = engine.translate(translator, request.decoded(heads_off=str(facts.important)))
             assert c["ablated"] == off.text
             assert (off.text in text) == (off.text != tr.text)
         elif stop.key == "architecture":
@@ -160,7 +160,7 @@ def test_every_stop_says_what_its_translation_s_numbers_say(shipped_models):
         translator, facts = shipped_models[key]
         assert facts.important is not None  # heads.json ships with the general models
         for text in texts:
-            request = Request(key, text, 5, None, "cpu", 5, 1.4)
+            request = Request(key, text, Decoding(beam_size=5, length_penalty=1.4), "cpu")
             trace = engine.translate(translator, request)
             extras = engine.tour_extras(translator, request, trace, facts)
             t = tour.tour(trace, facts, extras)
@@ -168,7 +168,7 @@ def test_every_stop_says_what_its_translation_s_numbers_say(shipped_models):
                                                 "start", "masked", "alignment", "unsure", "why", "beam", "heads-off",
                                                 "architecture"] and not t.left_out
             check(t, facts, translator, request, extras)
-            greedy = dataclasses.replace(request, beam=1)
+            greedy = request.decoded(beam_size=1)
             plain = tour.tour(engine.translate(translator, greedy), facts, None, asked=False)
             # without a beam and the model's passes, still ten stops, and notes for the rest
             assert len(plain.stops) >= 10 and {"beam", "why", "heads-off"}.isdisjoint(s.key for s in plain.stops)
@@ -184,7 +184,7 @@ def _tiny(folders) -> tuple[Translator, tour.ModelFacts]:
 
 def test_an_untrained_model_s_tour_says_so_and_claims_only_what_its_trace_shows(folders):
     translator, facts = _tiny(folders)
-    request = Request("de-en", "ein kleiner hund spielt", 3, 8, "cpu", 5, 1.0)
+    request = Request("de-en", "ein kleiner hund spielt", Decoding(beam_size=3, max_new_tokens=8), "cpu")
     trace = engine.translate(translator, request)
     extras = engine.tour_extras(translator, request, trace, facts)
     t = tour.tour(trace, facts, extras)
@@ -199,7 +199,7 @@ def test_a_model_with_one_encoder_head_says_it_has_no_second_head_to_show(tmp_pa
     folder = make_checkpoint(tmp_path / "one-head", n_heads=1, n_encoder_layers=1)
     translator = Translator(checkpoint.load(folder), torch.device("cpu"))
     facts = tour.facts_of(translator.config, True, None)
-    request = Request("de-en", "ein kleiner hund spielt", 1, 8, "cpu", 5, 1.0)
+    request = Request("de-en", "ein kleiner hund spielt", Decoding(max_new_tokens=8), "cpu")
     trace = engine.translate(translator, request)
     t = tour.tour(trace, facts, engine.tour_extras(translator, request, trace, facts))
     assert "wide-head" not in {s.key for s in t.stops} and "positional-head" in {s.key for s in t.stops}
@@ -210,7 +210,7 @@ def test_a_model_with_one_encoder_head_says_it_has_no_second_head_to_show(tmp_pa
 
 def test_a_translation_with_nothing_decoded_skips_every_step_with_a_note(folders):
     translator, facts = _tiny(folders)
-    request = Request("de-en", "hund", 1, 1, "cpu", 5, 1.0)
+    request = Request("de-en", "hund", Decoding(max_new_tokens=1), "cpu")
     empty = prefix(engine.translate(translator, request), 0)  # as a Stop before the first piece leaves it
     t = tour.tour(empty, facts, engine.tour_extras(translator, request, empty, facts))
     keys = [s.key for s in t.stops]
@@ -222,7 +222,7 @@ def test_a_translation_with_nothing_decoded_skips_every_step_with_a_note(folders
 
 def test_the_tour_payload_is_json_without_the_claims_and_says_what_it_is_of(folders):
     translator, facts = _tiny(folders)
-    trace = engine.translate(translator, Request("de-en", "ein hund", 2, 6, "cpu", 5, 1.0))
+    trace = engine.translate(translator, Request("de-en", "ein hund", Decoding(beam_size=2, max_new_tokens=6), "cpu"))
     t = tour.tour(trace, facts, None, asked=False)
     data = json.loads(json.dumps(tour_payload(t, "?direction=de-en&text=ein+hund", 3, 7)))
     assert data["of"] == json.loads(json.dumps(trace_key(trace))) and data["start"] == 3 and data["asked"] == 7

@@ -124,7 +124,7 @@ def test_link_restores_the_exact_view(tiny):
     assert (loaded[p.kind], loaded[p.layer]["value"], loaded[p.head], loaded[p.merge]) == ("decoder", 2, "2", True)
     assert p.presenter not in loaded
     again = tiny.translate_link(Inputs(signal=StopSignal(), link=link))[p.run]
-    assert again.request.key == "en-de" and again.request.beam == 3
+    assert again.request.key == "en-de" and again.request.decoding.beam_size == 3
     out = show(tiny, again, "decoder", 2, "2", True)[-1]
     assert out[p.step]["value"] == 4  # the step from the link, not the last one
     assert (out[p.layer]["value"], out[p.head]["value"]) == (2, "2")
@@ -139,7 +139,7 @@ def test_a_link_or_api_call_without_decoding_settings_gets_the_models_own(tiny):
         loaded = tiny.load_link(Req(f"direction={key}&text=Zwei+Hunde."))
         assert (loaded[p.beam], loaded[p.lp]) == (beam, lp)  # tiny-en-de's card chose beam 3, α 0.6
         request = tiny.translate_link(Inputs(signal=StopSignal(), link=loaded[p.link]))[p.run].request
-        assert (request.beam, request.length_penalty) == (beam, lp)
+        assert (request.decoding.beam_size, request.decoding.length_penalty) == (beam, lp)
         trace = tiny.api_translate("Zwei Hunde.", key, None, 4)[2]
         assert trace["settings"]["beam_size"] == beam and trace["settings"]["length_penalty"] == lp
     loaded = tiny.load_link(Req("direction=en-de&text=Zwei+Hunde.&beam=1&lp=1.2"))

@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save_file
 
 from . import marian
 from .config import SPECIAL_IDS, ModelConfig
+from .decoding import Decoding
 from .model import Transformer
 from .tokenizer import Tokenizer
 
@@ -55,8 +56,8 @@ class Checkpoint:
         """How this model translates unless told otherwise: what its model card chose on val (config.json
         "decoding", written by `python -m transformer.card`), else the defaults."""
         chosen = self.meta.get("decoding") or {}
-        return Decoding(int(chosen.get("beam_size", DEFAULT_BEAM)),
-                        float(chosen.get("length_penalty", DEFAULT_LENGTH_PENALTY)))
+        return Decoding(beam_size=int(chosen.get("beam_size", DEFAULT_BEAM)),
+                        length_penalty=float(chosen.get("length_penalty", DEFAULT_LENGTH_PENALTY)))
 
 
 def lineage(meta: dict) -> list[dict]:
@@ -69,12 +70,6 @@ def lineage(meta: dict) -> list[dict]:
                                                    "device_name")})
     own["val_bleu"] = (meta.get("metrics") or {}).get("val_bleu")
     return [*training.get("earlier", []), own]
-
-
-@dataclass(frozen=True)
-class Decoding:
-    beam_size: int = DEFAULT_BEAM  # 1: greedy
-    length_penalty: float = DEFAULT_LENGTH_PENALTY  # beam score = log-probability / length**length_penalty
 
 
 def resolve(path_or_id: str | Path, patterns: list[str] = HUB_PATTERNS, *, local_files_only: bool = False) -> Path:

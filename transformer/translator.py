@@ -14,6 +14,7 @@ from torch import Tensor
 from . import checkpoint as ckpt
 from .config import EOS_ID
 from .data import pad
+from .decoding import Decoding
 from .device import pick_device, pick_precision
 from .head_mask import HeadMask
 from .kinds import KINDS, by_name
@@ -270,34 +271,36 @@ class Translator:
         return self.model.encode(torch.tensor([ids], device=self.device), need_weights=True, head_mask=head_mask)
 
     @torch.inference_mode()
-    def stream(self, text: str, beam_size: int = 1, max_new_tokens: int | None = None, length_penalty: float = 1.0,
-               top_k: int = 5, stop: Callable[[], bool] | None = None,
-               head_mask: HeadMask | None = None) -> Iterator[Step | Trace]:
-        """Translate `text`; the last item is the finished Trace.
+    def stream(self, text: str, decoding: Decoding | None = None, *, stop: Callable[[], bool] | None = None,
+               **changes) -> Iterator[Step | Trace]:
+        """Translate `text` as `decoding` asks (default: greedy, every head on), with `changes` to its fields
+        (`beam_size=5`, as Hugging Face's generate takes a GenerationConfig and keyword overrides); the last item is
+        the finished Trace.
 
         Greedy decoding (beam_size 1) first yields each Step as soon as it exists, and builds the Trace from
         those steps. When `stop()` turns true between two steps, decoding ends there and the Trace holds the
         pieces so far (`settings.stopped`). Beam search yields only the Trace, whose attention is one
         teacher-forced decoder pass over the best hypothesis. Either way the encoder runs once. Inference mode
-        holds only while the generator computes: it may be resumed on another thread (Gradio does). A head mask
-        ((layers, heads) gates) switches heads off in every pass.
+        holds only while the generator computes: it may be resumed on another thread (Gradio does). The heads
+        switched off (`heads_off`) are off in every pass.
         """
+        d = replace(decoding or Decoding(), **changes)
         src, notices = self.encode_source(text)
-        limit = output_limit(self.model, len(src), max_new_tokens)
-        head_mask = self._mask(head_mask)
-        settings = self.settings("greedy" if beam_size == 1 else "beam", top_k, beam_size=beam_size,
-                                 max_new_tokens=limit, length_penalty=length_penalty, head_mask=head_mask)
+        limit = output_limit(self.model, len(src), d.max_new_tokens)
+        head_mask = self._mask(HeadMask.parse(d.heads_off, self.config) if d.heads_off else None)
+        settings = self.settings("greedy" if d.beam_size == 1 else "beam", d.top_k, beam_size=d.beam_size,
+                                 max_new_tokens=limit, length_penalty=d.length_penalty, head_mask=head_mask)
         encoded = self._encode(src, head_mask)
-        if beam_size > 1:
-            hyps = beam_hypotheses(self.model, encoded, beam_size, limit, length_penalty, head_mask)[0]
-            trace = self._forced(src, hyps[0].ids, encoded, top_k, settings, notices, head_mask)
+        if d.beam_size > 1:
+            hyps = beam_hypotheses(self.model, encoded, d.beam_size, limit, d.length_penalty, head_mask)[0]
+            trace = self._forced(src, hyps[0].ids, encoded, d.top_k, settings, notices, head_mask)
             trace.candidates = [Candidate(self.tokenizer.decode(h.ids),
                                           self.tokenizer.pieces(i for i in h.ids if i != self.config.eos_id),
                                           h.score, h.log_prob, h.ids, self.config.eos_id) for h in hyps]
             yield trace
             return
         steps = []
-        for step in self._greedy_steps(encoded, limit, top_k, head_mask):
+        for step in self._greedy_steps(encoded, limit, d.top_k, head_mask):
             steps.append(step)
             yield step
             if stop is not None and step.token_id != self.config.eos_id and stop():
@@ -305,10 +308,9 @@ class Translator:
                 break
         yield self._trace_from_steps(src, encoded, steps, settings, notices)
 
-    def translate(self, text: str, beam_size: int = 1, max_new_tokens: int | None = None,
-                  length_penalty: float = 1.0, top_k: int = 5, head_mask: HeadMask | None = None) -> Trace:
+    def translate(self, text: str, decoding: Decoding | None = None, **changes) -> Trace:
         """The Trace of `text`: the last item of `stream`."""
-        *_, trace = self.stream(text, beam_size, max_new_tokens, length_penalty, top_k, head_mask=head_mask)
+        *_, trace = self.stream(text, decoding, **changes)
         return trace
 
     def _greedy_steps(self, encoded: Encoded, limit: int, top_k: int, head_mask: HeadMask | None) -> Iterator[Step]:

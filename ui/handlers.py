@@ -72,7 +72,7 @@ class Handlers:
         """The request with the heads `off` names switched off, checked against its model (anatomy.inputs.heads_off);
         a notice for any that were ignored."""
         checked, notices = heads_off(off, self.registry.get(request.key).config)
-        return dataclasses.replace(request, heads_off=checked, notices=(*request.notices, *notices))
+        return dataclasses.replace(request.decoded(heads_off=checked), notices=(*request.notices, *notices))
 
     @staticmethod
     def _ablation(translator: Translator, request: Request, original: Trace | None = None,
@@ -80,10 +80,10 @@ class Handlers:
         """With heads off, what they change against `original` (the same request with every head on; translated
         here when not given; `before`: the shown run's, whose all-heads numbers it reuses). None with every head
         on."""
-        if not request.heads_off:
+        if not request.decoding.heads_off:
             return None
         if original is None:
-            original = engine.translate(translator, dataclasses.replace(request, heads_off="", slow=0.0))
+            original = engine.translate(translator, request.decoded(heads_off="", slow=0.0))
         return engine.ablation(translator, request, original, before)
 
     def _made(self, request: Request, trace: Trace, showing: str, i: Inputs, *, start: float,
@@ -158,7 +158,7 @@ class Handlers:
 
     def _tour_out(self, run: Run, toured: Tour, start: int) -> dict:
         """The outputs that open a tour at stop `start` (from 1) in the page."""
-        query = build_link(dataclasses.replace(run.request, heads_off=run.trace.settings.heads_off), View())
+        query = build_link(run.request.decoded(heads_off=run.trace.settings.heads_off), View())
         return {self.page.toured: toured, self.page.tour_data: tour_payload(toured, query, start, next(ASKS))}
 
     def _twin(self, run: Run) -> Twin:
@@ -178,14 +178,15 @@ class Handlers:
         translator, device_notice = self.registry.translator(request.key, request.device)
         extra = [device_notice] if device_notice else []
         start = time.perf_counter()
-        if request.beam > 1 or request.slow > 0:
+        d = request.decoding
+        if d.beam_size > 1 or d.slow > 0:
             yield {**no_hint, p.translation: "", p.out_chips: [],
-                   p.run_info: f"Beam search with {request.beam} beams…" if request.beam > 1 else "Translating…"}
+                   p.run_info: f"Beam search with {d.beam_size} beams…" if d.beam_size > 1 else "Translating…"}
             trace = engine.translate(translator, request)
-            showing = f"Beam search ({request.beam} beams), best candidate" if request.beam > 1 else "Greedy decoding"
-            if request.slow > 0:
-                showing = "Slow-motion replay" + (f" of beam search ({request.beam} beams)" if request.beam > 1 else "")
-            yield self._made(request, trace, showing, i, start=start, notices=extra, replay=request.slow > 0,
+            showing = f"Beam search ({d.beam_size} beams), best candidate" if d.beam_size > 1 else "Greedy decoding"
+            if d.slow > 0:
+                showing = "Slow-motion replay" + (f" of beam search ({d.beam_size} beams)" if d.beam_size > 1 else "")
+            yield self._made(request, trace, showing, i, start=start, notices=extra, replay=d.slow > 0,
                              stop_mark=mark, ablation=self._ablation(translator, request))
             return
         yield {**no_hint, p.src_chips: views.source_chips(engine.source_pieces(translator, request.text)),
@@ -215,9 +216,8 @@ class Handlers:
         if link is None or not link.text:
             return gr.skip()
         key = link.key or self.registry.default_key
-        link = link.decoded_as(self.registry.get(key).decoding)
-        request = self._with_heads_off(Request(key, link.text, link.beam, link.max_new, "auto", DEFAULTS["k"],
-                                               link.length_penalty, notices=link.notices), link.off)
+        request = self._with_heads_off(Request(key, link.text, link.decoding, notices=link.notices),
+                                       link.decoding.heads_off)
         translator, notice = self.registry.translator(key, "auto")
         start = time.perf_counter()
         trace = engine.translate(translator, request)
@@ -247,18 +247,19 @@ class Handlers:
         run = i.run
         if run is None or run.replay:
             return gr.skip()
-        request = self._with_heads_off(dataclasses.replace(run.request, slow=0.0, notices=()), i.settings.heads_off)
-        if request.heads_off == run.request.heads_off:
+        request = self._with_heads_off(dataclasses.replace(run.request.decoded(slow=0.0), notices=()),
+                                       i.settings.heads_off)
+        if request.decoding.heads_off == run.request.decoding.heads_off:
             return gr.skip()
         # the all-heads translation of the same request, when the page already has it whole (one that was stopped
         # half-way is not: "Every head on again" would bring back the cut text)
         shown = run.trace.settings
         original = run.ablation.original if run.ablation is not None else \
-            run.trace if not run.request.heads_off and shown.mode in ("greedy", "beam") and not shown.stopped \
+            run.trace if not run.request.decoding.heads_off and shown.mode in ("greedy", "beam") and not shown.stopped \
             else None
         translator, notice = self.registry.translator(request.key, request.device)
         start = time.perf_counter()
-        if request.heads_off:
+        if request.decoding.heads_off:
             trace, showing = engine.translate(translator, request), "Heads switched off"
         else:
             trace = original or engine.translate(translator, request)
@@ -288,7 +289,7 @@ class Handlers:
         target, notices = clean_text(i.forced, "your translation")
         if not target:
             raise gr.Error("Type (or edit) a translation to inspect first.")
-        request = dataclasses.replace(run.request, slow=0.0)
+        request = run.request.decoded(slow=0.0)
         translator, notice = self.registry.translator(request.key, request.device)
         start = time.perf_counter()
         trace = engine.force(translator, request, target)
@@ -308,7 +309,7 @@ class Handlers:
         translator, notice = self.registry.translator(run.request.key, run.request.device)
         start = time.perf_counter()
         trace = engine.candidate(translator, run.trace, row)
-        request = dataclasses.replace(run.request, slow=0.0)
+        request = run.request.decoded(slow=0.0)
         return self._made(request, trace, f"Beam candidate #{row + 1} (score {run.trace.candidates[row].score:.3f})",
                           i, start=start, notices=[notice] if notice else [])
 
@@ -458,7 +459,7 @@ class Handlers:
                 vectors = Vectors(kept, vectors.by) if vectors is not None and vectors.of is i.run.trace else None
                 break
             yield await anyio.to_thread.run_sync(self.present, run, dataclasses.replace(view, step=t), t)
-            await asyncio.sleep(run.request.slow)
+            await asyncio.sleep(run.request.decoding.slow)
         done = dataclasses.replace(run, replay=False)
         shown = await anyio.to_thread.run_sync(self.present, done, view)
         yield {**shown, p.run: done, p.vectors: vectors}
@@ -557,10 +558,10 @@ class Handlers:
             out = {p.log_probs: gr.update(visible=changed), p.corpus_row: gr.update(visible=corpus is not None),
                    p.importance_data: {
                        "key": run.request.key,
-                       "maps": ablation_views.importance_maps(i.judged.importance, run.request.heads_off)
+                       "maps": ablation_views.importance_maps(i.judged.importance, run.request.decoding.heads_off)
                        if ready else None,
                        "changes": ablation_views.log_prob_changes(run.ablation) if changed else None,
-                       "corpus": ablation_views.corpus_maps(corpus, run.request.heads_off) if corpus else None},
+                       "corpus": ablation_views.corpus_maps(corpus, run.request.decoding.heads_off) if corpus else None},
                    p.importance_list: ablation_views.importance_list(i.judged.importance) if ready else
                    "Open this tab again to judge the heads of this translation."}
             if corpus is not None:
@@ -601,7 +602,7 @@ class Handlers:
                 "(seed 0). Right: the trained translation teacher-forced through the untrained weights, so the cells "
                 "line up. Untrained heads spread their attention almost evenly; training makes them pick."
                 + (" The untrained twin has every head on: the heads switched off are off in the trained model only."
-                   if run.request.heads_off else ""))
+                   if run.request.decoding.heads_off else ""))
 
     def direction_changed(self, values: Inputs | dict):
         """A new Direction (direction, run, twin, tab, view): the source's placeholder, the model's dimensions, and
@@ -635,14 +636,15 @@ class Handlers:
         for translate_link. Its notices come with its translation; a link without text has none, so they pop up."""
         p = self.page
         link = parse_link(dict(request.query_params) if request is not None else {},
-                          {key: e.config for key, e in self.registry.entries.items()}, self.registry.default_key)
+                          {key: e.config for key, e in self.registry.entries.items()}, self.registry.default_key,
+                          {key: e.decoding for key, e in self.registry.entries.items()})
         if not link.text:
             for notice in link.notices:
                 gr.Warning(viz.escape(notice))  # a toast renders HTML: the link's values are shown as text
         entry = self.registry.get(link.key)
-        link = link.decoded_as(entry.decoding)
         c, view = entry.config, link.view  # the view fitted to this model by parse_link
-        out = {p.link: link, p.beam: link.beam, p.max_new: link.max_new or 0, p.lp: link.length_penalty,
+        d = link.decoding
+        out = {p.link: link, p.beam: d.beam_size, p.max_new: d.max_new_tokens or 0, p.lp: d.length_penalty,
                p.kind: view.kind, p.layer: gr.update(maximum=max(c.n_layers(view.kind), 2), value=view.layer),
                p.head: view.head, p.merge: view.merge,
                p.hide: view.hide, p.display: view.display,
@@ -654,7 +656,7 @@ class Handlers:
         out[p.model_notices] = gr.update(value=status, visible=bool(status))
         # the placeholder says the page's load events are done (the browser tests wait for it)
         out[p.text] = gr.update(placeholder=self._placeholder(link.key), **({"value": link.text} if link.text else {}))
-        off = ablation_views.off_items(link.off)
+        off = ablation_views.off_items(d.heads_off)
         out[p.heads_off] = gr.update(choices=ablation_views.head_choices(c), value=off)
         if off:
             out[p.heads_off_panel] = gr.update(open=True)

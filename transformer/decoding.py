@@ -1,0 +1,18 @@
+"""How to decode one translation: one typed request, carried unchanged from the page's controls, a link, the API or a
+script to the Translator (as Hugging Face's GenerationConfig). Where and in which precision a model runs are the
+process's settings (transformer.device), not a request's."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """The defaults are plain greedy decoding of the whole sentence with every head on."""
+
+    beam_size: int = 1  # 1: greedy; more: beam search over that many hypotheses
+    length_penalty: float = 1.0  # beam score = log-probability / length**length_penalty (beam search only)
+    max_new_tokens: int | None = None  # the output's length limit; None: the source's length + 50, within max_len
+    top_k: int = 5  # the most likely pieces a trace records at each step
+    heads_off: str = ""  # the heads switched off (zeroed before W_o), in HeadMask's link form: "cross:1.2,encoder:1.3"
+    slow: float = 0.0  # seconds per piece when the page replays the decoding step by step; 0: shown at once

@@ -48,9 +48,12 @@ def _wrapped(module: str, text: str, order: list[str], seen: set[str]) -> None:
 
 
 @lru_cache(maxsize=None)
-def script(entry: str) -> str:
-    """The module `entry` (a file name in anatomy/viewer/, without .js) and every module it imports, as one classic
-    script that defines `viewer_<entry>`, the entry's exports."""
+def script(*entries: str) -> str:
+    """The modules `entries` (file names in anatomy/viewer/, without .js) and every module they import, as one
+    classic script that defines `viewer_<entry>` (the entry's exports) for each: a module that several of them
+    import is in it once, shared."""
     order: list[str] = []
-    _wrapped(entry, (VIEWER / f"{entry}.js").read_text(encoding="utf-8"), order, set())
+    seen: set[str] = set()
+    for entry in entries:
+        _wrapped(entry, (VIEWER / f"{entry}.js").read_text(encoding="utf-8"), order, seen)
     return "// The viewer's modules (anatomy/viewer/), bundled by anatomy/bundle.py\n" + "\n".join(order) + "\n"

@@ -61,24 +61,29 @@ def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
 
 
 def page_script() -> str:
-    """The page's JavaScript: the viewer's bundle (anatomy/viewer/host.js and what it imports, fit.js and tour.js),
-    the viewer made with the page's look, then ui/static/app.js given them and the tabs' names. Plotly.js comes from
-    the plotly package (launch_options allows that one file)."""
+    """The page's JavaScript: the viewer's bundle (anatomy/viewer/host.js, screen.js, tour.js and what they import),
+    the tour's CSS as a style element of the page, the viewer made with the page's look, then ui/static/app.js given
+    them and the tabs' names. Plotly.js comes from the plotly package (launch_options allows that one file)."""
     options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": f"gradio_api/file={offline.PLOTLY_JS}"}
     tabs = {tab.value: tab.label for tab in Tab}
-    return ("() => {\n" + bundle.script("host") + bundle.script("fit") + bundle.script("tour") +
+    # Gradio scopes the CSS of css_paths to its container, where an @media rule never matches: the tour's panel
+    # would not move to the bottom of a phone's screen
+    tour_css = (bundle.VIEWER / "tour.css").read_text(encoding="utf-8")
+    return ("() => {\n" + bundle.script("host", "screen", "tour") +
+            "document.head.appendChild(Object.assign(document.createElement('style'), "
+            f"{{id: 'anatomy-tour-css', textContent: {json.dumps(tour_css)}}}));\n"
             f"const viewer = viewer_host.createHost(Object.assign({json.dumps(options)}, "
             "{askWalk: () => document.querySelector('#walk-ask')?.click(),\n"
             " askNorms: () => document.querySelector('#norms-ask')?.click(), loaded: () => window.anatomy.scan()}));\n"
             f"({(STATIC / 'app.js').read_text(encoding='utf-8')})"
-            f"(viewer, viewer_fit, viewer_tour, {json.dumps(tabs)});\n}}")
+            f"(viewer, viewer_screen, viewer_tour, {json.dumps(tabs)});\n}}")
 
 
 def launch_options() -> dict:
     """What demo.launch(...) takes besides the server settings: theme, CSS, JavaScript, footer, the one file it
     serves besides its own (Plotly.js), the server's middleware and what it runs beside (see server.py)."""
     return dict(theme=_light_only(gr.themes.Soft(primary_hue="blue", secondary_hue="orange", neutral_hue="slate")),
-                css_paths=[STATIC / "app.css", bundle.VIEWER / "tour.css"], js=page_script(),
+                css_paths=[STATIC / "app.css"], js=page_script(),
                 allowed_paths=[str(offline.PLOTLY_JS)],
                 footer_links=["api", "settings"],
                 app_kwargs={"middleware": server.MIDDLEWARE, "lifespan": server.lifespan})

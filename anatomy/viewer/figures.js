@@ -289,31 +289,6 @@ export function lines(payload, view, look) {
 }
 
 /**
- * The line traces of a drawn lines figure kept to those that end at the pointed piece: {x, y} per line trace
- * (its index in `indices`), for Plotly.restyle. `end`: 0 for a query, 1 for a key; `y`: the piece's row.
- * @param {Object[]} traces  the figure's data as drawn
- * @param {number} end
- * @param {number} y
- */
-export function linesThrough(traces, end, y) {
-  const indices = [], xs = [], ys = [];
-  traces.forEach((t, n) => {
-    if (t.meta !== "lines") return;
-    const kx = [], ky = [];
-    for (let s = 0; s < t.y.length; s += 3) {
-      if (t.y[s + end] === y) {
-        kx.push(0, 1, null);
-        ky.push(t.y[s], t.y[s + 1], null);
-      }
-    }
-    indices.push(n);
-    xs.push(kx);
-    ys.push(ky);
-  });
-  return {indices, x: xs, y: ys};
-}
-
-/**
  * The large view as the view's display asks: heatmap or lines.
  * @param {TracePayload} payload
  * @param {View} view  fitted

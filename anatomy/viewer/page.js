@@ -5,15 +5,16 @@
 
 import {METHODS, explainsPayload, lensStep, lensTranslation, whyAgreement, whyShares, whyStep, whyTranslation}
   from "./explain.js";
-import {MEAN, fitted, grid, kindOf, large, linesThrough, positional, stepFigures, steps, summary,
-  topkTable} from "./figures.js";
+import {MEAN, fitted, grid, kindOf, large, positional, stepFigures, steps, summary, topkTable} from "./figures.js";
 import {readPayload} from "./payload.js";
 import {WEIGHTS, hasNorms, setNorms} from "./weights.js";
 import {readable} from "./labels.js";
-import {frameOf, labelsFitted, put, ticksOf} from "./fit.js";
+import {createScreen} from "./screen.js";
 import {createTour} from "./tour.js";
 
-const CONFIG = {displaylogo: false, responsive: true};
+// no `responsive`: Plotly's own resize drops a figure's height (it fell to its div's 40 px); screen.js fits each
+// figure to its width and height on every resize
+const CONFIG = {displaylogo: false};
 const NO_EXPLANATION = "This page was saved without Why this word: in the app, open the Why this word tab (and choose " +
   "value-norm weights, for those) before Download page; in a notebook, show(..., explain=True).";
 const $ = (id) => document.getElementById(id);
@@ -23,29 +24,26 @@ const TOUR_PLACES = {architecture: "architecture-figure"};
 const range = (n) => Array.from({length: n}, (_, i) => i);
 
 /**
- * A figure's layout with its labels fitted to the element it is drawn in (fit.js).
- * @param {{data: Object[], layout: Object}} f
- * @param {HTMLElement} el
- */
-function labelled(f, el) {
-  const L = f.layout, {font, l, r, t, b} = frameOf(L);
-  const u = labelsFitted({x: ticksOf(L.xaxis), y: ticksOf(L.yaxis), angle: L.xaxis && L.xaxis.tickangle,
-                          colorbar: f.data.some((trace) => trace.colorbar)},
-                         {height: L.height || 450, width: el.clientWidth, font, least: 10, narrow: false,
-                          margin: {l, r, t, b}});
-  Object.entries(u).forEach(([path, value]) => put(L, path, value));
-  return L;
-}
-
-/**
  * Draw a page's data into this document: every section, then the figures; `document.body.dataset.ready` is "1"
  * once all are drawn ("error" if one failed), and `dataset.drawn` counts the redraws of the views.
  * @param {{payload: Object, page: Object}} data
  */
 export function showPage(data) {
   const P = readPayload(data.payload), G = data.page, look = G.look, T = steps(P);
-  const draw = (id, f) => Plotly.react($(id), f.data, labelled(f, $(id)), CONFIG);
   const state = Object.assign({method: METHODS[0], weights: WEIGHTS[0]}, G.view);
+  // every figure fitted to where it is drawn as in the app (screen.js), from its first drawing; a click on a head's
+  // thumbnail or cell opens it in the large view
+  const screen = createScreen(document, {
+    figures: ".figure",
+    room: (gd) => gd,
+    head: (named) => {
+      const [, kind, layer, head] = /^(\w+):(\d+)\.(\d+)$/.exec(named) || [];
+      if (kind) open({kind, layer: +layer, head}, kind !== state.kind);
+      return !!kind;
+    },
+  });
+  screen.presenter(false);
+  const draw = (id, f) => Plotly.react($(id), f.data, f.layout, CONFIG);
   const E = explainsPayload(data.explain, P) ? data.explain : null;
   setNorms(P, data.norms || null);
   const weightChoices = [["attention α", "attention"], ...(hasNorms(P) ? [["value-norm ‖α·v·W_o‖", "value-norm"]] : []),
@@ -163,19 +161,14 @@ export function showPage(data) {
   }
 
   let drawn = 0;
-  let shownLines = null; // the large view's line traces as drawn, while it shows lines
 
   // Redraw what the view controls change; `all`: the grid and the head statistics too (kind, words, tokens).
   function update(all) {
     const v = Object.assign({}, state);
     const s = stepFigures(P, v, look);
     chips("partial", P.pieces.output.slice(0, v.step).map((piece, i) => [piece, i === v.step - 1 ? "current" : ""]));
-    shownLines = null; // until the new large view is drawn, pointing at it keeps no lines
-    const jobs = [draw("heatmap", large(P, v, look)).then((gd) => {
-                    // the arrays as drawn: restyle replaces a trace's x and y, never changes them
-                    shownLines = v.display === "lines" ? gd.data.map((t) => ({meta: t.meta, x: t.x, y: t.y})) : null;
-                  }),
-                  draw("step-cross", s.cross), draw("step-self", s.self), draw("step-topk", s.topk)];
+    const jobs = [draw("heatmap", large(P, v, look)), draw("step-cross", s.cross), draw("step-self", s.self),
+                  draw("step-topk", s.topk)];
     if (all) {
       jobs.push(draw("grid", grid(P, v, look, "open in the large view")),
                 draw("summary", summary(P, v.kind, look)));
@@ -223,21 +216,6 @@ export function showPage(data) {
     update(false);
   }
 
-  // Pointing at a piece of the lines view keeps only its lines.
-  function keepLines(event) {
-    const point = event.points[0], meta = point.data.meta;
-    if (!shownLines || (meta !== "queries" && meta !== "keys")) return;
-    const kept = linesThrough(shownLines, meta === "queries" ? 0 : 1, point.y);
-    Plotly.restyle($("heatmap"), {x: kept.x, y: kept.y}, kept.indices);
-  }
-
-  function allLines() {
-    if (!shownLines) return;
-    const indices = shownLines.flatMap((t, n) => t.meta === "lines" ? [n] : []);
-    Plotly.restyle($("heatmap"), {x: indices.map((n) => shownLines[n].x), y: indices.map((n) => shownLines[n].y)},
-                   indices);
-  }
-
   translation().catch(console.error);
   controls();
   for (const id of ["kind", "layer", "head", "display", "weights", "method", "merge", "plain", "hide"]) {
@@ -274,15 +252,7 @@ export function showPage(data) {
     $("tour-start").addEventListener("click", () => tour.open(data.tour, 1));
   }
   const p = positional(G.positional, P.pieces.source, look);
-  const first = update(true).then(() => { // Plotly gives a div its .on once it has drawn there
-    $("heatmap").on("plotly_hover", keepLines);
-    $("heatmap").on("plotly_unhover", allLines);
-    $("grid").on("plotly_click", (event) => { // a thumbnail opens its head in the large view
-      const named = /^head=\w+:(\d+)\.(\d+)$/.exec(event.points[0].data.meta || "");
-      if (named) open({layer: +named[1], head: named[2]}, false);
-    });
-  });
-  return Promise.all([first, draw("topk-table", topkTable(P, look)), draw("pe", p.curves),
+  return Promise.all([update(true), draw("topk-table", topkTable(P, look)), draw("pe", p.curves),
                       draw("pe-similarity", p.similarity), draw("pe-rows", p.rows)]).then(
     () => {
       // a link to a stop (?tour=K) opens the tour there

@@ -1,0 +1,477 @@
+// Every Plotly figure of a page fitted to where it is drawn, for both hosts (the app's ui/static/app.js, the offline
+// page's page.js): presenter mode's large type, phones and narrow boxes, the large view filling the first screen,
+// titles wrapped and tick labels fitted (fit.js), re-fitted whenever a figure is replaced, the window resized or the
+// page's layout changes (a tab, the tour's panel). Besides: the line view's hover, pin and tap, a click on a head
+// and a figure's export. Plotly.react is wrapped so that a new figure is drawn fitted, not drawn twice.
+
+import {frameOf, labelsFitted, pathKeys, put, ticksOf, titleFitted, titleLines} from "./fit.js";
+
+/** The name viz/attention.py and figures.js give the large view's orange step frame (left out of an export). */
+export const STEP_FRAME = "step-frame";
+const NARROW = 560; // px: a figure narrower than this (a phone) gets small margins and short labels
+
+/**
+ * @typedef {Object} Base  a figure's own sizes, from its layout before any mode changed it
+ * @property {number} font
+ * @property {number} title
+ * @property {number} height
+ * @property {number} l
+ * @property {number} r
+ * @property {number} t
+ * @property {number} b
+ * @property {number[]} notes  each annotation's font size
+ * @property {(number | null)[]} text  each trace's text size
+ * @property {(Object | null)[]} colorbars  each trace's colorbar
+ * @property {({chars: number, share: number} | null)[]} cells  each heatmap's cell text (cellText)
+ * @property {number | undefined} xangle
+ * @property {[string, number][]} axes  sizes the figure sets on its own axes, by Plotly path
+ * @property {import("./fit.js").Ticks | null} x
+ * @property {import("./fit.js").Ticks | null} y
+ * @property {string | undefined} ytitle
+ * @property {*} titleText
+ */
+
+/**
+ * @typedef {Object} Mode  where a figure is drawn
+ * @property {string} key  the mode as one value: a figure is fitted again when it changes
+ * @property {boolean} narrow  a phone's width
+ * @property {number} room  the height a figure may take (the window's)
+ * @property {boolean} large  the large view
+ * @property {number} fold  the large view's height to the bottom of the first screen (Infinity further down)
+ * @property {number} width
+ */
+
+/**
+ * A heatmap's cell text: its longest line in characters and the share of the plot's width one cell takes (the text
+ * grows in presenter mode only as far as its cells hold it).
+ * @param {Object} t  a trace
+ * @param {Object} layout
+ * @returns {{chars: number, share: number} | null}
+ */
+export function cellText(t, layout) {
+  if (t.type !== "heatmap" || !t.texttemplate || !Array.isArray(t.z) || !Array.isArray(t.z[0])) return null;
+  const domain = (layout["xaxis" + (t.xaxis || "x").slice(1)] || {}).domain || [0, 1];
+  const lines = (Array.isArray(t.text) ? t.text.flat() : []).flatMap((s) => String(s).split("<br>"));
+  return {chars: Math.max(4, ...lines.map((s) => s.replace(/<[^>]*>/g, "").length)),
+          share: (domain[1] - domain[0]) / t.z[0].length};
+}
+
+/**
+ * A figure's base values, from its own layout (before any mode changed it), else Plotly's defaults (the template's
+ * font; titles 1.4 times the font; margins 80/80/100/80).
+ * @param {Object[]} data
+ * @param {Object} layout
+ * @returns {Base}
+ */
+export function base(data, layout) {
+  const {font, l, r, t, b} = frameOf(layout);
+  return {font, title: layout.title?.font?.size ?? Math.round(font * 1.4), height: layout.height ?? 450, l, r, t, b,
+          notes: (layout.annotations || []).map((a) => a.font?.size ?? font),
+          text: data.map((d) => d.textfont?.size || null), colorbars: data.map((d) => d.colorbar || null),
+          cells: data.map((d) => cellText(d, layout)),
+          xangle: layout.xaxis?.tickangle,
+          // sizes a figure sets on its own axes (small multiples), else the layout's font's
+          axes: Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key)).flatMap((key) => [
+            [key + ".tickfont.size", layout[key].tickfont?.size],
+            [key + ".title.font.size", layout[key].title?.font?.size]]).filter(([, size]) => size),
+          y: ticksOf(layout.yaxis), x: ticksOf(layout.xaxis),
+          ytitle: layout.yaxis ? layout.yaxis.title?.text ?? "" : undefined, titleText: layout.title?.text};
+}
+
+/**
+ * The layout changes for a mode: presenter (k = scale) and/or narrow, from the figure's own base values.
+ * @param {Base} b
+ * @param {number} k
+ * @param {number} height
+ * @param {boolean} narrow
+ * @param {number} width  the figure's (for its title and x labels)
+ * @returns {Object<string, *>}  Plotly.relayout's paths
+ */
+export function sized(b, k, height, narrow, width) {
+  const u = {"font.size": b.font * k, "title.font.size": b.title * k, height,
+             "margin.l": b.l * k, "margin.r": b.r * k, "margin.t": b.t * k, "margin.b": b.b * k};
+  b.notes.forEach((size, i) => { u["annotations[" + i + "].font.size"] = size * k; });
+  b.axes.forEach(([path, size]) => { u[path] = size * k; });
+  // large type or narrow: upright labels stand one per column, where slanted ones run into their neighbours
+  if (b.xangle !== undefined) u["xaxis.tickangle"] = k > 1 || narrow ? -90 : b.xangle;
+  if (narrow) {
+    Object.assign(u, {"font.size": 10, "margin.l": Math.min(b.l, 84), "margin.r": Math.min(b.r, 10),
+                      "margin.b": Math.min(b.b, 90)});
+  }
+  // a title wider than its figure takes more lines (broken at its ' · '), each widening the top margin
+  if (typeof b.titleText === "string" && width) {
+    const text = titleLines(b.titleText, 0.97 * width - 10, u["title.font.size"]);
+    const added = text.split("<br>").length - b.titleText.split("<br>").length;
+    u["title.text"] = text;
+    u["margin.t"] += Math.round(1.25 * u["title.font.size"] * added);
+  }
+  // narrow: no room beside the labels for the y title (labels are cut whole: no half HTML entity); else as many
+  // lines of it as its axis's height takes (a second line widens the margin by one)
+  if (b.ytitle !== undefined) {
+    const text = narrow ? "" : titleFitted(b.ytitle, height - u["margin.t"] - u["margin.b"], u["font.size"]);
+    u["yaxis.title.text"] = text;
+    if (text.includes("<br>") && !b.ytitle.includes("<br>")) u["margin.l"] += Math.round(1.2 * u["font.size"]);
+  }
+  Object.assign(u, labelsFitted({x: b.x, y: b.y, angle: u["xaxis.tickangle"] ?? b.xangle,
+                                 colorbar: b.colorbars.some(Boolean)},
+    {height, width, font: u["font.size"], least: 10 * (narrow ? 1 : k), narrow,
+     margin: {l: u["margin.l"], r: u["margin.r"], t: u["margin.t"], b: u["margin.b"]}}));
+  return u;
+}
+
+/**
+ * A trace's text size: k times its own, but no larger than its cells hold (0.6 em a character) nor smaller than
+ * its own.
+ * @param {number} size
+ * @param {number} k
+ * @param {{chars: number, share: number} | null} cells
+ * @param {number} plotWidth
+ */
+export function textSize(size, k, cells, plotWidth) {
+  if (!cells) return size * k;
+  return Math.max(size, Math.min(size * k, Math.floor(plotWidth * cells.share / (0.62 * cells.chars))));
+}
+
+/**
+ * A figure's layout update (paths as Plotly.relayout takes them), trace text sizes and colorbars for a mode.
+ * @param {Base} b
+ * @param {Mode} mode
+ * @param {boolean} on  presenter mode
+ * @param {number} scale  presenter mode's type, times the figure's own
+ * @returns {{layout: Object<string, *>, text: (number | null)[], colorbars: (Object | null)[]}}
+ */
+export function update(b, mode, on, scale) {
+  const k = on && !mode.narrow ? scale : 1;
+  // presenter: the large view fills the first screen below its top (the window's height further down), others
+  // at most the window's height but for those with text in their cells (a table, maps of numbers), whose rows
+  // grow with their text; width: null drops the width fixed at first draw, so the figure fills its container
+  // (the large view never taller than the window: a phone's is far below the fold)
+  let height = !on ? Math.min(b.height, Math.round(mode.fold), mode.large ? mode.room : Infinity)
+    : mode.large ? Math.round(Math.min(mode.fold, mode.room))
+    : Math.min(Math.round(b.height * k), b.text.some(Boolean) ? Infinity : mode.room);
+  // the fold never makes rows too low for their labels: a long sentence's view grows, up to the window
+  if (!on && b.y) {
+    height = Math.max(height, Math.min(b.height, mode.room, Math.round(b.y.vals.length * 11.5 + b.t + b.b)));
+  }
+  // narrow: a colorbar without its title and with every other tick leaves the plot its width
+  const colorbars = b.colorbars.map((c) => c && (mode.narrow ? Object.assign({}, c, {title: {text: ""}, thickness: 8},
+    c.tickvals ? {tickvals: c.tickvals.filter((_, i) => i % 2 === 0)} : {}) : c));
+  return {layout: Object.assign({autosize: true, width: null}, sized(b, k, height, mode.narrow, mode.width)),
+          text: b.text.map((s, i) => s && textSize(s, k, b.cells[i], (mode.width - (b.l + b.r) * k))),
+          colorbars};
+}
+
+/**
+ * The head a point of a figure names: a thumbnail's trace meta or a map cell's customdata "head=KIND:LAYER.HEAD"
+ * (viz/attention.py, viz/importance.py, figures.js), as "KIND:LAYER.HEAD"; else null.
+ * @param {Object | null} point  a Plotly event's point
+ * @returns {string | null}
+ */
+export function headOf(point) {
+  const named = [point && point.data && point.data.meta, point && point.customdata]
+    .find((v) => typeof v === "string" && v.startsWith("head="));
+  return named ? named.slice(5) : null;
+}
+
+/**
+ * The line view's piece a point is: "queries:ROW" or "keys:ROW", else null.
+ * @param {Object} point
+ * @returns {string | null}
+ */
+export function pieceKey(point) {
+  const meta = point.data && point.data.meta;
+  return meta === "queries" || meta === "keys" ? meta + ":" + point.pointIndex : null;
+}
+
+/**
+ * The line view's lines (viz/lines.py, figures.js: segments [query, key, gap] with y = -row) kept to those that
+ * start (end 0, a query) or end (end 1, a key) at `row`; every line for end null.
+ * @param {{x: Array, y: Array}[]} full  each line trace's points
+ * @param {0 | 1 | null} end
+ * @param {number | null} row
+ * @returns {{x: Array[], y: Array[]}}  for Plotly.restyle
+ */
+export function linesThrough(full, end, row) {
+  const xs = [], ys = [];
+  full.forEach(({x, y}) => {
+    if (end === null) { xs.push(x); ys.push(y); return; }
+    const kx = [], ky = [];
+    for (let s = 0; s + 1 < y.length; s += 3) {
+      if (y[s + end] === row) { kx.push(x[s], x[s + 1], null); ky.push(y[s], y[s + 1], null); }
+    }
+    xs.push(kx); ys.push(ky);
+  });
+  return {x: xs, y: ys};
+}
+
+/**
+ * @typedef {Object} ScreenOptions  what differs between hosts
+ * @property {string} figures  a selector of the page's figure divs (not the offscreen copies an export draws)
+ * @property {function(HTMLElement): HTMLElement} [room]  the element whose width a figure fills (its parent)
+ * @property {function(): void} [refresh]  draws what changed, before each fit (the app's viewer)
+ * @property {function(string): boolean} [head]  a click on a head ("KIND:LAYER.HEAD"): true when it did something
+ */
+
+/**
+ * The fitting of a document's figures. Nothing happens until `presenter` is first called (the page's start):
+ * then every figure is fitted, and again on any change of the page.
+ * @param {Document} document
+ * @param {ScreenOptions} options
+ */
+export function createScreen(document, options) {
+  const window = document.defaultView;
+  const room = options.room || ((gd) => gd.parentElement);
+  let observer = null, frame = 0;
+
+  // in the next frame, once for every change in this task: a fit measures the page, which would lay it out again
+  // after each figure
+  const soon = () => {
+    if (!frame) frame = window.requestAnimationFrame(() => { frame = 0; S.scan(); });
+  };
+
+  const S = {
+    scale: 1.5,
+    on: false,
+    /**
+     * Presenter mode (large type) on or off: toggles the page's class `anatomy-presenter` and fits every figure;
+     * the first call starts watching the page.
+     * @param {boolean} on
+     */
+    presenter(on) {
+      S.on = !!on;
+      document.body.classList.toggle("anatomy-presenter", S.on);
+      if (!observer) {
+        // new figures, and tabs or panels coming into view (a class or style change), get the current mode, once
+        // per frame; Plotly's drawing changes its own figures' insides by the hundred, which never needs a fit
+        observer = new window.MutationObserver((records) => {
+          if (records.some((r) => !r.target.closest(".js-plotly-plot"))) soon();
+        });
+        observer.observe(document.body, {childList: true, subtree: true, attributes: true,
+                                         attributeFilter: ["class", "style"]});
+        window.addEventListener("resize", () => S.scan());
+      }
+      S.scan();
+      window.dispatchEvent(new window.Event("resize"));
+    },
+    /**
+     * Where a figure is drawn: presenter mode or not, narrow (a phone) or not, and the height it may take.
+     * @param {HTMLElement} gd
+     * @returns {Mode}
+     */
+    modeOf(gd) {
+      const width = room(gd).clientWidth, narrow = width < NARROW, space = Math.max(360, window.innerHeight - 24);
+      const large = !!gd.closest("#heatmap"), top = gd.getBoundingClientRect().top + window.scrollY;
+      // the large view beside the settings ends above the fold (the window's first screen)
+      const fold = large && top < 0.6 * window.innerHeight ? Math.max(360, window.innerHeight - top - 16) : Infinity;
+      gd.anatomyModeOf = {key: [S.on, width, space, fold].join(), narrow, room: space, large, fold, width};
+      return gd.anatomyModeOf;
+    },
+    /**
+     * A drawn figure fitted to its mode, when that changed since its last fit.
+     * @param {HTMLElement} gd
+     */
+    fit(gd) {
+      const Plotly = window.Plotly;
+      if (!gd._fullLayout || !Plotly || !gd.offsetParent) return; // hidden (another tab): when shown
+      if (gd.layout !== gd.anatomyLayout) {
+        gd.anatomyLayout = gd.layout; gd.anatomyBase = base(gd.data, gd.layout); gd.anatomyMode = null;
+      }
+      const mode = S.modeOf(gd);
+      if (gd.anatomyMode === mode.key) return;
+      gd.anatomyMode = mode.key;
+      const {layout, text, colorbars} = update(gd.anatomyBase, mode, S.on, S.scale);
+      const bars = colorbars.flatMap((c, i) =>
+        c && gd.data[i] && JSON.stringify(gd.data[i].colorbar) !== JSON.stringify(c) ? [i] : []);
+      if (S.holds(gd, layout) && !bars.length) return;
+      Plotly.relayout(gd, layout).then(() => {
+        if (bars.length) return Plotly.restyle(gd, {colorbar: bars.map((i) => colorbars[i])}, bars);
+      }).then(() => {
+        if (text.some((s) => s)) return Plotly.restyle(gd, {"textfont.size": text});
+      }).catch(() => {});
+    },
+    /**
+     * A new figure of the page, fitted to its mode before its first drawing (else it would be drawn twice).
+     * @param {HTMLElement} gd
+     * @param {Object[]} data
+     * @param {Object} layout
+     */
+    prefit(gd, data, layout) {
+      if (!gd.matches(options.figures) || !gd.parentElement) return;
+      // the figure's last mode: measuring its place now would lay the page out between two figures' drawings (the
+      // fit after drawing measures it, and fits again where it changed); a figure never measured is measured, when
+      // in view
+      const mode = gd.anatomyModeOf || (gd.offsetParent && S.modeOf(gd));
+      if (!mode) return;
+      // the traces drawn now again (the viewer hands them over when equal): fitted already, and their base values
+      // are the first drawing's
+      const again = Array.isArray(gd.data) && data.length === gd.data.length && data.every((t, i) => t === gd.data[i]);
+      const b = base(data, layout);
+      if (again && gd.anatomyBase) Object.assign(b, {text: gd.anatomyBase.text, colorbars: gd.anatomyBase.colorbars});
+      const {layout: u, text, colorbars} = update(b, mode, S.on, S.scale);
+      Object.entries(u).forEach(([path, v]) => { if (v !== null) put(layout, path, v); });
+      if (!again) {
+        text.forEach((size, i) => { if (size) data[i].textfont = Object.assign({}, data[i].textfont, {size}); });
+        colorbars.forEach((c, i) => { if (c) data[i].colorbar = c; });
+      }
+      Object.assign(gd, {anatomyLayout: layout, anatomyBase: b, anatomyMode: mode.key});
+    },
+    /**
+     * Once plotly.js is loaded: every new figure is fitted before its first drawing (Plotly.react), and a resize
+     * (Gradio calls Plots.resize after each react, which draws it all again 100 ms later) is skipped when the
+     * figure already fills its box.
+     */
+    wrap() {
+      const Plotly = window.Plotly;
+      if (!Plotly || Plotly.anatomyWrapped) return;
+      Plotly.anatomyWrapped = true;
+      const react = Plotly.react, resize = Plotly.Plots.resize;
+      Plotly.react = function (gd, data, layout) {
+        if (gd instanceof window.Element && Array.isArray(data) && layout) S.prefit(gd, data, layout);
+        return react.apply(this, arguments);
+      };
+      Plotly.Plots.resize = function (gd) {
+        const f = gd instanceof window.Element && gd._fullLayout;
+        if (f && gd.offsetParent && !gd.layout.width) {
+          const box = window.getComputedStyle(gd);
+          if (Math.abs(parseFloat(box.width) - f.width) <= 1 && Math.abs(parseFloat(box.height) - f.height) <= 1) {
+            return Promise.resolve(gd);
+          }
+        }
+        return resize.apply(this, arguments);
+      };
+    },
+    /**
+     * Whether a figure is drawn with every value of a layout update.
+     * @param {HTMLElement} gd
+     * @param {Object<string, *>} u
+     */
+    holds(gd, u) {
+      return Object.entries(u).every(([path, want]) => {
+        if (path === "width") return want === null && gd.layout.width == null;
+        if (path === "autosize") return gd.layout.autosize === want;
+        const have = pathKeys(path).reduce((o, key) => o && o[key], gd._fullLayout);
+        return Array.isArray(want) ? Array.isArray(have) && want.length === have.length
+          && want.every((v, i) => v === have[i]) : have === want;
+      });
+    },
+    /** Draws what changed (the host's refresh), hooks new figures and fits every figure of the page. */
+    scan() {
+      S.wrap();
+      if (options.refresh) options.refresh();
+      document.querySelectorAll(options.figures).forEach((gd) => {
+        if (!gd.classList.contains("js-plotly-plot")) return; // not drawn yet
+        if (!gd.anatomyHooked && gd.on) S.hook(gd);
+        S.fit(gd);
+      });
+    },
+    /**
+     * A drawn figure's events: fitted again after each drawing; the line view (viz/lines.py) keeps a pointed
+     * piece's lines, and a click or tap pins that, another click on it (or anywhere else) lets go (a tap also makes
+     * Plotly report a hover and a click: the tap's own handler answers it); a click on a head goes to the host.
+     * @param {HTMLElement} gd
+     */
+    hook(gd) {
+      gd.anatomyHooked = true;
+      gd.on("plotly_afterplot", soon);
+      const free = () => !gd.anatomyPinned && Date.now() - (gd.anatomyTouched || 0) > 800;
+      gd.on("plotly_hover", (e) => { if (free()) S.keep(gd, e.points[0]); });
+      gd.on("plotly_unhover", () => { if (free()) S.keep(gd, null); });
+      gd.addEventListener("mouseleave", () => { if (free()) S.keep(gd, null); });
+      gd.on("plotly_click", (e) => {
+        const named = headOf(e.points[0]);
+        if (named && options.head && options.head(named)) return;
+        if (Date.now() - (gd.anatomyTouched || 0) > 800) S.pin(gd, e.points[0]);
+      });
+      // a tap: Plotly may not report it as a click, so the nearest piece is found here
+      gd.addEventListener("touchend", (e) => {
+        const t = e.changedTouches[0], p = t && S.nearestPiece(gd, t.clientX, t.clientY);
+        if (p) { gd.anatomyTouched = Date.now(); S.pin(gd, p); }
+      }, {passive: true});
+    },
+    /**
+     * Pins a piece's lines, or lets go when it is the pinned one.
+     * @param {HTMLElement} gd
+     * @param {Object | null} point
+     */
+    pin(gd, point) {
+      const key = point && pieceKey(point);
+      gd.anatomyPinned = key && key !== gd.anatomyPinned ? key : null;
+      S.keep(gd, gd.anatomyPinned ? point : null);
+    },
+    /**
+     * The line view's query or key piece whose marker is nearest to a point of the screen (within 40 px).
+     * @param {HTMLElement} gd
+     * @param {number} x
+     * @param {number} y
+     */
+    nearestPiece(gd, x, y) {
+      let best = null, dist = 40;
+      (gd._fullData || []).forEach((t) => {
+        if (t.meta !== "queries" && t.meta !== "keys") return;
+        const layer = gd.querySelector(".scatterlayer .trace" + t.uid);
+        (layer ? Array.from(layer.querySelectorAll(".point")) : []).forEach((el, i) => {
+          const r = el.getBoundingClientRect(), d = Math.hypot(r.x + r.width / 2 - x, r.y + r.height / 2 - y);
+          if (d < dist) { dist = d; best = {data: {meta: t.meta}, pointIndex: i}; }
+        });
+      });
+      return best;
+    },
+    /**
+     * Only the lines that start (queries) or end (keys) at the point's piece; every line again for null; the kept
+     * piece in the figure's `data-kept`.
+     * @param {HTMLElement} gd
+     * @param {Object | null} point
+     */
+    keep(gd, point) {
+      const key = point && pieceKey(point);
+      if (point && !key) return;
+      // each line trace keeps its full points on itself (a restyle keeps the trace object; a new figure brings
+      // new ones)
+      const idx = gd.data.map((t, i) => t.meta === "lines" ? i : -1).filter((i) => i >= 0);
+      if (!idx.length) return;
+      const full = idx.map((i) => {
+        const t = gd.data[i];
+        if (!t.anatomyFull) t.anatomyFull = {x: Array.from(t.x), y: Array.from(t.y)};
+        return t.anatomyFull;
+      });
+      if (gd.anatomyKept === (key || "") && gd.anatomyKeptOf === gd.data[idx[0]]) return;
+      gd.anatomyKept = gd.dataset.kept = key || "";
+      gd.anatomyKeptOf = gd.data[idx[0]];
+      gd.anatomyKeptEnd = point ? (point.data.meta === "queries" ? 0 : 1) : null;
+      gd.anatomyKeptRow = point ? -point.pointIndex : null;
+      // one restyle at a time, each drawing the latest choice: quick pointer moves never leave an older one
+      gd.anatomyRestyle = (gd.anatomyRestyle || Promise.resolve()).then(() => {
+        if (gd.data[idx[0]] !== gd.anatomyKeptOf) return; // a new figure came meanwhile
+        return window.Plotly.restyle(gd, linesThrough(full, gd.anatomyKeptEnd, gd.anatomyKeptRow), idx);
+      }).catch(() => {});
+    },
+    /**
+     * One figure as a file named by what it shows (layout.meta.export): PNG at 3× or SVG, as drawn, or as a 16:9
+     * slide (1920 × 1080, presenter type); the step frame only when asked for.
+     * @param {string} elemId  the figure's div or an element holding it
+     * @param {"png" | "svg"} format
+     * @param {boolean} frame
+     * @param {boolean} wide
+     */
+    exportFigure(elemId, format, frame, wide) {
+      const el = document.getElementById(elemId), Plotly = window.Plotly;
+      const gd = el && (el.matches(".js-plotly-plot") ? el : el.querySelector(".js-plotly-plot"));
+      if (!gd || !gd._fullLayout || !Plotly) return;
+      const layout = JSON.parse(JSON.stringify(gd.layout));
+      if (!frame) layout.shapes = (layout.shapes || []).filter((s) => s.name !== STEP_FRAME);
+      let size = {width: gd._fullLayout.width, height: gd._fullLayout.height, scale: format === "png" ? 3 : 1};
+      if (wide) {
+        size = {width: 1920, height: 1080, scale: 1};
+        Object.entries(sized(gd.anatomyBase || base(gd.data, gd.layout), S.scale, 1080, false, 1920))
+          .forEach(([path, v]) => put(layout, path, v));
+      }
+      Object.assign(layout, {width: size.width, height: size.height});
+      const name = ((layout.meta && layout.meta.export) || "transformer-anatomy_" + elemId) + (wide ? "_16x9" : "");
+      Plotly.toImage({data: gd.data, layout}, Object.assign({format}, size)).then((url) => {
+        const a = Object.assign(document.createElement("a"), {href: url, download: name + "." + format});
+        document.body.appendChild(a); a.click(); a.remove();
+      });
+    },
+  };
+  return S;
+}

@@ -1,0 +1,77 @@
+// anatomy/viewer/screen.js's pure parts (a figure's sizes for a mode, the line view's kept lines, a clicked head),
+// and anatomy/bundle.py's bundle of several entries that import the same module.
+import assert from "node:assert/strict";
+import {spawnSync} from "node:child_process";
+import {dirname, join} from "node:path";
+import {test} from "node:test";
+import {fileURLToPath} from "node:url";
+import vm from "node:vm";
+
+import {base, headOf, linesThrough, pieceKey, update} from "../../anatomy/viewer/screen.js";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const mode = (over) => Object.assign({key: "", narrow: false, room: 900, large: false, fold: Infinity, width: 800},
+                                     over);
+const rows = (n) => ({height: 600, margin: {l: 100, r: 20, t: 60, b: 40}, yaxis: {tickmode: "array",
+  tickvals: Array.from({length: n}, (_, i) => i), ticktext: Array.from({length: n}, (_, i) => `p${i}`)}});
+
+test("a figure keeps its own height where it has room, and fills its width", () => {
+  const u = update(base([{type: "heatmap"}], rows(10)), mode(), false, 1.5).layout;
+  assert.deepEqual([u.height, u.autosize, u.width, u["margin.l"], u["font.size"]], [600, true, null, 100, 12]);
+});
+
+test("the large view ends at the fold but never leaves its rows too low for their labels", () => {
+  const few = update(base([], rows(10)), mode({large: true, fold: 400}), false, 1.5).layout;
+  assert.equal(few.height, 400);
+  const many = update(base([], rows(40)), mode({large: true, fold: 400}), false, 1.5).layout;
+  assert.equal(many.height, 40 * 11.5 + 100); // rows of 11.5 px and its margins, under its own 600
+});
+
+test("presenter mode scales type and margins; the large view fills the first screen", () => {
+  const u = update(base([], rows(10)), mode({large: true, fold: 700}), true, 1.5).layout;
+  assert.deepEqual([u.height, u["font.size"], u["margin.l"], u["title.font.size"]], [700, 18, 150, 17 * 1.5]); // the title 1.4 times the font
+});
+
+test("narrow: small type and margins, row labels cut, no y title", () => {
+  const layout = Object.assign(rows(3), {yaxis: Object.assign(rows(3).yaxis, {title: {text: "queries"},
+                                                                             ticktext: ["verylongpiece", "a", "b"]})});
+  const u = update(base([], layout), mode({narrow: true, width: 360}), true, 1.5).layout;
+  assert.deepEqual([u["font.size"], u["margin.r"], u["yaxis.title.text"]], [10, 10, ""]);
+  assert.equal(u["yaxis.ticktext"][0], "verylongpie\u2026");
+});
+
+test("a title wider than its figure breaks at its ' · ' and widens the top margin", () => {
+  const layout = {title: {text: "Cross-attention · layer 3, head 2 · words · special tokens hidden"}, height: 300};
+  const u = update(base([], layout), mode({width: 300}), false, 1.5).layout;
+  assert.ok(u["title.text"].includes("<br>"));
+  assert.ok(u["margin.t"] > 100);
+});
+
+test("a piece's lines are those that start (query) or end (key) at its row", () => {
+  const full = [{x: [0, 1, null, 0, 1, null, 0, 1, null], y: [0, 0, null, 0, -1, null, -1, -1, null]}];
+  assert.deepEqual(linesThrough(full, 0, 0), {x: [[0, 1, null, 0, 1, null]], y: [[0, 0, null, 0, -1, null]]});
+  assert.deepEqual(linesThrough(full, 1, -1), {x: [[0, 1, null, 0, 1, null]], y: [[0, -1, null, -1, -1, null]]});
+  assert.deepEqual(linesThrough(full, null, null), {x: [full[0].x], y: [full[0].y]});
+});
+
+test("a thumbnail's meta or a cell's customdata names a head; a line view's marker a piece", () => {
+  assert.equal(headOf({data: {meta: "head=cross:2.1"}}), "cross:2.1");
+  assert.equal(headOf({data: {}, customdata: "head=encoder:1.3"}), "encoder:1.3");
+  assert.equal(headOf({data: {meta: "lines"}, customdata: 0.5}), null);
+  assert.equal(pieceKey({data: {meta: "keys"}, pointIndex: 4}), "keys:4");
+  assert.equal(pieceKey({data: {meta: "lines"}, pointIndex: 4}), null);
+});
+
+test("one bundle of several entries holds a module they share once, and runs", () => {
+  const made = spawnSync("python", ["-c", "import sys; from anatomy import bundle; "
+                                    + "sys.stdout.write(bundle.script('screen', 'fit', 'host', 'tour'))"],
+                         {cwd: ROOT, encoding: "utf-8"});
+  assert.equal(made.status, 0, made.stderr);
+  assert.equal(made.stdout.match(/^const viewer_fit = /gm).length, 1);
+  const context = vm.createContext({});
+  vm.runInContext(made.stdout + "this.made = {screen: viewer_screen, fit: viewer_fit, host: viewer_host};", context);
+  const {screen, fit, host} = context.made;
+  assert.equal(typeof screen.createScreen, "function");
+  assert.equal(typeof host.createHost, "function");
+  assert.deepEqual(screen.base([], {}).l, fit.frameOf({}).l);
+});

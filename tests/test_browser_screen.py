@@ -1,0 +1,99 @@
+"""Both hosts fit their figures with one module (anatomy/viewer/screen.js): the offline page's figures keep their
+size and their labels apart through a resize and the tour, and the tour's panel lies at the bottom of a phone's
+screen in the app as in the offline page."""
+from __future__ import annotations
+
+import urllib.parse
+
+from anatomy import offline
+from tests.app_fixtures import SENTENCE
+from tests.browser import TIMEOUT, needs_chromium
+from tests.test_offline import entry, trace  # noqa: F401 (the offline page's fixtures: a tiny model's trace)
+
+pytestmark = needs_chromium
+# The architecture figure's height and its boxes' labels (annotations): how many pairs of them overlap
+ARCHITECTURE = """() => {
+  const gd = document.getElementById('architecture-figure');
+  const boxes = Array.from(gd.querySelectorAll('.annotation-text')).map(t => t.getBoundingClientRect());
+  let overlaps = 0;
+  boxes.forEach((a, i) => boxes.slice(i + 1).forEach(b => {
+    if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 2 &&
+        Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 2) overlaps += 1;
+  }));
+  return {height: gd.getBoundingClientRect().height, labels: boxes.length, overlaps};
+}"""
+# The tour's panel and its Next button, as the screen shows them
+PANEL = """() => {
+  const box = el => { const r = el.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left,
+                                                                   right: r.right}; };
+  return {panel: box(document.querySelector('#anatomy-tour')),
+          next: box(document.querySelector('#anatomy-tour .anatomy-tour-next')),
+          width: window.innerWidth, height: window.innerHeight};
+}"""
+
+
+def assert_at_the_bottom(shown: dict) -> None:
+    """The panel spans the screen's width at its bottom, below half its height, with its Next button on screen."""
+    panel, button = shown["panel"], shown["next"]
+    assert panel["left"] <= 1 and abs(panel["right"] - shown["width"]) <= 1, shown
+    assert abs(panel["bottom"] - shown["height"]) <= 1 and panel["top"] > shown["height"] / 2, shown
+    assert 0 <= button["top"] and button["bottom"] <= shown["height"] and button["right"] <= shown["width"], shown
+
+
+def test_the_offline_architecture_keeps_its_size_and_labels_through_a_resize_and_the_tour(browser, trace, entry,
+                                                                                        tmp_path):
+    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
+    page = browser.new_page(viewport={"width": 900, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_function("document.body.dataset.ready === '1'")
+    first = page.evaluate(ARCHITECTURE)
+    assert first["height"] > 300 and first["labels"] > 5 and first["overlaps"] == 0, first
+    kept = f"() => {{ const a = ({ARCHITECTURE})(); return a.height > 300 && a.overlaps === 0; }}"
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.wait_for_timeout(500)  # Plotly's and the page's answers to the resize
+    page.wait_for_function(kept)
+    page.click("#tour-start")
+    page.wait_for_selector("#anatomy-tour")
+    page.wait_for_timeout(500)
+    page.wait_for_function(kept)
+    page.keyboard.press("Escape")
+    page.wait_for_function("!document.querySelector('#anatomy-tour')")
+    page.wait_for_timeout(500)
+    page.wait_for_function(kept)
+    width = page.evaluate("document.getElementById('architecture-figure')._fullLayout.width")
+    assert width > 1100, width  # it fills the wider page again
+    assert not errors, errors
+    page.close()
+
+
+def test_the_tour_panel_sits_at_the_bottom_of_a_phone_in_the_offline_page(browser, trace, entry, tmp_path):
+    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.set_default_timeout(TIMEOUT)
+    page.goto(f"{path.as_uri()}?tour=1")
+    page.wait_for_function("document.body.dataset.ready === '1'")
+    page.wait_for_selector("#anatomy-tour .anatomy-tour-next")
+    assert_at_the_bottom(page.evaluate(PANEL))
+    page.close()
+
+
+def test_the_tour_panel_sits_at_the_bottom_of_a_phone_in_the_app(browser, url, shipped):
+    key = shipped.anatomy.registry.default_key
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{url}?{urllib.parse.urlencode({'text': 'Zwei Hunde spielen im Schnee.', 'direction': key, 'tour': 1})}",
+              wait_until="domcontentloaded")
+    page.wait_for_selector("#anatomy-tour .anatomy-tour-next")
+    assert_at_the_bottom(page.evaluate(PANEL))
+    # the panel's buttons work there: Next goes to the second stop
+    page.click("#anatomy-tour .anatomy-tour-next")
+    page.wait_for_function("document.querySelector('#anatomy-tour')?.dataset.stop === '2'")
+    assert_at_the_bottom(page.evaluate(PANEL))
+    assert not errors, errors
+    context.close()

@@ -282,7 +282,10 @@ export function createScreen(document, options) {
       const {layout, text, colorbars} = update(gd.anatomyBase, mode, S.on, S.scale);
       const bars = colorbars.flatMap((c, i) =>
         c && gd.data[i] && JSON.stringify(gd.data[i].colorbar) !== JSON.stringify(c) ? [i] : []);
-      if (S.holds(gd, layout) && !bars.length) return;
+      // a box that changed width with nothing else (the tour's panel beside the page) needs the relayout too: its
+      // autosize fills the box again
+      const fills = Math.abs(parseFloat(window.getComputedStyle(gd).width) - gd._fullLayout.width) <= 1;
+      if (fills && S.holds(gd, layout) && !bars.length) return;
       Plotly.relayout(gd, layout).then(() => {
         if (bars.length) return Plotly.restyle(gd, {colorbar: bars.map((i) => colorbars[i])}, bars);
       }).then(() => {

@@ -97,3 +97,42 @@ def test_the_tour_panel_sits_at_the_bottom_of_a_phone_in_the_app(browser, url, s
     assert_at_the_bottom(page.evaluate(PANEL))
     assert not errors, errors
     context.close()
+
+
+def test_the_offline_page_has_the_app_s_presenter_mode_and_line_hover(browser, trace, entry, tmp_path):
+    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.set_default_timeout(TIMEOUT)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_function("document.body.dataset.ready === '1'")
+    font = "document.getElementById('heatmap')._fullLayout.font.size"
+    size = page.evaluate(font)
+    page.check("#presenter")
+    page.wait_for_function(f"([size]) => {font} === 1.5 * size", arg=[size])
+    assert page.evaluate("document.getElementById('heatmap')._fullLayout.height") <= 800  # the window's height
+    page.uncheck("#presenter")
+    page.wait_for_function(f"([size]) => {font} === size", arg=[size])
+    # the line view: pointing at the first query's marker keeps only its lines
+    page.select_option("#display", "lines")
+    page.wait_for_function("document.querySelector('#heatmap .scatterlayer .point')")
+    page.locator("#heatmap").scroll_into_view_if_needed()
+    # the lines as drawn: (query row, key row) of each, a query's row at y = -row
+    lines = page.evaluate("""() => document.getElementById('heatmap').data.filter(t => t.meta === 'lines')
+      .flatMap(t => Array.from({length: Math.floor(t.y.length / 3)}, (_, s) => [-t.y[3 * s], -t.y[3 * s + 1]]))""")
+    point = page.evaluate("""() => { const gd = document.getElementById('heatmap');
+      const uid = gd._fullData.find(t => t.meta === 'queries').uid;
+      const r = gd.querySelector('.scatterlayer .trace' + uid + ' .point').getBoundingClientRect();
+      return [r.x + r.width / 2, r.y + r.height / 2]; }""")
+    page.mouse.move(*point)
+    page.wait_for_function("document.getElementById('heatmap').dataset.kept === 'queries:0'")
+    segments = ("document.getElementById('heatmap').data.filter(t => t.meta === 'lines')"
+                ".reduce((n, t) => n + t.x.filter(x => x !== null).length / 2, 0)")
+    first = sum(query == 0 for query, _ in lines)
+    assert 0 < first < len(lines)
+    page.wait_for_function(f"{segments} === {first}")
+    page.mouse.move(0, 0)
+    page.wait_for_function("document.getElementById('heatmap').dataset.kept === ''")
+    assert not errors, errors
+    page.close()

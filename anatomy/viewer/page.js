@@ -227,6 +227,7 @@ export function showPage(data) {
                                   textContent: T ? NO_EXPLANATION : "Nothing was decoded: no piece to explain."});
   }
   $("step").addEventListener("input", read);
+  $("presenter").addEventListener("change", () => screen.presenter($("presenter").checked));
   document.addEventListener("keydown", (e) => {
     if (e.target.closest("input, select, textarea") || e.altKey || e.ctrlKey || e.metaKey) return;
     const move = {ArrowLeft: ["step", -1], ArrowRight: ["step", 1], "[": ["layer", -1], "]": ["layer", 1],

@@ -136,3 +136,24 @@ def test_the_offline_page_has_the_app_s_presenter_mode_and_line_hover(browser, t
     page.wait_for_function("document.getElementById('heatmap').dataset.kept === ''")
     assert not errors, errors
     page.close()
+
+
+def test_the_offline_page_opens_at_the_view_its_address_names_as_the_app_reads_links(browser, trace, entry, tmp_path):
+    """The offline file reads its own address as the app reads a link (anatomy/viewer/link.js): the view, presenter
+    mode, and every value it changed or did not understand named among the page's notices."""
+    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(TIMEOUT)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{path.as_uri()}?view=encoder&layer=1&head=2&step=3&merge=1&presenter=1&display=walk&head=9x")
+    page.wait_for_function("document.body.dataset.ready === '1'")
+    shown = page.evaluate("""() => ({kind: kind.value, layer: layer.value, head: head.value, step: step.value,
+                                     merge: merge.checked, display: display.value, presenter: presenter.checked,
+                                     large: document.body.classList.contains('anatomy-presenter'),
+                                     notices: document.getElementById('notices').textContent})""")
+    assert {k: shown[k] for k in ("kind", "layer", "step", "merge", "display", "presenter")} == {
+        "kind": "encoder", "layer": "1", "step": "3", "merge": True, "display": "heatmap", "presenter": True}
+    assert shown["large"] and shown["head"] == "mean"  # head=9x is the last value given: not understood
+    assert "Not understood in the link, so the default was used: head=9x (allowed: mean or 1 to" in shown["notices"]
+    assert errors == []

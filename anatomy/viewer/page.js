@@ -9,6 +9,7 @@ import {MEAN, fitted, grid, kindOf, large, positional, stepFigures, steps, summa
 import {readPayload} from "./payload.js";
 import {WEIGHTS, hasNorms, setNorms} from "./weights.js";
 import {readable} from "./labels.js";
+import {readView, shapeOf} from "./link.js";
 import {createScreen} from "./screen.js";
 import {createTour} from "./tour.js";
 
@@ -31,6 +32,17 @@ const range = (n) => Array.from({length: n}, (_, i) => i);
 export function showPage(data) {
   const P = readPayload(data.payload), G = data.page, look = G.look, T = steps(P);
   const state = Object.assign({method: METHODS[0], weights: WEIGHTS[0]}, G.view);
+  // The view this file's address names (?view=encoder&layer=2&step=3&presenter=1&tour=4, as the app's links do),
+  // read as the app reads a link (link.js); a notebook's frame (about:srcdoc) has no address of its own.
+  const query = location.protocol === "about:" ? {} : Object.fromEntries(new URLSearchParams(location.search));
+  const linked = readView(query, shapeOf(P));
+  const FIELDS = {view: "kind", layer: "layer", head: "head", merge: "merge", step: "step", hide: "hide",
+                  display: "display"};
+  for (const [param, field] of Object.entries(FIELDS)) {
+    const value = linked.view[field];
+    // the softmax walk needs the app's model: this page draws heatmaps and lines
+    if (query[param] && value !== null && !(field === "display" && value === "walk")) state[field] = value;
+  }
   // every figure fitted to where it is drawn as in the app (screen.js), from its first drawing; a click on a head's
   // thumbnail or cell opens it in the large view
   const screen = createScreen(document, {
@@ -42,7 +54,7 @@ export function showPage(data) {
       return !!kind;
     },
   });
-  screen.presenter(false);
+  screen.presenter(!!linked.presenter);
   const draw = (id, f) => Plotly.react($(id), f.data, f.layout, CONFIG);
   const E = explainsPayload(data.explain, P) ? data.explain : null;
   setNorms(P, data.norms || null);
@@ -217,6 +229,13 @@ export function showPage(data) {
   }
 
   translation().catch(console.error);
+  const said = [[linked.outside, "Out of range in the link, so the nearest allowed value was used"],
+                [linked.unread, "Not understood in the link, so the default was used"]];
+  $("notices").append(...said.filter(([items]) => items.length).map(([items, what]) => {
+    const li = document.createElement("li");
+    li.textContent = `\u26a0\ufe0f ${what}: ${items.join(", ")}.`;
+    return li;
+  }));
   controls();
   for (const id of ["kind", "layer", "head", "display", "weights", "method", "merge", "plain", "hide"]) {
     $(id).addEventListener("change", read);
@@ -227,6 +246,7 @@ export function showPage(data) {
                                   textContent: T ? NO_EXPLANATION : "Nothing was decoded: no piece to explain."});
   }
   $("step").addEventListener("input", read);
+  $("presenter").checked = !!linked.presenter;
   $("presenter").addEventListener("change", () => screen.presenter($("presenter").checked));
   document.addEventListener("keydown", (e) => {
     if (e.target.closest("input, select, textarea") || e.altKey || e.ctrlKey || e.metaKey) return;
@@ -257,8 +277,7 @@ export function showPage(data) {
                       draw("pe-similarity", p.similarity), draw("pe-rows", p.rows)]).then(
     () => {
       // a link to a stop (?tour=K) opens the tour there
-      const asked = new URLSearchParams(location.search).get("tour");
-      if (asked && data.tour) tour.open(data.tour, Number(asked));
+      if (linked.tour && data.tour) tour.open(data.tour, linked.tour);
       document.body.dataset.ready = "1";
     },
     (err) => {

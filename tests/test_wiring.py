@@ -9,6 +9,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import gradio as gr
@@ -44,6 +45,10 @@ def _passes(fn, args: list) -> bool:
     finally:
         hook.remove()
     return bool(seen)
+
+
+# Every request carries the page's address (Gradio's page sends it with each event): a link with text.
+ADDRESS = types.SimpleNamespace(query_params={"text": SENTENCE})
 
 
 def _pages(tiny):
@@ -85,7 +90,7 @@ def test_every_event_that_runs_a_model_pass_runs_in_the_model_s_slot_and_no_othe
         if called not in known:
             # the pages that differ in what this event reads
             seen = {tuple(id(page.get(c)) for c in fn.inputs): page for page in pages}.values()
-            known[called] = any(_passes(fn.fn, special_args(fn.fn, _inputs(fn, page), None, event)[0])
+            known[called] = any(_passes(fn.fn, special_args(fn.fn, _inputs(fn, page), ADDRESS, event)[0])
                                 for page in seen)
         reached = known[called]
         name = fn.name or getattr(fn.fn, "__name__", "?")
@@ -218,3 +223,36 @@ def test_a_view_control_or_new_data_draws_in_the_browser_only(tiny):
     for fn in tiny.demo.fns.values():
         if fn.fn is not None and any(t[0] in {c._id for c in controls} for t in fn.targets):
             assert {c._id for c in fn.outputs} <= {p.layer._id, p.kind_help._id}, fn.name
+
+
+def _load_events(tiny) -> tuple[list, list]:
+    """The events a page load runs (Gradio's load triggers), and the events of the buttons app.js `opened` clicks."""
+    demo = tiny.demo
+    loads = [fn for fn in demo.fns.values() if any(target[1] == "load" for target in fn.targets)]
+    clicked = {tiny.page.link_btn._id: "link", tiny.page.address_btn._id: "address"}
+    buttons = {clicked[fn.targets[0][0]]: fn for fn in demo.fns.values()
+               if fn.targets and fn.targets[0][0] in clicked}
+    return loads, buttons
+
+
+def test_a_page_load_runs_no_model_event_unless_its_address_has_text_and_then_one(tiny):
+    """A page load runs only the browser's `opened` (no request): it asks for the address's settings in the drawing
+    group, or, for an address with text, the link's settings and translation in one event of the model's slot."""
+    loads, buttons = _load_events(tiny)
+    assert [fn.fn for fn in loads] == [None] and "opened()" in loads[0].js
+    address, link = buttons["address"], buttons["link"]
+    assert address.concurrency_id != "model" and address.fn == tiny.load_link
+    assert (link.concurrency_id, link.concurrency_limit, link.fn) == ("model", 1, tiny.open_link)
+    # nothing chained after either: the link's translation is the page's one model event
+    assert not any(fn.trigger_after in (address._id, link._id) for fn in tiny.demo.fns.values())
+    p = tiny.page
+    base = {c: getattr(c, "value", None) for c in tiny.demo.blocks.values()}
+    base.update({p.signal: StopSignal(), p.tab: Tab.HEADS})
+    plain = types.SimpleNamespace(query_params={"view": "encoder", "layer": "1"})
+    assert not _passes(tiny.open_link, special_args(link.fn, _inputs(link, base), plain)[0])
+    out = tiny.open_link(_inputs(link, base)[0], types.SimpleNamespace(
+        query_params={"text": SENTENCE, "view": "encoder", "layer": "1", "max": "3", "tour": "2"}))
+    run = out[p.run]
+    assert run.trace.output_tokens and run.request.decoding.max_new_tokens == 3
+    assert out[p.kind] == "encoder" and out[p.tour_data]["start"] == 2
+    assert out[p.text]["value"] == SENTENCE

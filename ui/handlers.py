@@ -631,6 +631,16 @@ class Handlers:
             raise gr.Error("Translate a sentence first: the link carries its text.")
         return build_link(i.run.request, views.fitted(i.view, i.run.trace))
 
+    def open_link(self, values: Inputs | dict, request: gr.Request):
+        """A page opened from a link with text: the controls the link sets and its translation, in one model event
+        (the page's first), read as the page would show them after load_link."""
+        loaded = self.load_link(request)
+        link = loaded[self.page.link]
+        i = Inputs.of(self.page, values)
+        settings = dataclasses.replace(i.settings, key=link.key or self.registry.default_key)
+        opened = self.translate_link(dataclasses.replace(i, link=link, view=link.view, settings=settings))
+        return {**loaded, **(opened if opened != gr.skip() else {})}
+
     def load_link(self, request: gr.Request):
         """The page's address: the controls a link sets (anything malformed keeps its default), and the Link
         for translate_link. Its notices come with its translation; a link without text has none, so they pop up."""

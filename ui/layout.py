@@ -64,6 +64,8 @@ class Page:
     signal: gr.State  # anatomy.run.StopSignal, per visitor
     tab: gr.State  # the open tab: ui.values.Tab
     link: gr.State  # anatomy.inputs.Link read from the page's address
+    link_btn: gr.Button  # clicked by app.js when the page's address has text: its settings and translation at once
+    address_btn: gr.Button  # clicked by app.js otherwise: the settings the address names, the models loaded by now
     judged: gr.State  # anatomy.run.Judged | None: head importance of the shown translation
     vectors: gr.State  # anatomy.run.Vectors | None: the softmax walk's q, k, v of the shown translation
     explained: gr.State  # anatomy.run.Explained | None: why the shown translation's pieces (Why this word tab)
@@ -392,6 +394,8 @@ def build_page(registry: ModelRegistry) -> Page:
             walk_btn = gr.Button("walk", elem_id="walk-ask", elem_classes=["anatomy-offscreen"])
             norms_btn = gr.Button("norms", elem_id="norms-ask", elem_classes=["anatomy-offscreen"])
             explain_btn = gr.Button("explain", elem_id="explain-ask", elem_classes=["anatomy-offscreen"])
+            link_btn = gr.Button("link", elem_id="link-ask", elem_classes=["anatomy-offscreen"])
+            address_btn = gr.Button("address", elem_id="address-ask", elem_classes=["anatomy-offscreen"])
 
     examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
     with gr.Row(elem_classes=["anatomy-controls"]):
@@ -515,7 +519,7 @@ def build_page(registry: ModelRegistry) -> Page:
                              gr.Button("export_html"))
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
-                link=gr.State(None), judged=gr.State(None), vectors=gr.State(None), explained=gr.State(None),
+                link=gr.State(None), link_btn=link_btn, address_btn=address_btn, judged=gr.State(None), vectors=gr.State(None), explained=gr.State(None),
                 norms=gr.State(None), norms_data=norms_data, toured=gr.State(None), tour_data=tour_data,
                 tour_btn=tour_btn, norms_btn=norms_btn, explain_btn=explain_btn, weights=weights,
                 replay=gr.State(0),

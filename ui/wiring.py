@@ -134,11 +134,14 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     explained_after(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate, ablate,
                                                                                            **ablated))
 
-    demo.load(h.load_link, None, [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off,
-                                  p.beam, p.max_new, p.lp, p.kind, p.layer, p.head, p.merge, p.hide, p.display,
-                                  p.walk_query, p.step, p.presenter, p.kind_help], **DRAW).then(
-        h.translate_link, {p.link, p.signal, p.tab, p.judged, p.direction, *controls}, [*made, p.toured, p.tour_data],
-        **MODEL)
+    # A page load runs no model event unless its address has text, and then exactly one, its first: app.js
+    # `opened` clicks link_btn (the link's settings and its translation) or address_btn (the settings alone).
+    loaded = [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off, p.beam, p.max_new, p.lp,
+              p.kind, p.layer, p.head, p.merge, p.hide, p.display, p.walk_query, p.step, p.presenter, p.kind_help]
+    demo.load(None, js=js("opened()"), show_progress="hidden", api_visibility="private")
+    p.address_btn.click(h.load_link, None, loaded, **DRAW)
+    p.link_btn.click(h.open_link, {p.signal, p.tab, p.judged, *controls},
+                     list(dict.fromkeys([*loaded, *made, p.toured, p.tour_data])), **MODEL)
 
     # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
     p.tour_btn.click(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data], **MODEL)

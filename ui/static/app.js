@@ -135,6 +135,12 @@
     link(query) {
       return query ? window.location.origin + window.location.pathname + query : '';
     },
+    // The page's first event: the link's settings and translation when its address has text (one model event),
+    // else the settings its address names (ui/wiring.py); every request carries the address, as Gradio's do.
+    opened() {
+      const text = (new URLSearchParams(window.location.search).get('text') || '').trim();
+      document.querySelector(text ? '#link-ask' : '#address-ask')?.click();
+    },
     // Download page (HTML): the server puts the new file in #id; a click on its link saves it, so that one click on
     // the button downloads the page. Each file has an address of its own: an earlier one is never clicked again.
     save(id) {

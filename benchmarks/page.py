@@ -33,12 +33,25 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
                   translation and the follow-up events it chains) → when the last one finished
   first_click_all_s  all_s of the first click after the server started
   payload_kb      the trace payload the page's viewer gets for the translation (anatomy/payload.py), as JSON
+  ready_s         a fresh page of the plain address: navigation → ready, i.e. Translate (#translate) enabled and
+                  nothing on the page that shows Gradio 6's progress (BUSY: a status tracker without its class
+                  `hide`, the app's "Loading..." included, or a block faded as `.pending`; a tracker of an event
+                  with show_progress="hidden" is hidden, so it does not count), staying so for READY_QUIET_S
+  link_s          a fresh page of a link to the sentence (?text=…&direction=…): navigation → its translation in
+                  the Translation box and the main heatmap drawn with it; presenter_link_s: the same link with
+                  &presenter=1; tour_link_s: with &tour=3, navigation → the tour's panel (#anatomy-tour) shown.
+                  Each a median over --runs fresh pages (the page figures above count from a click, these from
+                  the navigation)
+  link_over_model_s  link_s - capture_ms: the link's wait beyond the model's own time
+  components      how many components the page has (len(config["components"]) of GET <url>/config)
 
 The last line is machine-readable (wrapped here):
 first_piece_s=… heatmap_s=… all_s=… view_s=… view_all_s=… ablate_s=… ablate_all_s=… server_ms=…
 importance_ms=… capture_ms=… crowd16_last_s=… first_click_all_s=… server_requests_per_view=… payload_kb=…
+ready_s=… link_s=… presenter_link_s=… tour_link_s=… link_over_model_s=… components=…
 A figure that cannot be measured (not drawn in time, a control that did not change, a failed visitor, handlers
-that moved) ends the run at once with the reason and exit status 1: no figure is ever left out or guessed.
+that moved, a page never ready, a link that never shows its translation or tour) ends the run at once with the
+reason and exit status 1: no figure is ever left out or guessed.
 
     python benchmarks/page.py
     python -m benchmarks.page --runs 7 --crowd 32
@@ -60,6 +73,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
+from urllib.parse import urlencode
 
 import httpx
 
@@ -86,7 +100,13 @@ SELECTORS = {
     "heads_off_panel": "#heads-off-panel",  # the accordion: its first button opens it
     "heads_off": "#heads-off",  # the checkboxes, by label
     "ablation": "#ablation",  # the all-heads and ablated translations
+    "tour": "#anatomy-tour",  # the guided tour's panel (anatomy/viewer/tour.js)
 }
+# What a visitor sees as work still under way: Gradio 6's status tracker of an output while its event runs (the
+# app's own "Loading..." included; it has the class `hide` when idle, done or show_progress="hidden") and a block
+# faded as pending.
+BUSY = "[data-testid=status-tracker]:not(.hide), .pending"
+READY_QUIET_S = 1.0  # how long the page must stay ready for the moment it became so to count (chained events)
 # The head the benchmark switches off (HeadMask's link form), and its checkbox's label (anatomy/ablation_views.py).
 ABLATED_HEAD, ABLATED_LABEL = "cross:1.1", "cross L1 H1"
 # The Plotly divs (Gradio's gr.Plot puts a .js-plotly-plot inside its elem_id container).
@@ -111,12 +131,15 @@ BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networkin
                 "--disable-sync", "--no-first-run"]
 
 # Installed in every page before the app's scripts: records the click on Translate, the last pointer or key
-# press, the first non-empty translation, and each afterplot of a figure still in the page (Gradio re-renders
-# into a new div and also redraws the detached old one: those do not count).
+# press, the first non-empty translation, when the Translation box last changed and to what, since when the page
+# has been ready (Translate enabled, nothing BUSY), when the tour's panel first showed, and each afterplot of a
+# figure still in the page (Gradio re-renders into a new div and also redraws the detached old one: those do not
+# count).
 INIT_JS = """
 (() => {
-  const SEL = __SELECTORS__, FIGS = __FIGURES__;
-  const B = window.__bench = {recs: [], click: null, input: null, firstPiece: null, ablated: null};
+  const SEL = __SELECTORS__, FIGS = __FIGURES__, BUSY = __BUSY__;
+  const B = window.__bench = {recs: [], click: null, input: null, firstPiece: null, ablated: null, box: '',
+                              boxAt: null, readySince: null, tour: null};
   const strings = a => Array.isArray(a) && a.length && typeof a[0] === 'string' ? a.slice() : null;
   function record(gd) {
     const t = performance.now();
@@ -149,7 +172,14 @@ INIT_JS = """
   (function poll() {
     // a textarea's value is no DOM mutation: look every frame
     const box = document.querySelector(SEL.translation);
-    if (B.click !== null && B.firstPiece === null && box && box.value.trim()) B.firstPiece = performance.now();
+    const now = performance.now();
+    if (B.click !== null && B.firstPiece === null && box && box.value.trim()) B.firstPiece = now;
+    if (box && box.value !== B.box) { B.box = box.value; B.boxAt = now; }
+    const button = document.querySelector(SEL.translate);
+    if (!button || button.disabled || document.querySelector(BUSY)) B.readySince = null;
+    else if (B.readySince === null) B.readySince = now;
+    const panel = B.tour === null && document.querySelector(SEL.tour);
+    if (panel && panel.getClientRects().length) B.tour = now;
     requestAnimationFrame(poll);
   })();
 })();
@@ -215,7 +245,7 @@ class Page:
         self.page.set_default_timeout(30_000)  # for an element; a translation gets timeout_s
         self.timeout_s = timeout_s
         self.page.add_init_script(INIT_JS.replace("__SELECTORS__", json.dumps(SELECTORS))
-                                  .replace("__FIGURES__", json.dumps(FIGURES)))
+                                  .replace("__FIGURES__", json.dumps(FIGURES)).replace("__BUSY__", json.dumps(BUSY)))
         self.recs: list[dict] = []
         self.joins: list[tuple[str, dict]] = []  # (url, body) of every queue event the page sends
         self.page.on("request", self._request)
@@ -245,6 +275,17 @@ class Page:
             if len(done) == len(todo) or time.monotonic() > deadline:
                 return done
             self.page.wait_for_timeout(50)
+
+    def ready(self) -> float:
+        """Page time (from the navigation) at which it became ready and then stayed so for READY_QUIET_S."""
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            since, now = self.page.evaluate("[window.__bench.readySince, performance.now()]")
+            if since is not None and now - since >= READY_QUIET_S * 1000:
+                return since
+            self.page.wait_for_timeout(50)
+        raise MeasurementFailed(f"not ready (Translate enabled, no Gradio progress: {BUSY}) within "
+                                f"{self.timeout_s:.0f} s")
 
     def close(self) -> None:
         self.context.close()
@@ -367,6 +408,65 @@ def ablate(page: Page, ablated: dict, timeout_s: float) -> dict[str, float]:
                                 f"within {timeout_s:.0f} s (--view-timeout)")
     return {"ablate_s": (max(shown, done["heatmap"]) - since) / 1000,
             "ablate_all_s": (max(shown, *done.values()) - since) / 1000}
+
+
+def arrival(page: Page, trace: dict, text: str) -> float:
+    """Seconds from the navigation until the page shows a link's translation: `text` in the Translation box and
+    the main heatmap drawn with it in the default view."""
+    page.page.wait_for_function("t => window.__bench.box.trim() === t", arg=text, timeout=page.timeout_s * 1000)
+    shown = page.bench("boxAt")
+    view = {"layer": trace["layers"], "head": MEAN_HEAD, "step": len(trace["output_tokens"])}  # see translate()
+    done = page.drawn(trace, ["heatmap"], view, 0, page.timeout_s)
+    if "heatmap" not in done:
+        raise MeasurementFailed(f"the heatmap was not drawn with the link's translation within {page.timeout_s:.0f} s")
+    return max(shown, done["heatmap"]) / 1000
+
+
+def tour_shown(page: Page) -> float:
+    """Seconds from the navigation until the tour's panel shows."""
+    page.page.wait_for_function("window.__bench.tour !== null", timeout=page.timeout_s * 1000)
+    return page.bench("tour") / 1000
+
+
+def loads(args: argparse.Namespace, url: str, key: str, text: str, trace: dict,
+          translation: str) -> dict[str, float]:
+    """Medians over --runs fresh pages of each way in: the plain address until the page is ready (ready_s), and the
+    links to the sentence's translation: plain (link_s), in presenter mode (presenter_link_s) and at the tour's
+    third stop until its panel shows (tour_link_s)."""
+    from playwright.sync_api import sync_playwright
+
+    link = f"{url}?{urlencode({'text': text, 'direction': key})}"
+    ways: dict[str, tuple[str, Callable[[Page], float]]] = {
+        "ready_s": (url, lambda page: page.ready() / 1000),
+        "link_s": (link, lambda page: arrival(page, trace, translation)),
+        "presenter_link_s": (link + "&presenter=1", lambda page: arrival(page, trace, translation)),
+        "tour_link_s": (link + "&tour=3", tour_shown),
+    }
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=args.chromium, args=BROWSER_ARGS)
+        for run in range(1, args.runs + 1):
+            for name, (address, until) in ways.items():
+                page = Page(browser, address, args.timeout)
+                try:
+                    times[name].append(until(page))
+                except MeasurementFailed as err:
+                    raise MeasurementFailed(f"{name}, page {run}: {err}") from err
+                except Exception as err:  # e.g. a translation or tour panel that never came: no figure
+                    raise MeasurementFailed(f"{name}, page {run}: {type(err).__name__}: {err}") from err
+                finally:
+                    page.close()
+            print(f"loads {run}: " + ", ".join(f"{name} {t[-1]:.2f}" for name, t in times.items()) + " s")
+        browser.close()
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def components(url: str) -> int:
+    """How many components the app's page has: len(config["components"]) of GET <url>/config."""
+    try:
+        return len(httpx.get(url.rstrip("/") + "/config", timeout=30).raise_for_status().json()["components"])
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as err:
+        raise MeasurementFailed(f"components: {url}config gave no components ({type(err).__name__}: {err})") from err
 
 
 # --------------------------------------------------------------------------------------------
@@ -583,6 +683,8 @@ def measure(args: argparse.Namespace) -> str:
             print(f"in-process, 1 thread: capture {capture:.1f} ms, translate handler + figures {server:.1f} ms, "
                   f"head importance tab {importance:.1f} ms")
             first, warm, views, joins, per_view = browse(args, url, key, text, expected, ablated)
+            arrivals = loads(args, url, key, text, expected, local.text)
+            parts = components(url)
             payload = payload_kb(h, key, text, own)
             events = translation_events(joins, text)
             if not events:
@@ -601,7 +703,9 @@ def measure(args: argparse.Namespace) -> str:
             f"ablate_s={figures['ablate_s']:.2f} ablate_all_s={figures['ablate_all_s']:.2f} server_ms={server:.1f} "
             f"importance_ms={importance:.1f} "
             f"capture_ms={capture:.1f} crowd{args.crowd}_last_s={crowd_s:.2f} first_click_all_s={first['all_s']:.2f} "
-            f"server_requests_per_view={statistics.mean(per_view):.2f} payload_kb={payload:.1f}")
+            f"server_requests_per_view={statistics.mean(per_view):.2f} payload_kb={payload:.1f} "
+            + "".join(f"{name}={value:.2f} " for name, value in arrivals.items())
+            + f"link_over_model_s={arrivals['link_s'] - capture / 1000:.2f} components={parts}")
 
 
 def browse(args: argparse.Namespace, url: str, key: str, text: str, expected: dict,

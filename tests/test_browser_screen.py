@@ -40,15 +40,22 @@ def assert_at_the_bottom(shown: dict) -> None:
     assert 0 <= button["top"] and button["bottom"] <= shown["height"] and button["right"] <= shown["width"], shown
 
 
-def test_the_offline_architecture_keeps_its_size_and_labels_through_a_resize_and_the_tour(browser, trace, entry,
-                                                                                        tmp_path):
-    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
-    page = browser.new_page(viewport={"width": 900, "height": 900})
+def open_offline(browser, trace, entry, folder, width: int, height: int, query: str = "") -> tuple:
+    """The offline page of `trace` written to `folder` and opened at this size and query, drawn; the page errors
+    it raises are collected in the list returned with it."""
+    path = offline.write(trace, entry, SENTENCE, [], folder / "page.html").path
+    page = browser.new_page(viewport={"width": width, "height": height})
     page.set_default_timeout(TIMEOUT)
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri())
+    page.goto(path.as_uri() + query)
     page.wait_for_function("document.body.dataset.ready === '1'")
+    return page, errors
+
+
+def test_the_offline_architecture_keeps_its_size_and_labels_through_a_resize_and_the_tour(browser, trace, entry,
+                                                                                        tmp_path):
+    page, errors = open_offline(browser, trace, entry, tmp_path, 900, 900)
     first = page.evaluate(ARCHITECTURE)
     assert first["height"] > 300 and first["labels"] > 5 and first["overlaps"] == 0, first
     kept = f"() => {{ const a = ({ARCHITECTURE})(); return a.height > 300 && a.overlaps === 0; }}"
@@ -70,11 +77,7 @@ def test_the_offline_architecture_keeps_its_size_and_labels_through_a_resize_and
 
 
 def test_the_tour_panel_sits_at_the_bottom_of_a_phone_in_the_offline_page(browser, trace, entry, tmp_path):
-    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
-    page = browser.new_page(viewport={"width": 390, "height": 844})
-    page.set_default_timeout(TIMEOUT)
-    page.goto(f"{path.as_uri()}?tour=1")
-    page.wait_for_function("document.body.dataset.ready === '1'")
+    page, _ = open_offline(browser, trace, entry, tmp_path, 390, 844, "?tour=1")
     page.wait_for_selector("#anatomy-tour .anatomy-tour-next")
     assert_at_the_bottom(page.evaluate(PANEL))
     page.close()
@@ -100,13 +103,7 @@ def test_the_tour_panel_sits_at_the_bottom_of_a_phone_in_the_app(browser, url, s
 
 
 def test_the_offline_page_has_the_app_s_presenter_mode_and_line_hover(browser, trace, entry, tmp_path):
-    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
-    page.set_default_timeout(TIMEOUT)
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_function("document.body.dataset.ready === '1'")
+    page, errors = open_offline(browser, trace, entry, tmp_path, 1280, 800)
     font = "document.getElementById('heatmap')._fullLayout.font.size"
     size = page.evaluate(font)
     page.check("#presenter")
@@ -141,13 +138,7 @@ def test_the_offline_page_has_the_app_s_presenter_mode_and_line_hover(browser, t
 def test_the_offline_page_opens_at_the_view_its_address_names_as_the_app_reads_links(browser, trace, entry, tmp_path):
     """The offline file reads its own address as the app reads a link (anatomy/viewer/link.js): the view, presenter
     mode, and every value it changed or did not understand named among the page's notices."""
-    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.set_default_timeout(TIMEOUT)
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{path.as_uri()}?view=encoder&layer=1&head=2&step=3&merge=1&presenter=1&display=walk&head=9x")
-    page.wait_for_function("document.body.dataset.ready === '1'")
+    page, errors = open_offline(browser, trace, entry, tmp_path, 1280, 900, '?view=encoder&layer=1&head=2&step=3&merge=1&presenter=1&display=walk&head=9x')
     shown = page.evaluate("""() => ({kind: kind.value, layer: layer.value, head: head.value, step: step.value,
                                      merge: merge.checked, display: display.value, presenter: presenter.checked,
                                      large: document.body.classList.contains('anatomy-presenter'),

@@ -37,7 +37,7 @@ def main() -> None:
     translator = Translator.from_checkpoint(args.checkpoint, device="cpu")
     ck = translator.checkpoint
     own = ck.decoding
-    request = Request("bench", sentence(ck.source_lang), own.beam_size, length_penalty=own.length_penalty)
+    request = Request("bench", sentence(ck.source_lang), own)
     trace = engine.translate(translator, request)
     animation = export.Animation(View(), args.layout)
     pieces = len(trace.output_tokens)

@@ -111,7 +111,8 @@ def page_request(key: str, text, beam, max_new, device, top_k, length_penalty, s
     """The page's controls as a Request (bad numbers become defaults), and the notices of the text cleaning.
     The caller refuses an empty text and an unknown key, and checks the heads to switch off against the model."""
     clean, notices = clean_text(text)
-    decoding = Decoding(beam_size=to_int(beam, 1, MAX_BEAM, 1), length_penalty=to_float(length_penalty, 0.0, MAX_LP, 1.0),
+    decoding = Decoding(beam_size=to_int(beam, 1, MAX_BEAM, 1),
+                        length_penalty=to_float(length_penalty, 0.0, MAX_LP, 1.0),
                         max_new_tokens=to_int(max_new, 0, MAX_NEW_TOKENS, 0) or None,
                         top_k=to_int(top_k, 1, MAX_TOP_K, 5), slow=to_float(slow, 0.0, MAX_SLOW, 0.0))
     return Request(key, clean, decoding, device if device in ("auto", "cpu", "cuda") else "auto",

@@ -138,7 +138,8 @@ def test_the_offline_page_has_the_app_s_presenter_mode_and_line_hover(browser, t
 def test_the_offline_page_opens_at_the_view_its_address_names_as_the_app_reads_links(browser, trace, entry, tmp_path):
     """The offline file reads its own address as the app reads a link (anatomy/viewer/link.js): the view, presenter
     mode, and every value it changed or did not understand named among the page's notices."""
-    page, errors = open_offline(browser, trace, entry, tmp_path, 1280, 900, '?view=encoder&layer=1&head=2&step=3&merge=1&presenter=1&display=walk&head=9x')
+    page, errors = open_offline(browser, trace, entry, tmp_path, 1280, 900,
+                                "?view=encoder&layer=1&head=2&step=3&merge=1&presenter=1&display=walk&head=9x")
     shown = page.evaluate("""() => ({kind: kind.value, layer: layer.value, head: head.value, step: step.value,
                                      merge: merge.checked, display: display.value, presenter: presenter.checked,
                                      large: document.body.classList.contains('anatomy-presenter'),

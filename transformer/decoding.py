@@ -12,7 +12,8 @@ class Decoding:
 
     beam_size: int = 1  # 1: greedy; more: beam search over that many hypotheses
     length_penalty: float = 1.0  # beam score = log-probability / length**length_penalty (beam search only)
-    max_new_tokens: int | None = None  # the output's length limit; None: the source's length + 50, within max_len
+    # the output's length limit; None: ceil(1.5 × the source's pieces) + 10 (search.output_limit), within max_len
+    max_new_tokens: int | None = None
     top_k: int = 5  # the most likely pieces a trace records at each step
     heads_off: str = ""  # the heads switched off (zeroed before W_o), in HeadMask's link form: "cross:1.2,encoder:1.3"
     slow: float = 0.0  # seconds per piece when the page replays the decoding step by step; 0: shown at once

@@ -561,7 +561,8 @@ class Handlers:
                        "maps": ablation_views.importance_maps(i.judged.importance, run.request.decoding.heads_off)
                        if ready else None,
                        "changes": ablation_views.log_prob_changes(run.ablation) if changed else None,
-                       "corpus": ablation_views.corpus_maps(corpus, run.request.decoding.heads_off) if corpus else None},
+                       "corpus": ablation_views.corpus_maps(corpus, run.request.decoding.heads_off)
+                       if corpus else None},
                    p.importance_list: ablation_views.importance_list(i.judged.importance) if ready else
                    "Open this tab again to judge the heads of this translation."}
             if corpus is not None:

@@ -519,7 +519,8 @@ def build_page(registry: ModelRegistry) -> Page:
                              gr.Button("export_html"))
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
-                link=gr.State(None), link_btn=link_btn, address_btn=address_btn, judged=gr.State(None), vectors=gr.State(None), explained=gr.State(None),
+                link=gr.State(None), link_btn=link_btn, address_btn=address_btn, judged=gr.State(None),
+                vectors=gr.State(None), explained=gr.State(None),
                 norms=gr.State(None), norms_data=norms_data, toured=gr.State(None), tour_data=tour_data,
                 tour_btn=tour_btn, norms_btn=norms_btn, explain_btn=explain_btn, weights=weights,
                 replay=gr.State(0),

@@ -48,7 +48,7 @@ const NARROW = 560; // px: a figure narrower than this (a phone) gets small marg
  * @param {Object} layout
  * @returns {{chars: number, share: number} | null}
  */
-export function cellText(t, layout) {
+function cellText(t, layout) {
   if (t.type !== "heatmap" || !t.texttemplate || !Array.isArray(t.z) || !Array.isArray(t.z[0])) return null;
   const domain = (layout["xaxis" + (t.xaxis || "x").slice(1)] || {}).domain || [0, 1];
   const lines = (Array.isArray(t.text) ? t.text.flat() : []).flatMap((s) => String(s).split("<br>"));
@@ -87,7 +87,7 @@ export function base(data, layout) {
  * @param {number} width  the figure's (for its title and x labels)
  * @returns {Object<string, *>}  Plotly.relayout's paths
  */
-export function sized(b, k, height, narrow, width) {
+function sized(b, k, height, narrow, width) {
   const u = {"font.size": b.font * k, "title.font.size": b.title * k, height,
              "margin.l": b.l * k, "margin.r": b.r * k, "margin.t": b.t * k, "margin.b": b.b * k};
   b.notes.forEach((size, i) => { u["annotations[" + i + "].font.size"] = size * k; });
@@ -127,7 +127,7 @@ export function sized(b, k, height, narrow, width) {
  * @param {{chars: number, share: number} | null} cells
  * @param {number} plotWidth
  */
-export function textSize(size, k, cells, plotWidth) {
+function textSize(size, k, cells, plotWidth) {
   if (!cells) return size * k;
   return Math.max(size, Math.min(size * k, Math.floor(plotWidth * cells.share / (0.62 * cells.chars))));
 }

@@ -78,6 +78,7 @@ def test_the_offline_architecture_keeps_its_size_and_labels_through_a_resize_and
 
 def test_the_tour_panel_sits_at_the_bottom_of_a_phone_in_the_offline_page(browser, trace, entry, tmp_path):
     page, _ = open_offline(browser, trace, entry, tmp_path, 390, 844, "?tour=1")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing scrolls sideways
     page.wait_for_selector("#anatomy-tour .anatomy-tour-next")
     assert_at_the_bottom(page.evaluate(PANEL))
     page.close()

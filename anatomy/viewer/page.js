@@ -5,10 +5,10 @@
 
 import {METHODS, explainsPayload, lensStep, lensTranslation, whyAgreement, whyShares, whyStep, whyTranslation}
   from "./explain.js";
-import {MEAN, fitted, grid, kindOf, large, positional, stepFigures, steps, summary, topkTable} from "./figures.js";
+import {bindKeys, createControls, shapeOf as controlsShape} from "./controls.js";
+import {fitted, grid, large, positional, stepFigures, steps, summary, topkTable} from "./figures.js";
 import {readPayload} from "./payload.js";
 import {WEIGHTS, hasNorms, setNorms} from "./weights.js";
-import {readable} from "./labels.js";
 import {readView, shapeOf} from "./link.js";
 import {createScreen} from "./screen.js";
 import {createTour} from "./tour.js";
@@ -31,7 +31,8 @@ const range = (n) => Array.from({length: n}, (_, i) => i);
  */
 export function showPage(data) {
   const P = readPayload(data.payload), G = data.page, look = G.look, T = steps(P);
-  const state = Object.assign({method: METHODS[0], weights: WEIGHTS[0]}, G.view);
+  const start = Object.assign({weights: WEIGHTS[0]}, G.view);
+  let method = METHODS[0];
   // The view this file's address names (?view=encoder&layer=2&step=3&presenter=1&tour=4, as the app's links do),
   // read as the app reads a link (link.js); a notebook's frame (about:srcdoc) has no address of its own.
   const query = location.protocol === "about:" ? {} : Object.fromEntries(new URLSearchParams(location.search));
@@ -41,7 +42,7 @@ export function showPage(data) {
   for (const [param, field] of Object.entries(FIELDS)) {
     const value = linked.view[field];
     // the softmax walk needs the app's model: this page draws heatmaps and lines
-    if (query[param] && value !== null && !(field === "display" && value === "walk")) state[field] = value;
+    if (query[param] && value !== null && !(field === "display" && value === "walk")) start[field] = value;
   }
   // every figure fitted to where it is drawn as in the app (screen.js), from its first drawing; a click on a head's
   // thumbnail or cell opens it in the large view
@@ -50,7 +51,7 @@ export function showPage(data) {
     room: (gd) => gd,
     head: (named) => {
       const [, kind, layer, head] = /^(\w+):(\d+)\.(\d+)$/.exec(named) || [];
-      if (kind) open({kind, layer: +layer, head}, kind !== state.kind);
+      if (kind) open({kind, layer: +layer, head}, kind !== view.view().kind);
       return !!kind;
     },
   });
@@ -149,34 +150,28 @@ export function showPage(data) {
 
   // ---- the views ----
 
+  // the view controls (controls.js), as the app has them: this page has no softmax walk (it needs the model)
+  const view = createControls($("view-controls"), {
+    walk: false, weights: weightChoices, shape: controlsShape(P), view: start,
+    changed: (v, field) => {
+      $("kind-help").innerHTML = G.help[v.kind];
+      update(["kind", "merge", "plain", "hide", "weights"].includes(field));
+    }});
+  function controls() {
+    if (E) options($("method"), METHODS.map((m) => [E.methods[m].label, m]), method);
+    $("kind-help").innerHTML = G.help[view.view().kind];
+  }
+
   function options(select, items, chosen) {
     select.replaceChildren(...items.map(([text, val]) => new Option(text, val)));
     select.value = String(chosen);
-  }
-
-  // The controls as the state says, the state first fitted to the chosen kind's layers and heads.
-  function controls() {
-    Object.assign(state, fitted(P, state));
-    const [L, H] = kindOf(P, state.kind).attention.shape;
-    options($("kind"), P.kinds.map((k) => [k.title, k.name]), state.kind);
-    options($("layer"), range(L).map((l) => [String(l + 1), l + 1]), state.layer);
-    options($("head"), [["mean of heads", MEAN], ...range(H).map((h) => [String(h + 1), String(h + 1)])], state.head);
-    Object.assign($("step"), {max: Math.max(T, 1), value: state.step || 1, disabled: !T});
-    const [read, wrote] = T ? [P.pieces.target[state.step - 1], P.pieces.output[state.step - 1]] : [];
-    $("step-value").textContent = T ? `${state.step} of ${T}: ${readable(read, 14)} \u25b8 ${readable(wrote, 14)}`
-      : "no step";
-    $("display").value = state.display;
-    options($("weights"), weightChoices, state.weights);
-    if (E) options($("method"), METHODS.map((m) => [E.methods[m].label, m]), state.method);
-    for (const flag of ["merge", "plain", "hide"]) $(flag).checked = state[flag];
-    $("kind-help").innerHTML = G.help[state.kind];
   }
 
   let drawn = 0;
 
   // Redraw what the view controls change; `all`: the grid and the head statistics too (kind, words, tokens).
   function update(all) {
-    const v = Object.assign({}, state);
+    const v = Object.assign(view.view(), {method});
     const s = stepFigures(P, v, look);
     chips("partial", P.pieces.output.slice(0, v.step).map((piece, i) => [piece, i === v.step - 1 ? "current" : ""]));
     const jobs = [draw("heatmap", large(P, v, look)), draw("step-cross", s.cross), draw("step-self", s.self),
@@ -195,37 +190,11 @@ export function showPage(data) {
     return Promise.all(jobs).then(() => { document.body.dataset.drawn = String(++drawn); });
   }
 
-  function open(view, all) {
-    Object.assign(state, view);
+  function open(v, all) {
+    view.set(v);
     controls();
     update(all);
     $("explorer-section").scrollIntoView();
-  }
-
-  function read(event) {
-    const id = event.target.id;
-    if (id === "kind") state.kind = $("kind").value;
-    if (id === "layer") state.layer = +$("layer").value;
-    if (id === "head") state.head = $("head").value;
-    if (id === "step") state.step = +$("step").value;
-    if (id === "display") state.display = $("display").value;
-    if (id === "weights" || id === "method") state[id] = $(id).value;
-    if (["merge", "plain", "hide"].includes(id)) state[id] = $(id).checked;
-    controls();
-    update(["kind", "merge", "plain", "hide", "weights"].includes(id));
-  }
-
-  function nudge(name, delta) {
-    if (name === "step") {
-      if (!T) return;
-      state.step += delta;
-    } else {
-      const select = $(name);
-      const i = Math.min(Math.max(select.selectedIndex + delta, 0), select.options.length - 1);
-      state[name] = name === "layer" ? +select.options[i].value : select.options[i].value;
-    }
-    controls();
-    update(false);
   }
 
   translation().catch(console.error);
@@ -237,30 +206,22 @@ export function showPage(data) {
     return li;
   }));
   controls();
-  for (const id of ["kind", "layer", "head", "display", "weights", "method", "merge", "plain", "hide"]) {
-    $(id).addEventListener("change", read);
-  }
+  $("method").addEventListener("change", () => {
+    method = $("method").value;
+    update(false);
+  });
   if (!E) {
     $("why-views").hidden = true;
     Object.assign($("why-none"), {hidden: false,
                                   textContent: T ? NO_EXPLANATION : "Nothing was decoded: no piece to explain."});
   }
-  $("step").addEventListener("input", read);
   $("presenter").checked = !!linked.presenter;
   $("presenter").addEventListener("change", () => screen.presenter($("presenter").checked));
-  document.addEventListener("keydown", (e) => {
-    if (e.target.closest("input, select, textarea") || e.altKey || e.ctrlKey || e.metaKey) return;
-    const move = {ArrowLeft: ["step", -1], ArrowRight: ["step", 1], "[": ["layer", -1], "]": ["layer", 1],
-                  ",": ["head", -1], ".": ["head", 1]}[e.key];
-    if (move) {
-      e.preventDefault();
-      nudge(...move);
-    }
-  });
+  bindKeys(document, view);
   statsTable();
   const tour = createTour(document, {
     apply: (v) => {
-      Object.assign(state, {kind: v.kind, layer: v.layer, head: v.head, step: v.step, display: v.display});
+      view.set({kind: v.kind, layer: v.layer, head: v.head, step: v.step, display: v.display});
       controls();
       update(false);
     },

@@ -146,7 +146,8 @@ def data_json(data: dict) -> str:
 def page(data: dict) -> str:
     """The page: the template with its style, Plotly.js, the data and the page script in place."""
     # The bundle is the repository's own code: no "</script" in it (tests/test_offline.py checks).
-    style = "\n".join((bundle.VIEWER / name).read_text(encoding="utf-8") for name in ("offline.css", "tour.css"))
+    style = "\n".join((bundle.VIEWER / name).read_text(encoding="utf-8")
+                      for name in ("offline.css", "controls.css", "tour.css"))
     parts = {"/*STYLE*/": style, "/*PLOTLY*/": _plotly(),
              "/*DATA*/": data_json(data), "/*SCRIPT*/": bundle.script("page"),
              "<!--ABOUT-->": html.escape(data["page"]["about"])}

@@ -22,7 +22,7 @@ import gradio as gr
 import viz
 from anatomy import (ablation_views, architecture_views, attention_views, engine, export, head_views, offline,
                      tour, training_views, views)
-from anatomy.inputs import (DISPLAYS, MAX_NEW_TOKENS, MEAN_HEAD, Request, View, api_request, build_link,
+from anatomy.inputs import (MAX_NEW_TOKENS, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
 from anatomy.payload import (attribution_payload, explain_payload, lens_payload, norms_payload, positional,
                              shares_payload, tour_payload, trace_payload)
@@ -41,8 +41,16 @@ from .values import Inputs, PageSettings, Tab
 # While streaming, the text and chips are sent at most every TEXT_INTERVAL seconds (several pieces at once only
 # when decoding outpaces that); figures are drawn once the trace is complete, outside the model's slot.
 TEXT_INTERVAL = 0.05
-# The values of the page's trigger (replay), each new: a gr.State's .change fires only on a changed value.
+# The values of the page's trigger (replay), each new: a gr.State's .change fires only on a changed value (a view
+# opened twice carries one too, so that the viewer opens it again).
 ASKS = itertools.count(1)
+
+
+def opened(view: View) -> dict:
+    """A view for the viewer to open (view_set): the fields its controls hold; a step of None leaves the step."""
+    fields = {name: getattr(view, name) for name in ("kind", "layer", "head", "merge", "plain", "hide", "display",
+                                                       "query")}
+    return {**fields, **({"step": view.step} if view.step is not None else {}), "asked": next(ASKS)}
 
 
 class Handlers:
@@ -404,12 +412,7 @@ class Handlers:
                # "hidden" keeps it in the page, so that showing it draws no new component
                p.ablation: gr.update(value=ablation_views.comparison_html(run),
                                      visible=True if run.ablation is not None else "hidden"),
-               p.step: gr.update(maximum=max(views.steps(run.trace), 2), value=view.step),
-               p.layer: gr.update(maximum=max(L, 2), value=view.layer),
-               p.head: gr.update(choices=views.head_choices(H), value=view.head),
-               p.walk_query: gr.update(maximum=max(len(trace.source_tokens), 2),
-                                       value=min(view.query, len(trace.source_tokens))),
-               # the controls above change one by one in the page: the viewer opens the payload at their new values
+               # the viewer opens the payload at its own step, layer and head (its controls fit it)
                p.trace_data: {**trace_payload(trace, self.registry.get(run.request.key), run.request.text,
                                               list(run.notices)),
                               "opens_at": {"layer": view.layer, "head": view.head, "step": view.step,
@@ -471,50 +474,23 @@ class Handlers:
         """The walk's q, k, v at hand for the run's trace."""
         return vectors.by if vectors is not None and vectors.of is run.trace else {}
 
-    @staticmethod
-    def kind_help(kind) -> str:
-        return attention_views.kind_help(kind)
-
-    def layer_range(self, values: Inputs | dict) -> dict:
-        """A visitor chose another attention kind or direction (run, direction, view): the layer slider fitted to
-        the kind's layers (a handler that sets the kind or direction itself sets the slider with it). Its value only
-        where it must change: a layer set in the same moment as the kind (the tour sets both) is read here as it was
-        before, and sending that back would undo it."""
-        i = Inputs.of(self.page, values)
-        layers = self._n_layers(i)
-        return gr.update(maximum=max(layers, 2), **({"value": layers} if i.view.layer > layers else {}))
-
-    def _layers(self, i: Inputs) -> dict:
-        """The layer slider for the chosen kind, at the chosen layer."""
-        layers = self._n_layers(i)
-        return gr.update(maximum=max(layers, 2), value=min(i.view.layer, layers))
-
-    def _n_layers(self, i: Inputs) -> int:
-        """The chosen kind's layers in the shown trace's model, or in the chosen direction's before any translation
-        (an encoder may be deeper than its decoder)."""
-        key = i.run.request.key if i.run is not None else i.settings.key
-        entry = self.registry.get(key if key in self.registry.entries else None)
-        return entry.config.n_layers(i.view.kind)
-
-    def stat_pick(self, values: Inputs | dict, evt: gr.SelectData):
-        """A row of the head-statistics table (run): open that head (kind, layer, head) in the large view, the
-        layer slider fitted to its kind's layers."""
+    def stat_pick(self, evt: gr.SelectData):
+        """A row of the head-statistics table: open that head (kind, layer, head) in the large view."""
         row = list(evt.row_value or [])
         kind = head_views.table_kind(row[0]) if len(row) >= 3 else None
         if kind is None:
             return gr.skip()
-        i = Inputs.of(self.page, values)
         view = View.of(kind, row[1], row[2], False)
-        return view.kind, self._layers(dataclasses.replace(i, view=view)), view.head
+        return {"kind": view.kind, "layer": view.layer, "head": view.head, "asked": next(ASKS)}
 
     @staticmethod
     def pick_head(value):
-        """The all-heads list: "layer:head" to the layer slider and the head radio."""
+        """The all-heads list: "layer:head" opened in the large view."""
         if not value or ":" not in str(value):
             return gr.skip()
         layer, head = str(value).split(":", 1)
         view = View.of(None, layer, head, False)  # any kind: only the layer and head are read
-        return view.layer, view.head
+        return {"layer": view.layer, "head": view.head, "asked": next(ASKS)}
 
     # ---- tabs (computed when opened) ----
 
@@ -639,8 +615,8 @@ class Handlers:
         link = loaded[self.page.link]
         i = Inputs.of(self.page, values)
         settings = dataclasses.replace(i.settings, key=link.key or self.registry.default_key)
-        opened = self.translate_link(dataclasses.replace(i, link=link, view=link.view, settings=settings))
-        return {**loaded, **(opened if opened != gr.skip() else {})}
+        translated = self.translate_link(dataclasses.replace(i, link=link, view=link.view, settings=settings))
+        return {**loaded, **(translated if translated != gr.skip() else {})}
 
     def load_link(self, request: gr.Request):
         """The page's address: the controls a link sets (anything malformed keeps its default), and the Link
@@ -656,11 +632,7 @@ class Handlers:
         c, view = entry.config, link.view  # the view fitted to this model by parse_link
         d = link.decoding
         out = {p.link: link, p.beam: d.beam_size, p.max_new: d.max_new_tokens or 0, p.lp: d.length_penalty,
-               p.kind: view.kind, p.layer: gr.update(maximum=max(c.n_layers(view.kind), 2), value=view.layer),
-               p.head: view.head, p.merge: view.merge,
-               p.hide: view.hide, p.display: view.display,
-               p.walk_query: gr.update(maximum=max(view.query, 2), value=view.query),
-               p.kind_help: attention_views.kind_help(view.kind)}
+               p.view_set: opened(view)}
         # Hub models join the registry in the background: each page load offers those loaded by then.
         status = self.registry.status()
         out[p.direction] = gr.update(choices=self.registry.choices(), value=link.key or self.registry.default_key)
@@ -671,8 +643,6 @@ class Handlers:
         out[p.heads_off] = gr.update(choices=ablation_views.head_choices(c), value=off)
         if off:
             out[p.heads_off_panel] = gr.update(open=True)
-        if link.view.step is not None:
-            out[p.step] = gr.update(maximum=max(link.view.step, 2), value=link.view.step)
         if link.presenter is not None:
             out[p.presenter] = link.presenter
         return out
@@ -682,12 +652,8 @@ class Handlers:
         to them."""
         p = self.page
         entry = self.registry.get(direction if direction in self.registry.entries else None)
-        layers = entry.config.n_layers(DEFAULTS["view"])
-        return {p.layer: gr.update(maximum=max(layers, 2), value=layers), p.head: MEAN_HEAD,
-                p.beam: entry.decoding.beam_size, p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"],
-                p.lp: entry.decoding.length_penalty, p.slow: DEFAULTS["slow"], p.kind: DEFAULTS["view"],
-                p.merge: DEFAULTS["merge"], p.hide: False,
-                p.display: DISPLAYS[0], p.kind_help: attention_views.kind_help(DEFAULTS["view"])}
+        return {p.beam: entry.decoding.beam_size, p.max_new: DEFAULTS["max"], p.top_k: DEFAULTS["k"],
+                p.lp: entry.decoding.length_penalty, p.slow: DEFAULTS["slow"], p.view_set: opened(View())}
 
     # ---- animations: Export animation, and Client(url).predict(text=..., api_name="/animate") ----
 

@@ -1,16 +1,20 @@
 """The page: every component in a `with gr.Blocks()` layout, returned as one typed Page. No events here."""
 from __future__ import annotations
 
+import html
+import json
 from dataclasses import dataclass
 
 import gradio as gr
 
 import viz
 from anatomy import ablation_views, attention_views, head_views, views
+from anatomy.offline import markdown_html
 from anatomy.export import HOLD, MIN_SECONDS
-from anatomy.inputs import DISPLAYS, MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, MEAN_HEAD, View
+from anatomy.inputs import MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, PAGE_KINDS, View
 from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
+from transformer import ModelConfig
 
 from .figures import plot
 from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WEIGHTS_CHOICES, WHY_HELP
@@ -119,24 +123,14 @@ class Page:
     share_query: gr.Textbox
     examples: gr.Examples | None
     # decoding steps
-    step: gr.Slider
     partial: gr.HTML  # the viewer's boxes (gr.HTML holding a Plotly div or chips; ui/layout.py `box`)
     step_cross: gr.HTML
     step_self: gr.HTML
     step_topk: gr.HTML
     # attention explorer
-    view_toggle: gr.Button  # presenter mode: shows or folds the view controls below (app.js toggleView)
-    kind: gr.Radio
-    layer: gr.Slider
-    head: gr.Radio
-    merge: gr.Checkbox
-    plain: gr.Checkbox
-    hide: gr.Checkbox
-    display: gr.Radio  # anatomy.inputs.DISPLAYS
-    weights: gr.Radio  # attention α, value-norm weights or rollout: a view control, the viewer's alone
-    walk_query: gr.Slider
-    heat: gr.HTML
-    kind_help: gr.Markdown
+    explorer: gr.HTML  # the viewer's view controls, large view and the chosen attention's help (EXPLORER)
+    view: gr.Textbox  # never shown: the viewer's view as JSON (anatomy/viewer/controls.js), filled in by each event
+    view_set: gr.JSON  # a view a handler opens in the viewer: {kind, layer, head, ...} (a link, a head picked below)
     heads_off_panel: gr.Accordion  # opened when a link switches heads off
     heads_off: gr.CheckboxGroup  # HeadMask link items ("cross:1.2") of the heads switched off
     reset_heads: gr.Button
@@ -201,12 +195,6 @@ class Page:
                     top_k=self.top_k, length_penalty=self.lp, slow=self.slow, heads_off=self.heads_off)
 
     @property
-    def view_controls(self) -> dict[str, gr.components.Component]:
-        """The controls of the attention views, by anatomy.inputs.View field."""
-        return dict(kind=self.kind, layer=self.layer, head=self.head, merge=self.merge, step=self.step,
-                    plain=self.plain, hide=self.hide, display=self.display, query=self.walk_query)
-
-    @property
     def state(self) -> dict[str, gr.components.Component]:
         """The page's state (and the Inspect text), by ui.values.Inputs field."""
         return dict(run=self.run, twin=self.twin, tab=self.tab, signal=self.signal,
@@ -227,10 +215,29 @@ EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step
            ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
            ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
            ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
-KEYS = ("Keys (outside text fields): ← / → decoding step · [ / ] layer · , / . head")
+KEYS = "Keys (outside text fields): ← / → decoding step · [ / ] layer · , / . head"
 # A box the viewer draws a figure in (anatomy/viewer/host.js): data-testid as gr.Plot's own div has it, which the
 # page's script (ui/static/app.js: presenter mode, export, fitting) and the browser tests look for.
 BOX = '<div class="anatomy-plot" data-testid="plotly"></div>'
+
+
+
+
+def explorer_html(config: ModelConfig) -> str:
+    """The explorer's part that is the viewer's: anatomy/viewer/controls.js makes the view controls in
+    #view-controls, offering before a translation what `data-offer` says (the model's kinds, the weights, each
+    kind's help); the large view; the chosen kind's help."""
+    offer = {"weights": [list(choice) for choice in WEIGHTS_CHOICES],
+             "help": {k.name: markdown_html(attention_views.kind_help(k.name)) for k in PAGE_KINDS},
+             "shape": {"kinds": [{"name": k.name, "title": views.name(k.name), "layers": config.n_layers(k.name),
+                                  "heads": config.n_heads} for k in PAGE_KINDS],
+                       "steps": 0, "source": [], "target": [], "output": []}}
+    return (f'<div id="view-bar"><button id="view-toggle" type="button">View settings (v)</button>'
+            f'<span id="keys">{KEYS}</span></div>'
+            f'<div id="view-controls" data-offer="{html.escape(json.dumps(offer))}"></div>'
+            f'<div id="heatmap" class="anatomy-box">{BOX}</div>'
+            '<details class="anatomy-controls"><summary>What this attention shows</summary><div id="kind-help"></div>'
+            '</details>')
 
 
 def box(elem_id: str, visible: bool = True) -> gr.HTML:
@@ -348,38 +355,10 @@ def build_page(registry: ModelRegistry) -> Page:
                                    placeholder="click Link to this view")
             share_query = gr.Textbox(visible=False)
         with gr.Column(scale=3, min_width=320, elem_id="explorer"):
-            # presenter mode folds the view's controls away (the keys move the view) and shows this button instead:
-            # the source, the translation and a large view fit a 1280×720 screen
-            with gr.Column(elem_id="view-controls"):
-                with gr.Row():
-                    kind = gr.Radio(views.kind_choices(), value=DEFAULTS["view"], label="Attention", min_width=300,
-                                    elem_id="kind")
-                    head = gr.Radio(views.head_choices(c0.n_heads), value=MEAN_HEAD, label="Head", min_width=220,
-                                    elem_id="head")
-                with gr.Row():
-                    layer = gr.Slider(1, max(c0.n_layers(DEFAULTS["view"]), 2), value=c0.n_layers(DEFAULTS["view"]),
-                                      step=1, label="Layer", min_width=160, elem_id="layer")
-                    merge = gr.Checkbox(value=DEFAULTS["merge"], label="Merge pieces into words", min_width=160,
-                                        elem_id="merge")
-                    plain = gr.Checkbox(value=False, label="Hide ▁ marker", min_width=140, elem_id="plain",
-                                        info="a piece inside a word starts with ·")
-                    hide = gr.Checkbox(value=False, label="Hide special tokens", min_width=160, elem_id="hide",
-                                       info="<s>, </s>, <pad>; rows renormalised")
-                with gr.Row():
-                    display = gr.Radio([("heatmap", "heatmap"), ("lines", "lines"), ("softmax walk", "walk")],
-                                       value=DISPLAYS[0], label="Show as", min_width=260, elem_id="display")
-                    weights = gr.Radio(WEIGHTS_CHOICES, value="attention", label="Weights (value-norm: α·‖v W_o‖; "
-                                       "rollout: encoder)", min_width=260, elem_id="weights")
-                    walk_query = gr.Slider(1, 2, value=1, step=1, min_width=200, elem_id="walk-query",
-                                           label="Walk query: source piece (encoder self-attention)")
-                    # the decoder's walks: their query is the decoding step (app.js shows one of the two)
-                    gr.Markdown("Walk query: the decoding step t (← / → or *Step t* below)", elem_id="walk-step")
-            with gr.Row(elem_id="view-bar"):
-                view_toggle = gr.Button("View settings (v)", size="sm", elem_id="view-toggle")
-                gr.Markdown(KEYS, elem_id="keys")
-            heat = box("heatmap")
-            with gr.Accordion("What this attention shows", open=False, elem_classes=["anatomy-controls"]):
-                kind_help = gr.Markdown(attention_views.kind_help(DEFAULTS["view"]), elem_id="kind-help")
+            # the viewer's own: its view controls (anatomy/viewer/controls.js makes them in #view-controls; presenter
+            # mode folds them away, the keys move the view, and View settings shows them), the large view and what
+            # the chosen attention shows
+            explorer = gr.HTML(explorer_html(c0), elem_id="explorer-view", padding=False)
             with gr.Accordion("Switch heads off", open=False, elem_id="heads-off-panel",
                               elem_classes=["anatomy-controls"]) as heads_off_panel:
                 heads_off = gr.CheckboxGroup(ablation_views.head_choices(c0), value=[], elem_id="heads-off",
@@ -405,11 +384,8 @@ def build_page(registry: ModelRegistry) -> Page:
             if examples else None
 
     gr.Markdown("## Decoding steps")
-    with gr.Row():
-        step = gr.Slider(1, 2, value=1, step=1, label="Step t", scale=1, min_width=240, elem_id="step")
-        with gr.Column(scale=3):
-            partial = gr.HTML('<div class="anatomy-partial"><span>Output up to step t</span>'
-                              '<div class="anatomy-chips"></div></div>', elem_id="partial", padding=False)
+    partial = gr.HTML('<div class="anatomy-partial"><span>Output up to step t (← / →, or Decoding step above)</span>'
+                      '<div class="anatomy-chips"></div></div>', elem_id="partial", padding=False)
     with gr.Row(elem_id="step-panels"):
         with gr.Column(min_width=300):
             step_cross = box("step-cross")
@@ -513,8 +489,10 @@ def build_page(registry: ModelRegistry) -> Page:
         api_attribution = gr.JSON(value=None, label="attribution")
         api_explanation = gr.JSON(label="explanation")
         api_explain_btn = gr.Button("explain")
-        trace_data, twin_data, walk_data, pe_data, importance_data, explain_data, norms_data, tour_data = (
-            gr.JSON(None) for _ in range(8))
+        trace_data, twin_data, walk_data, pe_data, importance_data, explain_data, norms_data, tour_data, view_set = (
+            gr.JSON(None) for _ in range(9))
+        # the viewer's view (controls.js), as JSON: an event that reads it has it filled in by the page (wiring.py)
+        view = gr.Textbox(label="view")
         offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
                              gr.Button("export_html"))
 
@@ -522,7 +500,8 @@ def build_page(registry: ModelRegistry) -> Page:
                 link=gr.State(None), link_btn=link_btn, address_btn=address_btn, judged=gr.State(None),
                 vectors=gr.State(None), explained=gr.State(None),
                 norms=gr.State(None), norms_data=norms_data, toured=gr.State(None), tour_data=tour_data,
-                tour_btn=tour_btn, norms_btn=norms_btn, explain_btn=explain_btn, weights=weights,
+                tour_btn=tour_btn, norms_btn=norms_btn, explain_btn=explain_btn, explorer=explorer, view=view,
+                view_set=view_set,
                 replay=gr.State(0),
                 trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
                 presenter=presenter, export_figure=export_figure,
@@ -535,10 +514,8 @@ def build_page(registry: ModelRegistry) -> Page:
                 run_info=run_info,
                 src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
                 download=download, share_btn=share_btn, share_url=share_url, share_query=share_query,
-                examples=gallery, step=step, partial=partial, step_cross=step_cross, step_self=step_self,
-                step_topk=step_topk, view_toggle=view_toggle, kind=kind, layer=layer, head=head, merge=merge,
-                plain=plain, hide=hide, display=display, walk_query=walk_query, heat=heat,
-                kind_help=kind_help, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
+                examples=gallery, partial=partial, step_cross=step_cross, step_self=step_self,
+                step_topk=step_topk, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
                 toggle_head=toggle_head,
                 clicked_head=clicked_head, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
                 topk_table=topk_table, explain_data=explain_data, method=method, foil=foil, foil_btn=foil_btn,

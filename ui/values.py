@@ -5,7 +5,8 @@ that dict into one frozen Inputs, once, at the top of each handler.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import TYPE_CHECKING, Mapping
 
@@ -79,6 +80,20 @@ class AnimationSettings:
     suffix: str = ".gif"  # the file's format
 
 
+VIEW_FIELDS = tuple(f.name for f in fields(View))
+
+
+def viewed(text) -> View:
+    """The viewer's view, as the page's events send it (JSON of anatomy/viewer/controls.js's view), read as a link's
+    values are: anything unreadable becomes the default."""
+    try:
+        given = json.loads(text) if text else {}
+    except (TypeError, ValueError):
+        given = {}
+    given = given if isinstance(given, dict) else {}
+    return View.of(**{name: given.get(name) for name in VIEW_FIELDS})
+
+
 @dataclass(frozen=True)
 class Inputs:
     """What one event reads from the page. A component the event does not pass leaves its field at the default."""
@@ -108,8 +123,7 @@ class Inputs:
         settings = {name: values[c] for name, c in page.settings.items() if c in values}
         state = {name: values[c] for name, c in page.state.items() if c in values}
         tab = state.pop("tab", None)
-        return cls(settings=PageSettings(**settings),
-                   view=View.of(**{name: values.get(c) for name, c in page.view_controls.items()}),
+        return cls(settings=PageSettings(**settings), view=viewed(values.get(page.view)),
                    tab=Tab.of(tab),
                    animation=AnimationSettings(**{name: values[c] for name, c in page.animation.controls.items()
                                                   if c in values}), **state)

@@ -26,15 +26,11 @@ DRAW = dict(concurrency_limit=None, api_visibility="undocumented", show_progress
 REPLAYS = 4
 REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility="undocumented",
               show_progress="hidden")
-# What the viewer draws from: the data the server sends, then the view controls (figures.js `View`, in this order).
 
 
-def viewed(p: Page) -> tuple[list, list]:
-    """What the viewer draws from, in the order ui/static/app.js reads them: the data the server sends (`data`), and
-    the view controls with the positional encoding's dimensions (`view`)."""
-    return ([p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data, p.norms_data],
-            [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims, p.method,
-             p.weights])
+def viewed(p: Page) -> list:
+    """What the viewer draws from: the data the server sends, in the order ui/static/app.js `data` reads them."""
+    return [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data, p.norms_data]
 
 
 def js(call: str) -> str:
@@ -42,16 +38,23 @@ def js(call: str) -> str:
     return f"(...args) => window.anatomy.{call}"
 
 
+def reading_view(p: Page, inputs: set) -> dict:
+    """An event's keywords for one that reads the viewer's view: the page fills that input in with it (controls.js),
+    at the place Gradio gives it in a set of inputs (sorted by component id)."""
+    at = sorted(inputs, key=lambda c: c._id).index(p.view)
+    return dict(js=f"(...args) => {{ args[{at}] = window.anatomy.viewed(); return args; }}")
+
+
 def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p = page
     # Inputs given as a set reach the handler as one dict keyed by component, which it reads as ui.values.Inputs:
     # no handler depends on the order of its inputs.
-    controls = set(p.view_controls.values())
+    controls = {p.view}
     asked = {*p.settings.values(), p.signal, p.tab}  # what a translation is asked with
     asked |= controls  # the walk's q, k, v for the view (and the step the run opens at)
     tab_inputs = {p.run, p.twin, p.judged, p.explained, p.tab, p.direction, *controls}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
-             p.offline.file, p.step, p.layer, p.head, p.pick_head, p.run, p.walk_query, p.trace_data]
+             p.offline.file, p.pick_head, p.run, p.trace_data]
     tab_outputs = [p.pick_head, p.stats, p.explain_data, p.importance_data, p.importance_list, p.log_probs,
                    p.corpus_row,
                    p.pruning, p.twin_data, p.compare_text, p.pe_data, p.arch, p.card, p.params, p.curves,
@@ -60,70 +63,72 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     made = list(dict.fromkeys([p.run, p.twin, p.judged, p.explained, p.vectors, p.run_info, *shown, p.replay,
                                *tab_outputs]))
     # a new Run opens at its own step (the last, or a link's), whatever the step slider says
-    opening = controls - {p.step}
+    opening = controls
+    tab_view = dict(fn=h.tab_view, inputs=tab_inputs, outputs=tab_outputs, **DRAW, **reading_view(p, tab_inputs))
 
-    p.replay.change(h.replay, {p.run, p.signal, p.vectors, *opening}, [*shown, p.vectors], **REPLAY).then(
-        h.tab_view, tab_inputs, tab_outputs, **DRAW)
-    p.walk_btn.click(h.walk, {p.run, p.vectors, *controls}, [p.vectors, p.walk_data], **MODEL)
+    replayed = {p.run, p.signal, p.vectors, *opening}
+    p.replay.change(h.replay, replayed, [*shown, p.vectors], **REPLAY, **reading_view(p, replayed)).then(**tab_view)
+    walked = {p.run, p.vectors, *controls}
+    p.walk_btn.click(h.walk, walked, [p.vectors, p.walk_data], **MODEL, **reading_view(p, walked))
     p.norms_btn.click(h.weigh, {p.run, p.norms}, [p.norms, p.norms_data], **MODEL)
 
     # Why this word of a new Run, when its tab is open: seconds of model passes, so an event of its own after the
     # Run's (whose translation the page shows first), asked by app.js only while the tab is open (a closed tab adds
     # no event to a translation), its progress on the tab's first figure.
     p.explain_btn.click(h.explain_trace, {p.run, p.explained, p.tab}, [p.explained], **MODEL,
-                        show_progress_on=[p.why_step]).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
+                        show_progress_on=[p.why_step]).then(**tab_view)
 
     def explained_after(event) -> None:
         event.then(None, js=js("explainIfOpen()"), show_progress="hidden", api_visibility="private")
 
     streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
-    explained_after(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL))
+    explained_after(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL,
+                          **reading_view(p, asked)))
     p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
-    explained_after(p.force_btn.click(h.force, {p.run, p.forced, p.tab, p.judged, p.direction, *controls}, made,
-                                      **MODEL))
-    explained_after(p.candidates.select(h.candidate, {p.run, p.tab, p.judged, p.direction, *controls}, made,
-                                        **MODEL))
+    forced = {p.run, p.forced, p.tab, p.judged, p.direction, *controls}
+    explained_after(p.force_btn.click(h.force, forced, made, **MODEL, **reading_view(p, forced)))
+    picked = {p.run, p.tab, p.judged, p.direction, *controls}
+    explained_after(p.candidates.select(h.candidate, picked, made, **MODEL, **reading_view(p, picked)))
     if p.examples is not None:
         explained_after(p.examples.load_input_event.then(
-            h.example_settings, [p.direction], [p.layer, p.head, p.beam, p.max_new, p.top_k, p.lp, p.slow, p.kind,
-                                                p.merge, p.hide, p.display, p.kind_help], **DRAW).then(
-            h.translate_page, asked, streamed, **MODEL))
+            h.example_settings, [p.direction], [p.beam, p.max_new, p.top_k, p.lp, p.slow, p.view_set], **DRAW).then(
+            h.translate_page, asked, streamed, **MODEL, **reading_view(p, asked)))
 
-    # The viewer draws on any change of its data or of a view control, a visitor's or a handler's: in the browser. A
-    # view change hands over only the controls' values (the data would be gathered and compared on each).
-    for name, drawn in zip(("data", "view"), viewed(p)):
-        gr.on([c.change for c in drawn], None, drawn, None, js=js(f"{name}(...args)"), show_progress="hidden",
-              api_visibility="private")
-    p.kind.change(h.kind_help, p.kind, p.kind_help, **DRAW)
-    # .input: a visitor's choice; a handler that sets the kind or direction sets the layer slider's range in the
-    # same update (on .change, this would read the layer before that update's own value, and undo it)
-    gr.on([p.kind.input, p.direction.input], h.layer_range, {p.kind, p.layer, p.run, p.direction}, [p.layer], **DRAW)
+    # The viewer draws on any change of its data (a view control is the viewer's own, drawn in the browser), and
+    # opens a view a handler names (a link, a head picked below).
+    drawn = viewed(p)
+    gr.on([c.change for c in drawn], None, drawn, None, js=js("data(...args)"), show_progress="hidden",
+          api_visibility="private")
+    p.view_set.change(None, [p.view_set], None, js=js("open(args[0])"), show_progress="hidden",
+                      api_visibility="private")
+    gr.on([p.pe_dims.change, p.method.change], None, [p.pe_dims, p.method], None, js=js("tabs(...args)"),
+          show_progress="hidden", api_visibility="private")
     # a head opened from below (a row of head statistics, All heads' picker): the large view comes into sight
-    p.stats.select(h.stat_pick, {p.run}, [p.kind, p.layer, p.head], **DRAW).success(None, js=js("reveal('heatmap')"))
-    p.pick_head.input(h.pick_head, [p.pick_head], [p.layer, p.head], **DRAW).success(None, js=js("reveal('heatmap')"))
+    p.stats.select(h.stat_pick, None, [p.view_set], **DRAW).success(None, js=js("reveal('heatmap')"))
+    p.pick_head.input(h.pick_head, [p.pick_head], [p.view_set], **DRAW).success(None, js=js("reveal('heatmap')"))
 
     # Tabs: computed when opened; the untrained twin, head importance and why each piece only for their own tabs
     # (model passes), each kept in its state; the progress shows on the tab's first figure
     made_for = {Tab.COMPARE: (h.make_twin, p.twin, p.cmp_trained), Tab.IMPORTANCE: (h.judge, p.judged, p.importance),
                 Tab.WHY: (h.explain_trace, p.explained, p.why_step)}
-    gr.on([t.select for t in p.tabs if t.id not in made_for], h.open_tab, None, [p.tab], **DRAW).then(
-        h.tab_view, tab_inputs, tab_outputs, **DRAW)
+    gr.on([t.select for t in p.tabs if t.id not in made_for], h.open_tab, None, [p.tab], **DRAW).then(**tab_view)
     for tab in (t for t in p.tabs if t.id in made_for):
         make, state, shown_on = made_for[tab.id]
         tab.select(h.open_tab, None, [p.tab], **DRAW).then(make, {p.run, state, p.tab}, [state], **MODEL,
-                                                           show_progress_on=[shown_on]).then(
-            h.tab_view, tab_inputs, tab_outputs, **DRAW)
+                                                           show_progress_on=[shown_on]).then(**tab_view)
     # why the step's piece and not another: a model pass for the step
-    gr.on([p.foil_btn.click, p.foil.submit], h.contrast, {p.run, p.explained, p.foil, *controls}, [p.explained],
-          **MODEL, show_progress_on=[p.why_step]).then(h.tab_view, tab_inputs, tab_outputs, **DRAW)
+    contrasted = {p.run, p.explained, p.foil, *controls}
+    gr.on([p.foil_btn.click, p.foil.submit], h.contrast, contrasted, [p.explained], **MODEL,
+          show_progress_on=[p.why_step], **reading_view(p, contrasted)).then(**tab_view)
 
-    p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW)
+    p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW,
+                       **reading_view(p, tab_inputs))
 
     # Heads off: a checkbox, a click on a head (app.js names it and clicks toggle_head), or Reset translates the
     # shown request again with the heads now off.
     ablate = {p.heads_off, p.vectors, *tab_inputs}
     # the progress shows where the model events show it (their one visible output), not on every figure
-    ablated = dict(MODEL, outputs=made, show_progress_on=[p.run_info])
+    ablated = dict(MODEL, outputs=made, show_progress_on=[p.run_info], **reading_view(p, ablate))
     explained_after(p.heads_off.input(h.ablate, ablate, **ablated))
     # a click far below the view: the comparison comes to where the visitor looks
     toggled = p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
@@ -137,10 +142,11 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # A page load runs no model event unless its address has text, and then exactly one, its first: app.js
     # `opened` clicks link_btn (the link's settings and its translation) or address_btn (the settings alone).
     loaded = [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off, p.beam, p.max_new, p.lp,
-              p.kind, p.layer, p.head, p.merge, p.hide, p.display, p.walk_query, p.step, p.presenter, p.kind_help]
+              p.view_set, p.presenter]
     demo.load(None, js=js("opened()"), show_progress="hidden", api_visibility="private")
     p.address_btn.click(h.load_link, None, loaded, **DRAW)
-    p.link_btn.click(h.open_link, {p.signal, p.tab, p.judged, *controls},
+    # the link's own view, not the viewer's (the link sets it)
+    p.link_btn.click(h.open_link, {p.signal, p.tab, p.judged},
                      list(dict.fromkeys([*loaded, *made, p.toured, p.tour_data])), **MODEL)
 
     # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
@@ -148,18 +154,20 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.tour_data.change(None, [p.tour_data], None, js=js("tour(args[0])"), show_progress="hidden",
                        api_visibility="private")
     p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
-    p.view_toggle.click(None, None, None, js=js("toggleView()"))
     export = [p.export_figure, p.export_frame, p.export_wide]
     p.png_btn.click(None, export, None, js=js("exportFigure(args[0], 'png', args[1], args[2])"))
     p.svg_btn.click(None, export, None, js=js("exportFigure(args[0], 'svg', args[1], args[2])"))
     a = p.animation
-    a.button.click(h.animate_page, {p.run, *controls, *a.controls.values()}, [a.file],
-                   **dict(DRAW, show_progress="minimal"))
+    animated = {p.run, *controls, *a.controls.values()}
+    a.button.click(h.animate_page, animated, [a.file], **dict(DRAW, show_progress="minimal"),
+                   **reading_view(p, animated))
     # The page file is written on the server (no model); app.js then clicks its link: one click downloads it.
-    saved = p.offline.button.click(h.page_html, {p.run, p.explained, p.norms, p.toured, *controls}, [p.offline.file],
-                                   **dict(DRAW, show_progress="minimal"))
+    written = {p.run, p.explained, p.norms, p.toured, *controls}
+    saved = p.offline.button.click(h.page_html, written, [p.offline.file], **dict(DRAW, show_progress="minimal"),
+                                   **reading_view(p, written))
     saved.success(None, None, None, js=js("save('page-file')"))
-    p.share_btn.click(h.share, {p.run, *controls}, [p.share_query], **DRAW).then(
+    shared = {p.run, *controls}
+    p.share_btn.click(h.share, shared, [p.share_query], **DRAW, **reading_view(p, shared)).then(
         None, [p.share_query], [p.share_url], js=js("link(args[0])"))
 
     # preprocess=False: the handler gets each JSON value as sent (a Textbox would turn a list into its str()).

@@ -22,9 +22,6 @@ export function createHost(options) {
   const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0, explain: 0, norms: 0};
   const texts = {};  // each datum as last set, as JSON
   let view = null, asked = "", askedNorms = -1, loading = false, later = false;
-  // A new translation's own view (its step, layer, head: `opens_at`, which the server sends with it): the controls
-  // that say it change one by one after the payload, and are read once one of them differs from before.
-  let opening = null;
   const drawn = new WeakMap(), drawnData = new WeakMap();
 
   function plotly() {
@@ -57,15 +54,14 @@ export function createHost(options) {
   function refresh(outside = false) {
     const Plotly = plotly();
     if (!Plotly) return;
-    const shown = view && opening ? Object.assign({}, view, opening) : view;
-    const fitted = data.payload && shown ? fittedView(data.payload, shown) : null;
+    const fitted = data.payload && view ? fittedView(data.payload, view) : null;
     // what each box in view should show, measured before any is drawn: a look after a drawing would lay the page
     // out again
     const due = Object.entries(BOXES).map(([id, box]) => {
       const el = document.querySelector(`#${id} .anatomy-plot`);
       if (!el || !el.offsetParent) return null; // not on the page, or in a closed tab: drawn when it opens
       const own = box.needs && data[box.needs];
-      const v = box.needs ? own && shown && Object.assign({}, shown, {[box.needs]: own}) : fitted;
+      const v = box.needs ? own && view && Object.assign({}, view, {[box.needs]: own}) : fitted;
       const key = JSON.stringify(v ? box.depends(v, versions) : ["empty"]);
       if (drawn.get(el) === key) return null;
       const r = el.getBoundingClientRect();
@@ -116,7 +112,6 @@ export function createHost(options) {
       data[name] = value && (name === "payload" || name === "twin") ? readPayload(value) : value || null;
       versions[name] += 1;
       setNorms(data.payload, data.norms); // kept only with the payload whose translation they are of
-      if (name === "payload") opening = value && value.opens_at || null;
     },
     /**
      * The view the controls show (layer and step from 1, head "mean" or a number, query from 1) and the
@@ -124,9 +119,10 @@ export function createHost(options) {
      * @param {import("./boxes.js").Shown} next
      */
     view(next) {
-      if (opening && view && JSON.stringify(next) !== JSON.stringify(view)) opening = null;
       view = next;
     },
+    /** @returns {number} how many times `name`'s data has changed (a new translation: "payload") */
+    version: (name) => versions[name],
     refresh,
     /** @returns {string | null} what the shown translation is (payload.js `traceKey`), null before one */
     shownKey: () => (data.payload ? traceKey(data.payload) : null),

@@ -1,9 +1,9 @@
-// Transformer Anatomy in the browser: the viewer's drawing, presenter mode, keyboard stepping, figure export, share
-// links and the guided tour, through the page's Gradio controls. Loaded once with the page (launch(js=...), after the
-// viewer's bundle, which made `viewer`: anatomy/viewer/host.js, `screens`: screen.js (the figures' fitting, presenter
-// mode, the line view's hover, export) and `tours`: tour.js; `tabs`: each tab's name by its id); the page's events
-// call window.anatomy.*.
-(viewer, screens, tours, tabs) => {
+// Transformer Anatomy in the browser: the viewer's drawing and view controls, presenter mode, keyboard stepping,
+// figure export, share links and the guided tour. Loaded once with the page (launch(js=...), after the viewer's
+// bundle, which made `viewer`: anatomy/viewer/host.js, `controls`: controls.js (the view controls and keys),
+// `screens`: screen.js (the figures' fitting, presenter mode, the line view's hover, export) and `tours`: tour.js;
+// `tabs`: each tab's name by its id); the page's events call window.anatomy.*.
+(viewer, controls, screens, tours, tabs) => {
   // Gradio's plots and the viewer's boxes; a click on a head switches it off or on through the toggle-head button
   const screen = screens.createScreen(document, {
     figures: '[data-testid=plotly]',
@@ -18,17 +18,62 @@
   });
   const A = window.anatomy = {
     viewer, screen,
-    // The data the server sent and the view controls, in ui/wiring.py `viewed`'s order: the viewer draws what
-    // changed (anything not in view, once it comes into view: scan).
+    // The data the server sent, in ui/wiring.py `viewed`'s order: the viewer draws what changed (anything not in
+    // view, once it comes into view: scan); a new translation fits the view controls and opens at its own view.
     data(payload, twin, walk, positional, importance, explain, norms) {
+      const before = viewer.version('payload');
       Object.entries({payload, twin, walk, positional, importance, explain, norms})
         .forEach(([name, value]) => viewer.set(name, value));
+      const view = A.mount();
+      if (payload && viewer.version('payload') !== before) {
+        view.fit(controls.shapeOf(payload));
+        if (payload.opens_at) view.set(payload.opens_at);
+      }
       // a tour is of one translation: another one on the page ends it
       if (A.guide && A.guide.isOpen() && JSON.stringify(A.tourData.of) !== viewer.shownKey()) A.guide.close();
+      A.changed(view.view());
+    },
+    // The view controls (controls.js), made in the page's #view-controls once Gradio has drawn it, offering before a
+    // translation what the page says there (ui/layout.py explorer_html).
+    mount() {
+      if (A.view) return A.view;
+      const root = document.getElementById('view-controls');
+      A.offer = JSON.parse(root.dataset.offer);
+      A.view = controls.createControls(root, {walk: true, weights: A.offer.weights, shape: A.offer.shape,
+                                              changed: A.changed});
+      controls.bindKeys(document, A.view, {v: () => screen.on && A.toggleView()});
+      document.getElementById('view-toggle').addEventListener('click', () => A.toggleView());
+      A.changed(A.view.view());
+      return A.view;
+    },
+    // The view as the controls show it (with the tabs' own: the positional encoding's dimensions, the attribution
+    // method): drawn, and its kind's help shown.
+    changed(v) {
+      viewer.view(Object.assign({}, v, A.tabView));
+      const help = document.getElementById('kind-help');
+      if (help && A.offer) help.innerHTML = A.offer.help[v.kind] || '';
       A.draw();
     },
-    // The tour the server made (anatomy/payload.py tour_payload), opened at its start stop; each stop sets the
-    // view's controls as a visitor would, so that the page and its links follow.
+    // The tabs' own view controls (still the page's: Positional encoding's dimensions, Why this word's method).
+    tabView: {dims: null, method: null},
+    tabs(dims, method) {
+      A.tabView = {dims, method};
+      A.changed(A.mount().view());
+    },
+    // A view a handler opens (a link, a head picked below): the controls set, then drawn.
+    open(v) {
+      if (!v) return;
+      const {asked, ...fields} = v;  // `asked`: a new value each time, so that the same view opens again
+      const view = A.mount();
+      view.set(fields);
+      A.changed(view.view());
+    },
+    // The viewer's view, for an event that reads it (ui/wiring.py reading_view).
+    viewed() {
+      return JSON.stringify(A.mount().view());
+    },
+    // The tour the server made (anatomy/payload.py tour_payload), opened at its start stop; each stop opens its
+    // tab and view.
     tour(data) {
       if (!data || !data.stops) return;
       A.tourData = data;
@@ -44,29 +89,7 @@
       const tab = Array.from(document.querySelectorAll('button[role=tab]'))
         .find(b => b.textContent.trim() === tabs[v.tab]);
       if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();
-      // the layer before the kind: the kind's own event fits the layer slider to its layers, reading it then
-      A.setSlider('layer', v.layer);
-      A.setRadio('head', v.head);
-      A.setSlider('step', v.step);
-      A.setRadio('kind', v.kind);
-      A.setRadio('display', v.display);
-    },
-    setRadio(id, value) {
-      const input = Array.from(document.querySelectorAll('#' + id + ' input[type=radio]'))
-        .find(i => i.value === String(value));
-      if (input && !input.checked) input.click();
-    },
-    setSlider(id, value) {
-      const r = document.querySelector('#' + id + ' input[type=range]');
-      if (!r || Number(r.value) === Number(value)) return;
-      r.value = value;
-      r.dispatchEvent(new Event('input', {bubbles: true}));
-    },
-    view(kind, layer, head, merge, step, plain, hide, display, query, dims, method, weights) {
-      viewer.view({kind, layer, head, merge, step, plain, hide, display, query, dims, method, weights});
-      // the walk's query control, only for a walk: a source piece for the encoder's, the decoding step for others
-      document.body.dataset.walk = display !== 'walk' ? '' : kind === 'encoder' ? 'query' : 'step';
-      A.draw();
+      A.open({kind: v.kind, layer: v.layer, head: v.head, step: v.step, display: v.display});
     },
     // One drawing for the changes that come in one task (the viewer reads a new translation's own step, layer and
     // head from its payload: their controls' own change events may come later and then change nothing).
@@ -118,19 +141,6 @@
       clearTimeout(A.echoTimer);
       A.echoTimer = setTimeout(() => note.remove(), 9000);
     },
-    // Keyboard stepping: a slider moved as if dragged (its input event redraws), a head radio as if clicked.
-    nudge(id, delta) {
-      const r = document.querySelector('#' + id + ' input[type=range]');
-      if (r) A.setSlider(id, Math.min(Math.max(Number(r.value) + delta, Number(r.min)), Number(r.max)));
-    },
-    nextHead(delta) {
-      const radios = Array.from(document.querySelectorAll('#head input[type=radio]'));
-      const i = radios.findIndex(r => r.checked), j = Math.min(Math.max(i + delta, 0), radios.length - 1);
-      if (radios.length && j !== i) radios[j].click();
-    },
-    keys: {ArrowLeft: () => A.nudge('step', -1), ArrowRight: () => A.nudge('step', 1),
-           '[': () => A.nudge('layer', -1), ']': () => A.nudge('layer', 1),
-           ',': () => A.nextHead(-1), '.': () => A.nextHead(1), v: () => screen.on && A.toggleView()},
     // The page's own address + the query built on the server: a link that works behind any proxy or Space.
     link(query) {
       return query ? window.location.origin + window.location.pathname + query : '';
@@ -138,6 +148,7 @@
     // The page's first event: the link's settings and translation when its address has text (one model event),
     // else the settings its address names (ui/wiring.py); every request carries the address, as Gradio's do.
     opened() {
+      A.mount();
       const text = (new URLSearchParams(window.location.search).get('text') || '').trim();
       document.querySelector(text ? '#link-ask' : '#address-ask')?.click();
     },
@@ -157,15 +168,5 @@
       look();
     },
   };
-  document.addEventListener('keydown', e => {
-    const t = e.target, act = A.keys[e.key];
-    if (!act || e.ctrlKey || e.metaKey || e.altKey || !t.matches) return;
-    // typing stays typing; sliders and radios move themselves on arrow keys
-    if (t.matches('textarea, select, [contenteditable], input:not([type=checkbox]):not([type=radio])'
-                  + ':not([type=range]):not([type=button])')) return;
-    if (e.key.startsWith('Arrow') && t.matches('input[type=radio], input[type=range]')) return;
-    e.preventDefault();
-    act();
-  });
   A.presenter(false);  // starts watching the figures: the narrow (phone) layout applies outside presenter mode too
 }

@@ -86,7 +86,7 @@ def test_a_head_switched_off_is_sent_with_the_page_and_the_open_tab_in_its_own_e
                                                                   if c is not p.trace_data}
     assert out[p.trace_data]["pieces"] == shown[p.trace_data]["pieces"] and out[p.ablation]["visible"] is True
     assert (p.twin_data in out) == (tab == Tab.COMPARE) and (p.importance_data in out) == (tab == Tab.IMPORTANCE)
-    assert (p.pick_head in out) and out[p.step]["value"] == len(new.trace.output_tokens)
+    assert (p.pick_head in out) and out[p.trace_data]["opens_at"]["step"] == len(new.trace.output_tokens)
     assert tiny.ablate(Inputs(settings=PageSettings(key="de-en", heads_off=OFF), run=new, tab=tab,
                               view=view)) == gr.skip()  # unchanged heads: nothing to send
 

@@ -192,7 +192,7 @@ def test_translate_streams_then_show_draws_the_run(tiny, monkeypatch):
     sent = dict(last[p.trace_data])
     assert sent.pop("opens_at") == {"layer": 2, "head": "mean", "step": 6, "query": 1}  # as the controls are set
     assert sent == payload.trace_payload(run.trace, tiny.registry.get("de-en"), SENTENCE, list(run.notices))
-    assert last[p.step]["value"] == 6 and "length limit" in last[p.run_info]
+    assert "length limit" in last[p.run_info]
     assert "link to this view" in last[p.run_info] and Path(last[p.download]).is_file()
     downloaded = Trace.from_json(Path(last[p.download]).read_text())
     assert (downloaded.top_k, downloaded.settings) == (run.trace.top_k, run.trace.settings)
@@ -240,7 +240,7 @@ def test_slow_motion_shows_rows_only_up_to_the_current_step(tiny):
     for t, frame in enumerate(frames[:-1], start=1):
         page = viewer.drawn(frame[p.trace_data], [View.of("cross", 1, "mean", False, t)])[0]
         assert len(page["heatmap"]["layout"]["yaxis"]["ticktext"]) == t  # no row before it is generated
-        assert frame[p.step]["value"] == t and len(frame[p.out_chips]) == t
+        assert frame[p.trace_data]["opens_at"]["step"] == t and len(frame[p.out_chips]) == t
         assert f"Step {t} " in viewer.title(page["step-cross"])
     assert frames[-1][p.run].replay is False and "source pieces" in frames[-1][p.run_info]
 
@@ -254,7 +254,7 @@ def test_stop_during_slow_motion_keeps_the_steps_so_far(tiny):
     assert len(kept.trace.output_tokens) == 2 and not kept.replay
     assert "stopped at step 2 of 5" in last[p.run_info] and "Error" not in last[p.run_info]
     assert last[p.trace_data]["pieces"]["output"] == kept.trace.output_tokens  # what the viewer draws from now
-    assert last[p.translation] == kept.trace.text and last[p.step]["value"] == 2
+    assert last[p.translation] == kept.trace.text and last[p.trace_data]["opens_at"]["step"] == 2
 
 
 def test_stop_during_streaming_keeps_the_pieces_so_far(tiny):
@@ -308,7 +308,8 @@ def test_view_controls(tiny):
     words, step = viewer.drawn(data, [View.of("decoder", 1, "mean", True, 1), View.of("cross", 1, "mean", False, 2)])
     assert "words" in viewer.title(words["heatmap"])
     assert step["partial"] == run.trace.output_tokens[:2] and "Step 2" in viewer.title(step["step-topk"])
-    assert tiny.pick_head("2:1") == (2, "1")
+    opened = tiny.pick_head("2:1")
+    assert (opened["layer"], opened["head"]) == (2, "1") and "kind" not in opened  # the shown kind stays
 
 
 def page_view(page: dict) -> View:
@@ -342,9 +343,11 @@ def test_tabs_are_drawn_when_opened(tiny):
 def test_examples_reset_the_settings_to_their_models_own_decoding(tiny):
     p = tiny.page
     out = tiny.example_settings("de-en")
-    assert (out[p.layer]["value"], out[p.layer]["maximum"], out[p.head]) == (2, 2, "mean")
-    assert (out[p.beam], out[p.max_new], out[p.top_k], out[p.lp], out[p.slow], out[p.kind], out[p.merge]) == (
-        DEFAULT_BEAM, 0, 5, DEFAULT_LENGTH_PENALTY, 0.0, "cross", False)  # tiny-de-en's card chose nothing
+    opened = out[p.view_set]  # the default view, which the viewer fits to the model (its last layer)
+    assert (opened["kind"], opened["layer"], opened["head"], opened["merge"], opened["display"]) == (
+        "cross", View().layer, "mean", False, "heatmap") and "step" not in opened
+    assert (out[p.beam], out[p.max_new], out[p.top_k], out[p.lp], out[p.slow]) == (
+        DEFAULT_BEAM, 0, 5, DEFAULT_LENGTH_PENALTY, 0.0)  # tiny-de-en's card chose nothing
     out = tiny.example_settings("en-de")
     assert (out[p.beam], out[p.lp]) == (3, 0.6)
 

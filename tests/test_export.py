@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -240,8 +241,8 @@ def test_export_animation_on_the_page_animates_the_shown_translation_and_view(ti
     p, a = tiny.page, tiny.page.animation
     run = run_of(tiny, max_new=5)
     monkeypatch.setattr(Translator, "translate", lambda *args, **kwargs: pytest.fail("the model ran"))
-    values = {p.run: run, p.kind: "decoder", p.layer: 1, p.head: "2", p.merge: False, p.plain: True,
-              p.hide: False, a.layout: "heatmap", a.size: "1920x1080", a.seconds: 0.5, a.suffix: ".gif"}
+    values = {p.run: run, p.view: json.dumps({"kind": "decoder", "layer": 1, "head": "2", "merge": False,
+                                              "plain": True, "hide": False}), a.layout: "heatmap", a.size: "1920x1080", a.seconds: 0.5, a.suffix: ".gif"}
     path = Path(tiny.animate_page(values)[a.file])
     assert path.name == "de-en_decoder-masked-self-attention_layer1_head2_decoding-heatmap.gif"
     with Image.open(path) as gif:
@@ -252,7 +253,7 @@ def test_export_animation_on_the_page_animates_the_shown_translation_and_view(ti
         zipped = Path(tiny.animate_page({**values, a.suffix: ".mp4"})[a.file])
     assert zipped.suffix == ".zip" and zipped.stem == path.stem
     for refused, message in (({p.run: None}, "Translate a sentence first"),
-                             ({p.kind: "encoder", a.layout: "bar"}, "choose the heatmap layout")):
+                             ({p.view: json.dumps({"kind": "encoder"}), a.layout: "bar"}, "choose the heatmap layout")):
         with pytest.raises(gr.Error, match=message):
             tiny.animate_page({**values, **refused})
 

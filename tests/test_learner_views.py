@@ -296,7 +296,7 @@ def test_every_view_draws_beam_search_and_slow_motion_frames(tiny):
                                           signal=StopSignal()))
     slow = made[p.run]
     frames = replayed(tiny, Inputs(run=slow, view=walk, signal=StopSignal()))
-    steps = [f[p.step]["value"] for f in frames[:-1]]
+    steps = [f[p.trace_data]["opens_at"]["step"] for f in frames[:-1]]
     assert steps == list(range(1, views.steps(slow.trace) + 1))
     # each frame's payload holds the steps so far, and the walk of each is the model's at that step
     assert [len(f[p.trace_data]["pieces"]["output"]) for f in frames] == [*steps, steps[-1]]

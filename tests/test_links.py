@@ -3,6 +3,9 @@ API and the offline page); what a link's values become, and every value it drops
 model's real range; an empty text answered with a calm hint."""
 from __future__ import annotations
 
+import html
+import json
+import re
 import urllib.parse
 
 import gradio as gr
@@ -38,7 +41,7 @@ def test_each_kind_keeps_its_own_layers_after_a_translation(uneven):
     run = run_of(uneven, max_new=4)
     assert run.trace.encoder_self_attn.shape[0] == ENCODER_LAYERS and run.trace.cross_attn.shape[0] == DECODER_LAYERS
     drawn = show(uneven, run, "encoder", ENCODER_LAYERS)[-1]
-    assert drawn[p.layer]["maximum"] == ENCODER_LAYERS and drawn[p.layer]["value"] == ENCODER_LAYERS
+    assert drawn[p.trace_data]["opens_at"]["layer"] == ENCODER_LAYERS
     layers = {k["name"]: k["attention"]["shape"][0] for k in drawn[p.trace_data]["kinds"]}  # the viewer's
     assert layers == {"cross": DECODER_LAYERS, "encoder": ENCODER_LAYERS, "decoder": DECODER_LAYERS}
     # the open tab and a link to the view keep the encoder's top layer too
@@ -48,34 +51,31 @@ def test_each_kind_keeps_its_own_layers_after_a_translation(uneven):
     assert f"layer={ENCODER_LAYERS}" in uneven.share(Inputs(run=run, view=top))
     # the decoder's kinds stop at its own depth
     cross = show(uneven, run, "cross", ENCODER_LAYERS)[-1]
-    assert cross[p.layer]["maximum"] == DECODER_LAYERS and cross[p.layer]["value"] == DECODER_LAYERS
+    assert cross[p.trace_data]["opens_at"]["layer"] == DECODER_LAYERS
 
 
-def test_the_layer_slider_follows_the_kind(uneven):
-    for kind, layers in (("encoder", ENCODER_LAYERS), ("cross", DECODER_LAYERS), ("decoder", DECODER_LAYERS)):
-        before = uneven.layer_range(Inputs(settings=PageSettings(key="de-en"), view=View.of(kind, 64, "mean", 0)))
-        assert (before["maximum"], before["value"]) == (layers, layers), kind
-    run = run_of(uneven, max_new=3)
-    out = uneven.layer_range(Inputs(run=run, view=View.of("cross", ENCODER_LAYERS, "mean", 0)))
-    assert (out["maximum"], out["value"]) == (DECODER_LAYERS, DECODER_LAYERS)
-    # a row of the head statistics opens its head with the slider fitted to that head's kind
+def test_the_viewer_offers_each_kind_its_own_layers_and_a_head_opens_with_its_kind(uneven):
+    """Before a translation the view controls offer the chosen model's layers per kind (the explorer's data-offer;
+    anatomy/viewer/controls.js fits the view to them: tests/js/controls.test.mjs); a row of the head statistics opens
+    its head with its kind."""
+    offer = json.loads(html.unescape(re.search(r'data-offer="([^"]*)"', uneven.page.explorer.value).group(1)))
+    assert {k["name"]: k["layers"] for k in offer["shape"]["kinds"]} == {
+        "cross": DECODER_LAYERS, "encoder": ENCODER_LAYERS, "decoder": DECODER_LAYERS}
     row = ["encoder self-attention", ENCODER_LAYERS, 1]
-    kind, layer, head = uneven.stat_pick(Inputs(run=run), gr.SelectData(None, {"index": [0, 3], "value": 1,
-                                                                                "row_value": row}))
-    assert (kind, layer["maximum"], layer["value"], head) == ("encoder", ENCODER_LAYERS, ENCODER_LAYERS, "1")
-    # a new direction with no translation shown: the slider fits its model
-    changed = uneven.layer_range(Inputs(settings=PageSettings(key="de-en"), view=View.of("encoder", 1, 1, 0)))
-    assert changed["maximum"] == ENCODER_LAYERS and "value" not in changed  # layer 1 stays as it is
+    opened = uneven.stat_pick(gr.SelectData(None, {"index": [0, 3], "value": 1, "row_value": row}))
+    assert (opened["kind"], opened["layer"], opened["head"]) == ("encoder", ENCODER_LAYERS, "1")
+    again = uneven.stat_pick(gr.SelectData(None, {"index": [0, 3], "value": 1, "row_value": row}))
+    assert again["asked"] != opened["asked"]  # the same head opens again after the visitor moved away
 
 
 def test_a_link_opens_each_kinds_own_layers(uneven):
     p = uneven.page
     loaded = uneven.load_link(Req(f"?text={SENTENCE}&view=encoder&layer={ENCODER_LAYERS}&max=3"))
-    assert loaded[p.layer]["value"] == ENCODER_LAYERS and loaded[p.layer]["maximum"] == ENCODER_LAYERS
+    assert (loaded[p.view_set]["kind"], loaded[p.view_set]["layer"]) == ("encoder", ENCODER_LAYERS)
     assert loaded[p.link].notices == ()
     run = uneven.translate_link(Inputs(signal=StopSignal(), link=loaded[p.link]))[p.run]
     drawn = show(uneven, run, "encoder", ENCODER_LAYERS)[-1]
-    assert drawn[p.layer]["value"] == ENCODER_LAYERS
+    assert drawn[p.trace_data]["opens_at"]["layer"] == ENCODER_LAYERS
     cross = parse_link({"text": SENTENCE, "layer": str(ENCODER_LAYERS)}, configs(uneven))
     assert cross.view.layer == DECODER_LAYERS
     assert f"layer={ENCODER_LAYERS} (allowed: 1 to {DECODER_LAYERS}" in cross.notices[0]

@@ -140,8 +140,8 @@ def test_download_page_writes_the_shown_translation_at_the_shown_view(tiny, monk
     p = tiny.page
     run = run_of(tiny, max_new=5)
     monkeypatch.setattr(Translator, "translate", lambda *args, **kwargs: pytest.fail("the model ran"))
-    values = {p.run: run, p.kind: "encoder", p.layer: 2, p.head: "1", p.merge: False, p.plain: True, p.hide: True,
-              p.step: 2}
+    values = {p.run: run, p.view: json.dumps({"kind": "encoder", "layer": 2, "head": "1", "merge": False,
+                                              "plain": True, "hide": True, "step": 2})}
     made = tiny.page_html(values)[p.offline.file]
     path = Path(made["value"])
     assert made["visible"] and path.name == "de-en_translation.html"

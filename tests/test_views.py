@@ -47,10 +47,9 @@ def test_head_statistics_table_opens_the_picked_head(tiny):
     assert len(cross) == c.n_decoder_layers * c.n_heads and all(-1 <= r[-1] <= 1 for r in cross)
     # a click on a row (the table may be sorted: the row's own values say which head it is)
     row = next(r for r in rows if r[0] == "decoder masked self-attention" and r[1] == 2 and r[2] == 1)
-    kind, layer, head = tiny.stat_pick(Inputs(run=run), gr.SelectData(None, {"index": [0, 3], "value": row[3],
-                                                                              "row_value": row}))
-    assert (kind, layer["value"], head) == ("decoder", 2, "1")
-    assert tiny.stat_pick(Inputs(run=run), gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
+    opened = tiny.stat_pick(gr.SelectData(None, {"index": [0, 3], "value": row[3], "row_value": row}))
+    assert (opened["kind"], opened["layer"], opened["head"]) == ("decoder", 2, "1")
+    assert tiny.stat_pick(gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
 
 
 @pytest.mark.slow  # node draws
@@ -121,13 +120,16 @@ def test_link_restores_the_exact_view(tiny):
     link = loaded[p.link]
     assert (loaded[p.direction]["value"], loaded[p.text]["value"], loaded[p.beam], loaded[p.max_new], loaded[p.lp]) == (
         "en-de", "Two dogs.", 3, 6, 1.3)
-    assert (loaded[p.kind], loaded[p.layer]["value"], loaded[p.head], loaded[p.merge]) == ("decoder", 2, "2", True)
+    opened = loaded[p.view_set]
+    assert (opened["kind"], opened["layer"], opened["head"], opened["merge"], opened["step"]) == (
+        "decoder", 2, "2", True, 4)
     assert p.presenter not in loaded
     again = tiny.translate_link(Inputs(signal=StopSignal(), link=link))[p.run]
     assert again.request.key == "en-de" and again.request.decoding.beam_size == 3
     out = show(tiny, again, "decoder", 2, "2", True)[-1]
-    assert out[p.step]["value"] == 4  # the step from the link, not the last one
-    assert (out[p.layer]["value"], out[p.head]["value"]) == (2, "2")
+    opens = out[p.trace_data]["opens_at"]
+    assert opens["step"] == 4  # the step from the link, not the last one
+    assert (opens["layer"], opens["head"]) == (2, "2")
     assert "step=4" in out[p.run_info] and "view=decoder" in out[p.run_info]
     with pytest.raises(gr.Error):
         tiny.share(Inputs(view=View.of("cross", 1, "mean", False, 1)))
@@ -162,14 +164,15 @@ def test_every_link_opens_a_working_page(tiny, query):
     loaded = tiny.load_link(Req(query))
     link = loaded[p.link]
     assert loaded[p.direction]["value"] == "de-en"  # the default direction: a bad one is not taken
-    assert loaded[p.kind] == "cross" and loaded[p.head] in ("mean", "1", "2")
+    opened = loaded[p.view_set]
+    assert opened["kind"] == "cross" and opened["head"] in ("mean", "1", "2")
     assert 1 <= loaded[p.beam] <= 8 and 0 <= loaded[p.max_new] <= 200 and 0 <= loaded[p.lp] <= 3
-    assert 1 <= loaded[p.layer]["value"] <= 2
+    assert 1 <= opened["layer"] <= 2
     made = tiny.translate_link(Inputs(signal=StopSignal(), link=link))
     if not link.text:
         assert made == gr.skip()  # nothing to translate: the page keeps its defaults
     else:
-        out = show(tiny, made[p.run], loaded[p.kind], loaded[p.layer]["value"], loaded[p.head], loaded[p.merge])[-1]
+        out = show(tiny, made[p.run], opened["kind"], opened["layer"], opened["head"], opened["merge"])[-1]
         assert out[p.trace_data]["translation"] == out[p.translation] == made[p.run].trace.text
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import statistics
 import subprocess
 import sys
@@ -66,7 +67,7 @@ def _pages(tiny):
         for tab in Tab:
             yield {**base, p.run: run, p.tab: tab}
         for display in DISPLAYS:
-            yield {**base, p.run: run, p.view_controls["display"]: display}
+            yield {**base, p.run: run, p.view: json.dumps({"display": display})}
 
 
 def _inputs(fn, page: dict) -> list:
@@ -207,22 +208,21 @@ def test_twenty_visitors_replaying_in_slow_motion_do_not_delay_a_21st_visitor_s_
 
 
 def test_a_view_control_or_new_data_draws_in_the_browser_only(tiny):
-    """Every change of a view control (or of the positional encoding's dimensions), or of the data the viewer draws
-    from, runs the viewer's JavaScript and no Python: a view change makes no request to the server
-    (benchmarks/page.py counts them in Chromium)."""
+    """The view controls are the viewer's (anatomy/viewer/controls.js, not components): a view change makes no
+    request to the server (benchmarks/page.py counts them in Chromium). A change of the data the viewer draws from,
+    of a view a handler opens or of a tab's own control (the positional encoding's dimensions, the attribution
+    method) runs the viewer's JavaScript and no Python; an event that reads the view has the viewer fill it in."""
     p = tiny.page
     data = [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data, p.norms_data]
-    controls = [p.kind, p.layer, p.head, p.merge, p.step, p.plain, p.hide, p.display, p.walk_query, p.pe_dims,
-                p.method, p.weights]
-    for call, drawn in (("data", data), ("view", controls)):  # a view change hands over no data
+    assert not any(hasattr(p, name) for name in ("kind", "layer", "head", "step", "display", "weights"))
+    for call, drawn in (("data", data), ("open", [p.view_set]), ("tabs", [p.pe_dims, p.method])):
         draws = [fn for fn in tiny.demo.fns.values() if fn.js and f"anatomy.{call}(" in fn.js]
         assert len(draws) == 1 and draws[0].fn is None
         assert [c._id for c in draws[0].inputs] == [c._id for c in drawn]
         assert {t[0] for t in draws[0].targets} == {c._id for c in drawn}
-    # the server's handlers of those controls only set other controls or the kind's help (no figure)
     for fn in tiny.demo.fns.values():
-        if fn.fn is not None and any(t[0] in {c._id for c in controls} for t in fn.targets):
-            assert {c._id for c in fn.outputs} <= {p.layer._id, p.kind_help._id}, fn.name
+        if p.view in fn.inputs:  # filled in at its place among the inputs, by the viewer
+            assert fn.js and f"args[{fn.inputs.index(p.view)}] = window.anatomy.viewed()" in fn.js, fn.name
 
 
 def _load_events(tiny) -> tuple[list, list]:
@@ -254,5 +254,5 @@ def test_a_page_load_runs_no_model_event_unless_its_address_has_text_and_then_on
         query_params={"text": SENTENCE, "view": "encoder", "layer": "1", "max": "3", "tour": "2"}))
     run = out[p.run]
     assert run.trace.output_tokens and run.request.decoding.max_new_tokens == 3
-    assert out[p.kind] == "encoder" and out[p.tour_data]["start"] == 2
+    assert out[p.view_set]["kind"] == "encoder" and out[p.tour_data]["start"] == 2
     assert out[p.text]["value"] == SENTENCE

@@ -50,7 +50,7 @@ export function shapeOf(payload) {
 export function fitView(view, shape, offer) {
   const kind = shape.kinds.find((k) => k.name === view.kind) || shape.kinds[0];
   const payloadLike = {kinds: shape.kinds.map((k) => ({name: k.name, attention: {shape: [k.layers, k.heads]}})),
-                       pieces: {output: shape.output}};
+                       pieces: {output: Array.from({length: shape.steps})}};
   const v = fitted(payloadLike, Object.assign({}, view, {kind: kind.name}));
   const displays = DISPLAYS.map(([, d]) => d).filter((d) => offer.walk || d !== "walk");
   return Object.assign(v, {

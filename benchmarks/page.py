@@ -91,12 +91,10 @@ SELECTORS = {
     "source": "#source-text textarea",
     "translate": "#translate",
     "translation": "#translation textarea",
-    "layer_range": "#layer input[type=range]",
-    "layer_value": "#layer input[type=number]",
-    "step_range": "#step input[type=range]",
-    "step_value": "#step input[type=number]",
-    "head_radio": "#head input[type=radio]",  # one per choice; value: MEAN_HEAD or the head's number
-    "head_checked": "#head input[type=radio]:checked",
+    # the viewer's view controls (anatomy/viewer/controls.js)
+    "layer": "select#layer",
+    "step_range": "input#step[type=range]",
+    "head": "select#head",  # an option per choice; value: MEAN_HEAD or the head's number
     "heads_off_panel": "#heads-off-panel",  # the accordion: its first button opens it
     "heads_off": "#heads-off",  # the checkboxes, by label
     "ablation": "#ablation",  # the all-heads and ablated translations
@@ -313,8 +311,9 @@ def translate(page: Page, text: str, trace: dict, settle_s: float) -> dict:
 
 
 def current_view(page: Page) -> dict:
-    return {"layer": int(page.value("layer_value")), "head": page.value("head_checked"),
-            "step": int(page.value("step_value"))}
+    """The view the viewer's controls show (app.js `viewed`)."""
+    view = json.loads(page.page.evaluate("window.anatomy.viewed()"))
+    return {"layer": int(view["layer"]), "head": str(view["head"]), "step": int(view["step"])}
 
 
 def click_slider(page: Page, name: str, value: int) -> None:
@@ -329,33 +328,45 @@ def click_slider(page: Page, name: str, value: int) -> None:
 
 
 def view_changes(page: Page, trace: dict, timeout_s: float) -> dict[str, tuple[float, float]]:
-    """Head, layer and step changed by mouse, then by keyboard; seconds until the affected figures in the window
-    showed the new view, and until all of them did, by change."""
+    """Head, layer and step changed by mouse (a choice in the head's and layer's lists, a click on the step's
+    track), then by keyboard (the page's keys: . head, [ / ] layer; an arrow key on the focused step slider);
+    seconds until the affected figures in the window showed the new view, and until all of them did, by change."""
     times = {}
     view = current_view(page)
     L, T = view["layer"], view["step"]
-    head_values = [page.page.locator(SELECTORS["head_radio"]).nth(i).get_attribute("value")
-                   for i in range(page.page.locator(SELECTORS["head_radio"]).count())]
+    head_values = page.page.eval_on_selector_all(f"{SELECTORS['head']} option", "os => os.map(o => o.value)")
     heads = [h for h in head_values if h != MEAN_HEAD] or head_values
+
+    def choose(name: str, value: str) -> None:
+        select = page.page.locator(SELECTORS[name])
+        select.scroll_into_view_if_needed()
+        select.select_option(value)
 
     def head_by(device: str) -> Callable[[], None]:
         target = next(h for h in heads if h != current_view(page)["head"])
-        radio = page.page.locator(f"{SELECTORS['head_radio']}[value='{target}']")
         if device == "mouse":
-            return lambda: radio.locator("xpath=..").click()  # the label, as a visitor clicks it
-        return lambda: (radio.focus(), page.page.keyboard.press("Space"))
+            return lambda: choose("head", target)
+        # the page's key moves to the next head: from the mean, the first; from the last, back one
+        key = "," if current_view(page)["head"] == heads[-1] else "."
+        return lambda: (page.page.evaluate("document.activeElement?.blur()"), page.page.keyboard.press(key))
 
-    def slider_by(name: str, device: str, target: int) -> Callable[[], None]:
+    def layer_by(device: str, target: int) -> Callable[[], None]:
         if device == "mouse":
-            return lambda: click_slider(page, f"{name}_range", target)
-        key = "ArrowLeft" if target < current_view(page)[name] else "ArrowRight"
-        return lambda: (page.page.locator(SELECTORS[f"{name}_range"]).focus(), page.page.keyboard.press(key))
+            return lambda: choose("layer", str(target))
+        key = "[" if target < current_view(page)["layer"] else "]"
+        return lambda: (page.page.evaluate("document.activeElement?.blur()"), page.page.keyboard.press(key))
+
+    def step_by(device: str, target: int) -> Callable[[], None]:
+        if device == "mouse":
+            return lambda: click_slider(page, "step_range", target)
+        key = "ArrowLeft" if target < current_view(page)["step"] else "ArrowRight"
+        return lambda: (page.page.locator(SELECTORS["step_range"]).focus(), page.page.keyboard.press(key))
 
     for device in ("mouse", "keyboard"):
         layer_now, step_now = current_view(page)["layer"], current_view(page)["step"]
         changes = [("head", head_by(device)),
-                   ("layer", slider_by("layer", device, 1 if layer_now != 1 else L)),
-                   ("step", slider_by("step", device, max(1, T // 2) if step_now == T else T))]
+                   ("layer", layer_by(device, 1 if layer_now != 1 else L)),
+                   ("step", step_by(device, max(1, T // 2) if step_now == T else T))]
         for what, act in changes:
             before = current_view(page)
             act()

@@ -480,11 +480,11 @@ def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
 
     client = Client(served.url, verbose=False, download_files=False)
     assert client.predict(text=SECRET, direction="de-en", max_new_tokens=3, api_name="/translate")[2] is not None
-    # inputs given as a set go in the order the page makes them: the settings, then the view controls (a model
-    # event makes the walk's vectors when the walk is shown), the heads off and the step
-    view = ("cross", "mean", 1, False, False, False, "heatmap", 1)
+    # inputs given as a set go in the order the page makes them: the settings, the heads off, then the viewer's view
+    # (its JSON, which the page fills in)
+    view = json.dumps({"kind": "cross", "display": "heatmap"})
     # the Run comes with what the page shows of it: the trace download among it
-    page = client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, *view, [], 1, api_name="/translate_page")
+    page = client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, [], view, api_name="/translate_page")
     assert any(isinstance(v, dict) and str(v.get("path", "")).endswith(".json") for v in page)
     link = httpx.get(served.url, params={"direction": "de-en", "text": SECRET}, timeout=30)
     assert link.status_code == 200

@@ -21,7 +21,6 @@ from . import server, traces
 from .figures import PLOT_CONFIG
 from .handlers import Handlers
 from .layout import build_page
-from .values import Tab
 from .wiring import wire
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -63,21 +62,20 @@ def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
 def page_script() -> str:
     """The page's JavaScript: the viewer's bundle (anatomy/viewer/host.js, controls.js, screen.js, tour.js and what
     they import), the tour's and the view controls' CSS as a style element of the page, the viewer made with the
-    page's look, then ui/static/app.js given them and the tabs' names. Plotly.js comes from the plotly package
+    page's look, then ui/static/app.js given them. Plotly.js comes from the plotly package
     (launch_options allows that one file)."""
     options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": f"gradio_api/file={offline.PLOTLY_JS}"}
-    tabs = {tab.value: tab.label for tab in Tab}
     # Gradio scopes the CSS of css_paths to its container, where an @media rule never matches: the tour's panel
     # would not move to the bottom of a phone's screen
-    css = "".join((bundle.VIEWER / name).read_text(encoding="utf-8") for name in ("tour.css", "controls.css"))
-    return ("() => {\n" + bundle.script("host", "controls", "screen", "tour") +
+    css = "".join((bundle.VIEWER / name).read_text(encoding="utf-8") for name in ("tour.css", "controls.css", "tabs.css"))
+    return ("() => {\n" + bundle.script("host", "controls", "tabs", "screen", "tour") +
             "document.head.appendChild(Object.assign(document.createElement('style'), "
             f"{{id: 'anatomy-tour-css', textContent: {json.dumps(css)}}}));\n"
             f"const viewer = viewer_host.createHost(Object.assign({json.dumps(options)}, "
             "{askWalk: () => document.querySelector('#walk-ask')?.click(),\n"
             " askNorms: () => document.querySelector('#norms-ask')?.click(), loaded: () => window.anatomy.scan()}));\n"
             f"({(STATIC / 'app.js').read_text(encoding='utf-8')})"
-            f"(viewer, viewer_controls, viewer_screen, viewer_tour, {json.dumps(tabs)});\n}}")
+            "(viewer, viewer_controls, viewer_tabs, viewer_screen, viewer_tour);\n}")
 
 
 def launch_options() -> dict:

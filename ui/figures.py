@@ -1,20 +1,19 @@
-"""Figures as gr.Plot values: the Plotly config every figure on the page shares."""
+"""Figures the server draws, as the page's viewer draws them (Plotly JSON), and the Plotly config every figure on the
+page shares."""
 from __future__ import annotations
 
 import json
 
 import plotly.graph_objects as go
-from gradio.components.plot import PlotData
 
 PLOT_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["select2d", "lasso2d"],
                "toImageButtonOptions": {"format": "png", "scale": 3, "filename": "transformer-anatomy"}}
 
 
-def plot(fig: go.Figure, name: str | None = None) -> PlotData:
-    """A figure for gr.Plot, with the Plotly config (PNG export at 3× scale, no logo); `name` is the file name
-    the page's export gives it (layout.meta.export, read by app.js)."""
+def figure_json(fig: go.Figure, name: str | None = None) -> dict:
+    """A figure as Plotly JSON for the viewer (anatomy/viewer/host.js draws it with PLOT_CONFIG); `name` is the
+    file name the page's export gives it (layout.meta.export)."""
     data = json.loads(fig.to_json())
-    data["config"] = PLOT_CONFIG
     if name:
         data["layout"]["meta"] = {"export": name}
-    return PlotData(type="plotly", plot=json.dumps(data, separators=(",", ":")))
+    return data

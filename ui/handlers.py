@@ -24,7 +24,8 @@ from anatomy import (ablation_views, architecture_views, attention_views, engine
                      tour, training_views, views)
 from anatomy.inputs import (MAX_NEW_TOKENS, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
-from anatomy.payload import (attribution_payload, explain_payload, lens_payload, norms_payload, positional,
+from anatomy.offline import markdown_html
+from anatomy.payload import (attribution_payload, explain_payload, finite, lens_payload, norms_payload, positional,
                              shares_payload, tour_payload, trace_payload)
 from anatomy.registry import ModelRegistry
 from anatomy.run import Ablation, Explained, Judged, Run, StopSignal, Twin, Vectors
@@ -34,7 +35,7 @@ from transformer.explain import METHODS
 from transformer.pieces import piece_text
 
 from . import traces
-from .figures import plot
+from .figures import figure_json
 from .layout import DEFAULTS, Page
 from .values import Inputs, PageSettings, Tab
 
@@ -321,6 +322,18 @@ class Handlers:
         return self._made(request, trace, f"Beam candidate #{row + 1} (score {run.trace.candidates[row].score:.3f})",
                           i, start=start, notices=[notice] if notice else [])
 
+    def make_tab(self, values: Inputs | dict, progress=gr.Progress()):
+        """What the open tab shows of a model (run, twin, judged, explained, tab), when it opens or a translation
+        comes to it: the untrained twin, head importance or why each piece, each once per translation."""
+        p, i = self.page, Inputs.of(self.page, values)
+        made = {Tab.COMPARE: (p.twin, self.make_twin), Tab.IMPORTANCE: (p.judged, self.judge),
+                Tab.WHY: (p.explained, lambda i: self.explain_trace(i, progress))}.get(i.tab)
+        if made is None:
+            return gr.skip()
+        state, make = made
+        out = make(i)
+        return out if out == gr.skip() else {state: out}
+
     def make_twin(self, values: Inputs | dict):
         """The untrained twin of the shown trace (run, twin), when the Trained vs untrained tab opens (once per
         trace)."""
@@ -428,8 +441,7 @@ class Handlers:
         # a page saved of the last translation is not one of this one
         out.update({p.run_info: "\n\n".join(info), p.forced: trace.text, p.download: traces.trace_file(trace),
                     p.offline.file: gr.update(value=None, visible=False),
-                    p.candidates: gr.update(value=views.candidate_rows(trace), visible=bool(trace.candidates)),
-                    p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)})
+                    p.candidates: gr.update(value=views.candidate_rows(trace), visible=bool(trace.candidates))})
         return out
 
     def show(self, values: Inputs | dict) -> dict:
@@ -474,29 +486,7 @@ class Handlers:
         """The walk's q, k, v at hand for the run's trace."""
         return vectors.by if vectors is not None and vectors.of is run.trace else {}
 
-    def stat_pick(self, evt: gr.SelectData):
-        """A row of the head-statistics table: open that head (kind, layer, head) in the large view."""
-        row = list(evt.row_value or [])
-        kind = head_views.table_kind(row[0]) if len(row) >= 3 else None
-        if kind is None:
-            return gr.skip()
-        view = View.of(kind, row[1], row[2], False)
-        return {"kind": view.kind, "layer": view.layer, "head": view.head, "asked": next(ASKS)}
-
-    @staticmethod
-    def pick_head(value):
-        """The all-heads list: "layer:head" opened in the large view."""
-        if not value or ":" not in str(value):
-            return gr.skip()
-        layer, head = str(value).split(":", 1)
-        view = View.of(None, layer, head, False)  # any kind: only the layer and head are read
-        return {"layer": view.layer, "head": view.head, "asked": next(ASKS)}
-
     # ---- tabs (computed when opened) ----
-
-    @staticmethod
-    def open_tab(evt: gr.EventData) -> Tab:
-        return Tab.of(getattr(evt.target, "id", None))
 
     def tab_view(self, values: Inputs | dict):
         """The open tab's contents (run, twin, judged, tab, direction, view): figures of the shown trace, or
@@ -511,46 +501,42 @@ class Handlers:
 
     def _tab(self, i: Inputs, key: str) -> dict:
         """The figures of the tab `i` has open, for the model `key` (the view fitted to the shown trace, if any)."""
-        p, tab, run, twin, view = self.page, i.tab, i.run, i.twin, i.view
+        p, tab, run, twin = self.page, i.tab, i.run, i.twin
         entry = self.registry.get(key)
         trace = run.trace if run is not None and not run.replay else None
         same = trace is not None and run.request.key == key  # the shown trace is of the chosen model
-        # the all-heads grid, the statistics' figure and the predictions are the viewer's (anatomy/viewer/host.js)
-        if tab == Tab.HEADS and trace is not None:
-            L, H, _ = views.shape(trace, view.kind)
-            return {p.pick_head: gr.update(choices=views.grid_pick_choices(L, H), value=None)}
-        if tab == Tab.WHY and trace is not None:  # made in the model's slot (explain_trace, _made); drawn by the viewer
+        # the all-heads grid and picker, the statistics' figure and the predictions are the viewer's (host.js, tabs.js)
+        if tab == Tab.WHY and trace is not None:  # made in the model's slot (make_tab, _made); drawn by the viewer
             ready = i.explained is not None and i.explained.of is trace
             return {p.explain_data: explain_payload(i.explained) if ready else None}
         if tab == Tab.STATS and trace is not None:
             headers, rows = head_views.head_table(trace)
-            return {p.stats: gr.update(value=rows, headers=headers)}
+            return {p.tab_data: {"stats": {"headers": headers, "rows": [[finite(v) for v in row] for row in rows]}}}
         if tab == Tab.IMPORTANCE and trace is not None:
             # judged on the translation with every head on, by the model that made it; the viewer draws the maps
             own = run.ablation.original if run.ablation is not None else trace
-            changed = run.ablation is not None
             corpus = self.registry.get(run.request.key).corpus_heads()
-            ready = i.judged is not None and i.judged.of is own  # judged in the model's slot (judge, _made)
-            out = {p.log_probs: gr.update(visible=changed), p.corpus_row: gr.update(visible=corpus is not None),
-                   p.importance_data: {
-                       "key": run.request.key,
-                       "maps": ablation_views.importance_maps(i.judged.importance, run.request.decoding.heads_off)
-                       if ready else None,
-                       "changes": ablation_views.log_prob_changes(run.ablation) if changed else None,
-                       "corpus": ablation_views.corpus_maps(corpus, run.request.decoding.heads_off)
-                       if corpus else None},
-                   p.importance_list: ablation_views.importance_list(i.judged.importance) if ready else
-                   "Open this tab again to judge the heads of this translation."}
-            if corpus is not None:
-                out[p.pruning] = plot(ablation_views.pruning_figure(corpus), f"{run.request.key}_pruning")
-            return out
+            ready = i.judged is not None and i.judged.of is own  # judged in the model's slot (make_tab, _made)
+            listed = ablation_views.importance_list(i.judged.importance) if ready else \
+                "Open this tab again to judge the heads of this translation."
+            return {p.importance_data: {
+                        "key": run.request.key,
+                        "maps": ablation_views.importance_maps(i.judged.importance, run.request.decoding.heads_off)
+                        if ready else None,
+                        "changes": ablation_views.log_prob_changes(run.ablation) if run.ablation is not None else None,
+                        "corpus": ablation_views.corpus_maps(corpus, run.request.decoding.heads_off)
+                        if corpus else None},
+                    p.tab_data: {"importance_list": markdown_html(listed),
+                                 "figures": {"pruning": figure_json(ablation_views.pruning_figure(corpus),
+                                                                    f"{run.request.key}_pruning")
+                                             if corpus is not None else None}}}
         if tab == Tab.COMPARE and trace is not None:
             if twin is None or twin.of is not trace:
-                return {p.twin_data: None,
-                        p.compare_text: "Open this tab again to compare this translation with the untrained model."}
+                return {p.twin_data: None, p.tab_data: {"compare": markdown_html(
+                    "Open this tab again to compare this translation with the untrained model.")}}
             # the viewer draws both from the two payloads, as the view asks
             return {p.twin_data: trace_payload(twin.trace, self.registry.get(run.request.key), run.request.text),
-                    p.compare_text: self._compare_text(run, twin)}
+                    p.tab_data: {"compare": markdown_html(self._compare_text(run, twin))}}
         if tab == Tab.POSITIONAL:  # the viewer computes the table from the paper's formula and draws it
             return {p.pe_data: positional(entry.config, trace.source_tokens if same else None)}
         if tab == Tab.ARCHITECTURE:
@@ -564,11 +550,12 @@ class Handlers:
                 arch = architecture_views.architecture(entry.config, len(engine.source_pieces(entry.cpu, example)),
                                                        1, f"Shapes for “{example}” at the first decoding step "
                                                        "(T = 1); translate to see yours")
-            return {p.arch: plot(arch), p.card: architecture_views.architecture_markdown(entry),
-                    p.params: plot(architecture_views.parameters(entry))}
+            return {p.tab_data: {"card": markdown_html(architecture_views.architecture_markdown(entry)),
+                                 "figures": {"architecture": figure_json(arch),
+                                             "parameters": figure_json(architecture_views.parameters(entry))}}}
         if tab == Tab.TRAINING:
-            return {p.curves: plot(training_views.training_curves(entry)),
-                    p.training_md: training_views.training_markdown(entry)}
+            return {p.tab_data: {"training_card": markdown_html(training_views.training_markdown(entry)),
+                                 "figures": {"training": figure_json(training_views.training_curves(entry))}}}
         return {}
 
     def _compare_text(self, run: Run, twin: Twin) -> str:
@@ -582,15 +569,12 @@ class Handlers:
                    if run.request.decoding.heads_off else ""))
 
     def direction_changed(self, values: Inputs | dict):
-        """A new Direction (direction, run, twin, tab, view): the source's placeholder, the model's dimensions, and
-        the open tab if it shows the model."""
+        """A new Direction (direction, run, twin, tab, view): the source's placeholder, the model's heads, and the
+        open tab if it shows the model."""
         p, i = self.page, Inputs.of(self.page, values)
         entry = self.registry.get(i.settings.key if i.settings.key in self.registry.entries else None)
-        chosen = tuple(viz.default_dims(entry.config.d_model))
         out = {p.text: gr.update(placeholder=self._placeholder(entry.key)),
-               p.heads_off: gr.update(choices=ablation_views.head_choices(entry.config), value=[]),
-               p.pe_dims: gr.update(choices=[str(d) for d in range(entry.config.d_model)],
-                                    value=[str(d) for d in chosen])}
+               p.heads_off: gr.update(choices=ablation_views.head_choices(entry.config), value=[])}
         if i.tab.shows_model:
             out.update(self._tab(i, entry.key))
         return out

@@ -7,16 +7,14 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-import viz
-from anatomy import ablation_views, attention_views, head_views, views
-from anatomy.offline import markdown_html
+from anatomy import ablation_views, attention_views, bundle, head_views, views
 from anatomy.export import HOLD, MIN_SECONDS
 from anatomy.inputs import MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, PAGE_KINDS, View
+from anatomy.offline import markdown_html
 from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
 from transformer import ModelConfig
 
-from .figures import plot
 from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WEIGHTS_CHOICES, WHY_HELP
 from .values import Tab
 
@@ -66,7 +64,6 @@ class Page:
     run: gr.State  # anatomy.run.Run | None: what the page shows
     twin: gr.State  # anatomy.run.Twin | None
     signal: gr.State  # anatomy.run.StopSignal, per visitor
-    tab: gr.State  # the open tab: ui.values.Tab
     link: gr.State  # anatomy.inputs.Link read from the page's address
     link_btn: gr.Button  # clicked by app.js when the page's address has text: its settings and translation at once
     address_btn: gr.Button  # clicked by app.js otherwise: the settings the address names, the models loaded by now
@@ -82,7 +79,6 @@ class Page:
     norms: gr.State  # anatomy.run.Norms | None: the shown translation's value norms, once a view asked for them
     norms_data: gr.JSON  # for the viewer: those norms (anatomy.payload.norms_payload)
     norms_btn: gr.Button  # clicked by the viewer when a view shows value-norm weights it has not got
-    explain_btn: gr.Button  # clicked by app.js after a new translation while Why this word is open
     toured: gr.State  # anatomy.tour.Tour | None: the tour of the shown translation, once Tour made it
     tour_data: gr.JSON  # for app.js: that tour's stops (anatomy.payload.tour_payload), and the stop to open
     tour_btn: gr.Button
@@ -122,11 +118,6 @@ class Page:
     share_url: gr.Textbox
     share_query: gr.Textbox
     examples: gr.Examples | None
-    # decoding steps
-    partial: gr.HTML  # the viewer's boxes (gr.HTML holding a Plotly div or chips; ui/layout.py `box`)
-    step_cross: gr.HTML
-    step_self: gr.HTML
-    step_topk: gr.HTML
     # attention explorer
     explorer: gr.HTML  # the viewer's view controls, large view and the chosen attention's help (EXPLORER)
     view: gr.Textbox  # never shown: the viewer's view as JSON (anatomy/viewer/controls.js), filled in by each event
@@ -136,43 +127,15 @@ class Page:
     reset_heads: gr.Button
     toggle_head: gr.Button  # clicked by app.js when a head's thumbnail or map cell is clicked
     clicked_head: gr.Textbox  # never shown: the head app.js names, for toggle_head
-    # tabs
-    tabs: list[gr.Tab]
-    pick_head: gr.Dropdown
-    grid: gr.HTML
-    summary: gr.HTML
-    stats: gr.Dataframe
-    topk_table: gr.HTML
+    # the decoding steps and the tabs (the viewer's: anatomy/viewer/tabs.html, tabs.js)
+    below: gr.HTML
+    tab_data: gr.JSON  # for the viewer: the open tab's tables, texts and server-drawn figures (Handlers._tab)
+    tab_btn: gr.Button  # clicked by the viewer when a tab opens: its contents (tab_view)
+    make_btn: gr.Button  # clicked by the viewer when a tab that needs a model opens, or a translation comes to it
+    contrast_btn: gr.Button  # clicked by the viewer: Why this word's comparison with the word typed there
     explain_data: gr.JSON  # for the viewer: why the shown translation's pieces (anatomy.payload.explain_payload)
-    method: gr.Radio  # the attribution method the Why this word views show (a view control: the viewer's alone)
-    foil: gr.Textbox  # Why this word: the word to compare the step's piece against
-    foil_btn: gr.Button
-    why_step: gr.HTML  # the viewer's boxes: the step's attribution, every step's source share, every step's
-    why_shares: gr.HTML  # attribution, the logit lens at the step and over the whole translation
-    why_all: gr.HTML
-    why_agree: gr.HTML  # does attention agree with integrated gradients at the step, per layer
-    lens_step: gr.HTML
-    lens_all: gr.HTML
-    importance: gr.HTML
-    importance_list: gr.Markdown
-    log_probs: gr.HTML
-    corpus_row: gr.Row
-    corpus_map: gr.HTML
     importance_data: gr.JSON  # for the viewer: the maps' values, the heads-off changes, the corpus maps
-    pruning: gr.Plot
-    compare_text: gr.Markdown
-    cmp_trained: gr.HTML
-    cmp_untrained: gr.HTML
-    pe_dims: gr.Dropdown
-    pe: gr.HTML
-    pe_sim: gr.HTML
-    pe_rows: gr.HTML
     pe_data: gr.JSON  # the chosen model's positional encoding, for the viewer: d_model, max_len, layout, dims, source
-    arch: gr.Plot
-    card: gr.Markdown
-    params: gr.Plot
-    curves: gr.Plot
-    training_md: gr.Markdown
     # the API's own components (never shown)
     api_text: gr.Textbox
     api_direction: gr.Textbox
@@ -197,9 +160,8 @@ class Page:
     @property
     def state(self) -> dict[str, gr.components.Component]:
         """The page's state (and the Inspect text), by ui.values.Inputs field."""
-        return dict(run=self.run, twin=self.twin, tab=self.tab, signal=self.signal,
-                    link=self.link, forced=self.forced, clicked_head=self.clicked_head, foil=self.foil,
-                    judged=self.judged,
+        return dict(run=self.run, twin=self.twin, signal=self.signal,
+                    link=self.link, forced=self.forced, clicked_head=self.clicked_head, judged=self.judged,
                     vectors=self.vectors, explained=self.explained, norms=self.norms, toured=self.toured)
 
 
@@ -221,6 +183,22 @@ KEYS = "Keys (outside text fields): ← / → decoding step · [ / ] layer · , 
 BOX = '<div class="anatomy-plot" data-testid="plotly"></div>'
 
 
+
+
+def tabs_html() -> str:
+    """The decoding steps and the tabs (anatomy/viewer/tabs.html) with the tabs' names and their help."""
+    buttons = "\n".join(f'    <button type="button" role="tab" data-tab="{tab.value}" '
+                        f'aria-selected="{str(tab is Tab.HEADS).lower()}">{tab.label}</button>' for tab in Tab)
+    filled = {"STATS_HELP": head_views.stats_help(), "WHY_HELP": WHY_HELP, "LENS_HELP": LENS_HELP,
+              "IMPORTANCE_HELP": ablation_views.IMPORTANCE_HELP, "HOW_TO_READ": HOW_TO_READ}
+    made = {"TABS": buttons, "METHODS": "".join(f'<option value="{name}">{label}</option>'
+                                                   for name, label in METHOD_LABELS.items())}
+    text = (bundle.VIEWER / "tabs.html").read_text(encoding="utf-8")
+    for marker, value in filled.items():
+        text = text.replace(f"<!--{marker}-->", markdown_html(value))
+    for marker, value in made.items():
+        text = text.replace(f"<!--{marker}-->", value)
+    return text
 
 
 def explorer_html(config: ModelConfig) -> str:
@@ -273,7 +251,6 @@ def build_page(registry: ModelRegistry) -> Page:
     """The components, inside the caller's `with gr.Blocks()`."""
     entry0 = registry.get(None)
     c0 = entry0.config
-    empty = plot(viz.empty_figure("Translate a sentence to see this", 300))
     with gr.Row(equal_height=False, elem_id="header-row"):
         with gr.Column(scale=4):
             gr.Markdown("# Transformer Anatomy")
@@ -372,7 +349,9 @@ def build_page(registry: ModelRegistry) -> Page:
             clicked_head = gr.Textbox(visible=False)
             walk_btn = gr.Button("walk", elem_id="walk-ask", elem_classes=["anatomy-offscreen"])
             norms_btn = gr.Button("norms", elem_id="norms-ask", elem_classes=["anatomy-offscreen"])
-            explain_btn = gr.Button("explain", elem_id="explain-ask", elem_classes=["anatomy-offscreen"])
+            tab_btn = gr.Button("tab", elem_id="tab-ask", elem_classes=["anatomy-offscreen"])
+            make_btn = gr.Button("make", elem_id="make-ask", elem_classes=["anatomy-offscreen"])
+            contrast_btn = gr.Button("contrast", elem_id="contrast-ask", elem_classes=["anatomy-offscreen"])
             link_btn = gr.Button("link", elem_id="link-ask", elem_classes=["anatomy-offscreen"])
             address_btn = gr.Button("address", elem_id="address-ask", elem_classes=["anatomy-offscreen"])
 
@@ -383,96 +362,8 @@ def build_page(registry: ModelRegistry) -> Page:
                               example_labels=[f"{registry.get(k).label}: {s}" for s, k in examples]) \
             if examples else None
 
-    gr.Markdown("## Decoding steps")
-    partial = gr.HTML('<div class="anatomy-partial"><span>Output up to step t (← / →, or Decoding step above)</span>'
-                      '<div class="anatomy-chips"></div></div>', elem_id="partial", padding=False)
-    with gr.Row(elem_id="step-panels"):
-        with gr.Column(min_width=300):
-            step_cross = box("step-cross")
-        with gr.Column(min_width=300):
-            step_self = box("step-self")
-        with gr.Column(min_width=300):
-            step_topk = box("step-topk")
-
-    tabs = []
-    # every tab in one click, also in large type on a narrow screen: a wrapped bar, never Gradio's overflow menu
-    with gr.Tabs(overflow_behavior="wrap"):
-        with gr.Tab(Tab.HEADS.label, id=Tab.HEADS) as t:
-            tabs.append(t)
-            pick_head = gr.Dropdown(views.grid_pick_choices(c0.n_layers(DEFAULTS["view"]), c0.n_heads), value=None,
-                                    label="Open a head in the large view (a click on a head below switches it "
-                                          "off or on)", elem_id="pick-head")
-            grid = box("grid")
-        with gr.Tab(Tab.STATS.label, id=Tab.STATS) as t:
-            tabs.append(t)
-            summary = box("summary")
-            stats = gr.Dataframe(headers=["attention", "layer", "head", *viz.STAT_LABELS.values()],
-                                 datatype=["str", "number", "number"] + ["number"] * len(viz.STAT_LABELS),
-                                 label="Every head of every attention (sort by a column; click a row to open that "
-                                       "head above)", interactive=False, max_height=460, elem_id="head-stats")
-            gr.Markdown(head_views.stats_help(), elem_id="stats-help")
-        with gr.Tab(Tab.PREDICTIONS.label, id=Tab.PREDICTIONS) as t:
-            tabs.append(t)
-            topk_table = box("topk-table")
-        with gr.Tab(Tab.WHY.label, id=Tab.WHY) as t:
-            tabs.append(t)
-            gr.Markdown(WHY_HELP, elem_id="why-help")
-            with gr.Row(elem_id="why-controls"):
-                method = gr.Radio([(label, name) for name, label in METHOD_LABELS.items()], value="ig",
-                                  label="Attribution by", elem_id="why-method")
-                foil = gr.Textbox(label="…and not this word? (empty: the step's runner-up)", max_lines=1,
-                                  elem_id="why-foil")
-                foil_btn = gr.Button("Compare", elem_id="why-compare", scale=0, min_width=120)
-            why_step = box("why-step")
-            why_shares = box("why-shares")
-            why_agree = box("why-agree")
-            why_all = box("why-all")
-            gr.Markdown(LENS_HELP, elem_id="lens-help")
-            lens_step = box("lens-step")
-            lens_all = box("lens-all")
-        with gr.Tab(Tab.IMPORTANCE.label, id=Tab.IMPORTANCE) as t:
-            tabs.append(t)
-            gr.Markdown(ablation_views.IMPORTANCE_HELP, elem_classes=["anatomy-controls"])
-            importance = box("importance")
-            importance_list = gr.Markdown(elem_id="importance-list")
-            log_probs = box("log-probs", visible=False)
-            with gr.Row(visible=False, elem_id="corpus-row") as corpus_row:  # when the model's folder has heads.json
-                with gr.Column(min_width=320):
-                    corpus_map = box("corpus-importance")
-                pruning = gr.Plot(empty, show_label=False, min_width=320, elem_id="pruning")
-        with gr.Tab(Tab.COMPARE.label, id=Tab.COMPARE) as t:
-            tabs.append(t)
-            compare_text = gr.Markdown("Translate a sentence to compare the trained model with its untrained twin.",
-                                       elem_id="compare-text")
-            with gr.Row():
-                with gr.Column(min_width=320):
-                    cmp_trained = box("compare-trained")
-                with gr.Column(min_width=320):
-                    cmp_untrained = box("compare-untrained")
-        with gr.Tab(Tab.POSITIONAL.label, id=Tab.POSITIONAL) as t:
-            tabs.append(t)
-            pe_dims = gr.Dropdown([str(d) for d in range(c0.d_model)],
-                                  value=[str(d) for d in viz.default_dims(c0.d_model)], multiselect=True,
-                                  label="Dimensions to plot as curves", elem_id="pe-dims")
-            pe = box("pe")
-            with gr.Row():
-                with gr.Column(min_width=320):
-                    pe_sim = box("pe-similarity")
-                with gr.Column(min_width=320):
-                    pe_rows = box("pe-rows")
-        with gr.Tab(Tab.ARCHITECTURE.label, id=Tab.ARCHITECTURE) as t:
-            tabs.append(t)
-            arch = gr.Plot(empty, show_label=False, elem_id="architecture")
-            with gr.Row(equal_height=False, elem_id="architecture-row"):
-                card = gr.Markdown(elem_id="model-card", min_width=400)
-                params = gr.Plot(empty, show_label=False, min_width=320, elem_id="parameters")
-        with gr.Tab(Tab.TRAINING.label, id=Tab.TRAINING) as t:
-            tabs.append(t)
-            curves = gr.Plot(empty, show_label=False, elem_id="training")
-            training_md = gr.Markdown(elem_id="training-card")
-        with gr.Tab(Tab.HELP.label, id=Tab.HELP) as t:
-            tabs.append(t)
-            gr.Markdown(HOW_TO_READ)
+    # the viewer's own: the decoding steps and the tabs (anatomy/viewer/tabs.html; tabs.js, host.js draw them)
+    below = gr.HTML(tabs_html(), elem_id="viewer-below", padding=False)
 
     # The API: a non-streaming endpoint with three outputs, on components the page never shows. The numbers are
     # JSON components so that any JSON value reaches the handler, which answers a bad one with a notice.
@@ -489,43 +380,33 @@ def build_page(registry: ModelRegistry) -> Page:
         api_attribution = gr.JSON(value=None, label="attribution")
         api_explanation = gr.JSON(label="explanation")
         api_explain_btn = gr.Button("explain")
-        trace_data, twin_data, walk_data, pe_data, importance_data, explain_data, norms_data, tour_data, view_set = (
-            gr.JSON(None) for _ in range(9))
+        (trace_data, twin_data, walk_data, pe_data, importance_data, explain_data, norms_data, tour_data, view_set,
+         tab_data) = (gr.JSON(None) for _ in range(10))
         # the viewer's view (controls.js), as JSON: an event that reads it has it filled in by the page (wiring.py)
         view = gr.Textbox(label="view")
         offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
                              gr.Button("export_html"))
 
-    return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()), tab=gr.State(Tab.HEADS),
+    return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()),
                 link=gr.State(None), link_btn=link_btn, address_btn=address_btn, judged=gr.State(None),
                 vectors=gr.State(None), explained=gr.State(None),
                 norms=gr.State(None), norms_data=norms_data, toured=gr.State(None), tour_data=tour_data,
-                tour_btn=tour_btn, norms_btn=norms_btn, explain_btn=explain_btn, explorer=explorer, view=view,
-                view_set=view_set,
+                tour_btn=tour_btn, norms_btn=norms_btn, explorer=explorer, view=view, view_set=view_set,
                 replay=gr.State(0),
                 trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
-                presenter=presenter, export_figure=export_figure,
-                export_frame=export_frame,
+                presenter=presenter, export_figure=export_figure, export_frame=export_frame,
                 export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, animation=animation, offline=offline,
-                direction=direction,
-                model_notices=model_notices, text=text, text_hint=text_hint,
+                direction=direction, model_notices=model_notices, text=text, text_hint=text_hint,
                 beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
                 translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, ablation=ablation,
                 run_info=run_info,
                 src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
                 download=download, share_btn=share_btn, share_url=share_url, share_query=share_query,
-                examples=gallery, partial=partial, step_cross=step_cross, step_self=step_self,
-                step_topk=step_topk, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
-                toggle_head=toggle_head,
-                clicked_head=clicked_head, tabs=tabs, pick_head=pick_head, grid=grid, summary=summary, stats=stats,
-                topk_table=topk_table, explain_data=explain_data, method=method, foil=foil, foil_btn=foil_btn,
-                why_step=why_step, why_shares=why_shares, why_all=why_all, why_agree=why_agree, lens_step=lens_step,
-                lens_all=lens_all,
-                importance=importance, importance_list=importance_list, log_probs=log_probs,
-                corpus_row=corpus_row, corpus_map=corpus_map, importance_data=importance_data, pruning=pruning,
-                compare_text=compare_text, cmp_trained=cmp_trained, cmp_untrained=cmp_untrained, pe_dims=pe_dims,
-                pe=pe, pe_sim=pe_sim, pe_rows=pe_rows, pe_data=pe_data, arch=arch, card=card, params=params,
-                curves=curves, training_md=training_md, api_text=api_text, api_direction=api_direction,
+                examples=gallery, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
+                toggle_head=toggle_head, clicked_head=clicked_head, below=below, tab_data=tab_data, tab_btn=tab_btn,
+                make_btn=make_btn, contrast_btn=contrast_btn, explain_data=explain_data,
+                importance_data=importance_data, pe_data=pe_data,
+                api_text=api_text, api_direction=api_direction,
                 api_beam=api_beam, api_max=api_max, api_off=api_off, api_translation=api_translation,
                 api_notice=api_notice, api_trace=api_trace, api_btn=api_btn, api_attribution=api_attribution,
                 api_explanation=api_explanation, api_explain_btn=api_explain_btn)

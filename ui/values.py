@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class Tab(StrEnum):
-    """The tabs below the explorer, by their component id (what the page's tab state holds)."""
+    """The tabs below the explorer, by their id (anatomy/viewer/tabs.html's data-tab)."""
 
     HEADS = "heads"
     STATS = "stats"
@@ -39,7 +39,7 @@ class Tab(StrEnum):
 
     @property
     def label(self) -> str:
-        """The tab's name on the page (app.js finds its button by it)."""
+        """The tab's name on the page."""
         return _TAB_LABELS[self]
 
     @property
@@ -83,15 +83,25 @@ class AnimationSettings:
 VIEW_FIELDS = tuple(f.name for f in fields(View))
 
 
-def viewed(text) -> View:
-    """The viewer's view, as the page's events send it (JSON of anatomy/viewer/controls.js's view), read as a link's
-    values are: anything unreadable becomes the default."""
-    try:
-        given = json.loads(text) if text else {}
-    except (TypeError, ValueError):
-        given = {}
-    given = given if isinstance(given, dict) else {}
-    return View.of(**{name: given.get(name) for name in VIEW_FIELDS})
+@dataclass(frozen=True)
+class Viewed:
+    """What the viewer says with an event (JSON: anatomy/viewer/controls.js's view, the open tab, and Why this
+    word's comparison word), read as a link's values are: anything unreadable becomes the default."""
+
+    view: View = View()
+    tab: Tab = Tab.HEADS
+    foil: str = ""
+
+    @classmethod
+    def of(cls, text) -> Viewed:
+        try:
+            given = json.loads(text) if text else {}
+        except (TypeError, ValueError):
+            given = {}
+        given = given if isinstance(given, dict) else {}
+        foil = given.get("foil")
+        return cls(View.of(**{name: given.get(name) for name in VIEW_FIELDS}), Tab.of(given.get("tab")),
+                   foil if isinstance(foil, str) else "")
 
 
 @dataclass(frozen=True)
@@ -122,8 +132,7 @@ class Inputs:
             return values
         settings = {name: values[c] for name, c in page.settings.items() if c in values}
         state = {name: values[c] for name, c in page.state.items() if c in values}
-        tab = state.pop("tab", None)
-        return cls(settings=PageSettings(**settings), view=viewed(values.get(page.view)),
-                   tab=Tab.of(tab),
+        viewed = Viewed.of(values.get(page.view))
+        return cls(settings=PageSettings(**settings), view=viewed.view, tab=viewed.tab, foil=viewed.foil,
                    animation=AnimationSettings(**{name: values[c] for name, c in page.animation.controls.items()
                                                   if c in values}), **state)

@@ -5,7 +5,6 @@ import gradio as gr
 
 from .handlers import Handlers
 from .layout import Page
-from .values import Tab
 
 # The rule: an event whose handler runs a forward or backward pass of a model (translate, inspect, a beam candidate,
 # a link, the untrained twin, head importance, the softmax walk's q, k, v, heads off, the API) runs in MODEL, one at
@@ -50,15 +49,12 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # Inputs given as a set reach the handler as one dict keyed by component, which it reads as ui.values.Inputs:
     # no handler depends on the order of its inputs.
     controls = {p.view}
-    asked = {*p.settings.values(), p.signal, p.tab}  # what a translation is asked with
-    asked |= controls  # the walk's q, k, v for the view (and the step the run opens at)
-    tab_inputs = {p.run, p.twin, p.judged, p.explained, p.tab, p.direction, *controls}
+    # what a translation is asked with; the view (with the open tab) for the walk's q, k, v and the tab's data
+    asked = {*p.settings.values(), p.signal, *controls}
+    tab_inputs = {p.run, p.twin, p.judged, p.explained, p.direction, *controls}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
-             p.offline.file, p.pick_head, p.run, p.trace_data]
-    tab_outputs = [p.pick_head, p.stats, p.explain_data, p.importance_data, p.importance_list, p.log_probs,
-                   p.corpus_row,
-                   p.pruning, p.twin_data, p.compare_text, p.pe_data, p.arch, p.card, p.params, p.curves,
-                   p.training_md]
+             p.offline.file, p.run, p.trace_data]
+    tab_outputs = [p.tab_data, p.explain_data, p.importance_data, p.twin_data, p.pe_data]
     # a model event sends its Run, what the page shows of it and the open tab's data in one event (Handlers._made)
     made = list(dict.fromkeys([p.run, p.twin, p.judged, p.explained, p.vectors, p.run_info, *shown, p.replay,
                                *tab_outputs]))
@@ -72,11 +68,14 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.walk_btn.click(h.walk, walked, [p.vectors, p.walk_data], **MODEL, **reading_view(p, walked))
     p.norms_btn.click(h.weigh, {p.run, p.norms}, [p.norms, p.norms_data], **MODEL)
 
-    # Why this word of a new Run, when its tab is open: seconds of model passes, so an event of its own after the
-    # Run's (whose translation the page shows first), asked by app.js only while the tab is open (a closed tab adds
-    # no event to a translation), its progress on the tab's first figure.
-    p.explain_btn.click(h.explain_trace, {p.run, p.explained, p.tab}, [p.explained], **MODEL,
-                        show_progress_on=[p.why_step]).then(**tab_view)
+    # What the open tab shows of a model, when it opens, and Why this word of a new Run while its tab is open: seconds
+    # of model passes, so an event of its own after the Run's (whose translation the page shows first), asked by the
+    # viewer only while the tab is open (a closed tab adds no event to a translation), its progress over the tabs.
+    # A tab that needs no model asks for its contents alone (tab_btn).
+    making = {p.run, p.twin, p.judged, p.explained, *controls}
+    p.make_btn.click(h.make_tab, making, [p.twin, p.judged, p.explained], **MODEL, show_progress_on=[p.below],
+                     **reading_view(p, making)).then(**tab_view)
+    p.tab_btn.click(**tab_view)
 
     def explained_after(event) -> None:
         event.then(None, js=js("explainIfOpen()"), show_progress="hidden", api_visibility="private")
@@ -85,9 +84,9 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     explained_after(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL,
                           **reading_view(p, asked)))
     p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
-    forced = {p.run, p.forced, p.tab, p.judged, p.direction, *controls}
+    forced = {p.run, p.forced, p.judged, p.direction, *controls}
     explained_after(p.force_btn.click(h.force, forced, made, **MODEL, **reading_view(p, forced)))
-    picked = {p.run, p.tab, p.judged, p.direction, *controls}
+    picked = {p.run, p.judged, p.direction, *controls}
     explained_after(p.candidates.select(h.candidate, picked, made, **MODEL, **reading_view(p, picked)))
     if p.examples is not None:
         explained_after(p.examples.load_input_event.then(
@@ -101,27 +100,18 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
           api_visibility="private")
     p.view_set.change(None, [p.view_set], None, js=js("open(args[0])"), show_progress="hidden",
                       api_visibility="private")
-    gr.on([p.pe_dims.change, p.method.change], None, [p.pe_dims, p.method], None, js=js("tabs(...args)"),
-          show_progress="hidden", api_visibility="private")
-    # a head opened from below (a row of head statistics, All heads' picker): the large view comes into sight
-    p.stats.select(h.stat_pick, None, [p.view_set], **DRAW).success(None, js=js("reveal('heatmap')"))
-    p.pick_head.input(h.pick_head, [p.pick_head], [p.view_set], **DRAW).success(None, js=js("reveal('heatmap')"))
+    p.tab_data.change(None, [p.tab_data], None, js=js("tabData(args[0])"), show_progress="hidden",
+                      api_visibility="private")
 
-    # Tabs: computed when opened; the untrained twin, head importance and why each piece only for their own tabs
-    # (model passes), each kept in its state; the progress shows on the tab's first figure
-    made_for = {Tab.COMPARE: (h.make_twin, p.twin, p.cmp_trained), Tab.IMPORTANCE: (h.judge, p.judged, p.importance),
-                Tab.WHY: (h.explain_trace, p.explained, p.why_step)}
-    gr.on([t.select for t in p.tabs if t.id not in made_for], h.open_tab, None, [p.tab], **DRAW).then(**tab_view)
-    for tab in (t for t in p.tabs if t.id in made_for):
-        make, state, shown_on = made_for[tab.id]
-        tab.select(h.open_tab, None, [p.tab], **DRAW).then(make, {p.run, state, p.tab}, [state], **MODEL,
-                                                           show_progress_on=[shown_on]).then(**tab_view)
+    # Tabs (the viewer's): the viewer asks for a tab's contents when it opens (tab_btn), and for what it shows of a
+    # model first (make_btn: the untrained twin, head importance, why each piece), in the model's slot, its progress
+    # over the tabs
     # why the step's piece and not another: a model pass for the step
-    contrasted = {p.run, p.explained, p.foil, *controls}
-    gr.on([p.foil_btn.click, p.foil.submit], h.contrast, contrasted, [p.explained], **MODEL,
-          show_progress_on=[p.why_step], **reading_view(p, contrasted)).then(**tab_view)
+    contrasted = {p.run, p.explained, *controls}
+    p.contrast_btn.click(h.contrast, contrasted, [p.explained], **MODEL, show_progress_on=[p.below],
+                         **reading_view(p, contrasted)).then(**tab_view)
 
-    p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, p.pe_dims, *tab_outputs], **DRAW,
+    p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, *tab_outputs], **DRAW,
                        **reading_view(p, tab_inputs))
 
     # Heads off: a checkbox, a click on a head (app.js names it and clicks toggle_head), or Reset translates the
@@ -146,8 +136,9 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     demo.load(None, js=js("opened()"), show_progress="hidden", api_visibility="private")
     p.address_btn.click(h.load_link, None, loaded, **DRAW)
     # the link's own view, not the viewer's (the link sets it)
-    p.link_btn.click(h.open_link, {p.signal, p.tab, p.judged},
-                     list(dict.fromkeys([*loaded, *made, p.toured, p.tour_data])), **MODEL)
+    linked = {p.signal, p.judged, *controls}  # the viewer's open tab; the link's own view
+    p.link_btn.click(h.open_link, linked, list(dict.fromkeys([*loaded, *made, p.toured, p.tour_data])), **MODEL,
+                     **reading_view(p, linked))
 
     # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
     p.tour_btn.click(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data], **MODEL)

@@ -23,7 +23,8 @@ export const PLACEHOLDER = "Translate a sentence to see this";
  *   `importanceMaps`, `logProbChange`), and the direction that names their files
  * @typedef {{payload: Object | null, twin: Object | null, walk: Walk | null, positional: Positional | null,
  *   importance: Importance | null, explain: import("./explain.js").Explain | null,
- *   norms: import("./weights.js").Norms | null}} Data
+ *   norms: import("./weights.js").Norms | null, figures: Object<string, Figure | null> | null}} Data  `figures`:
+ *   those the server drew, by box
  * @typedef {View & {query: number}} Shown  a view with the walk's query (from 1)
  */
 
@@ -129,6 +130,10 @@ const encoding = (part) => ({needs: "positional",
     return positional(p, p.source || [], look)[part];
   }});
 
+// a figure the server drew (the architecture, the parameters, the training curves, the pruning curves)
+const served = (name) => ({needs: "figures", depends: (v, versions) => [versions.figures],
+                           make: (v, d, look) => d.figures[name] || emptyFigure(look, PLACEHOLDER, 300)});
+
 const judged = (part, draw, name) => ({needs: "importance",
   depends: (v, versions) => [versions.importance],
   make: (v, d, look) => d.importance[part]
@@ -177,4 +182,6 @@ export const BOXES = {
   importance: judged("maps", importanceMaps, "head-importance"),
   "log-probs": judged("changes", logProbChange, "heads-off-log-p"),
   "corpus-importance": judged("corpus", importanceMaps, "corpus-head-importance"),
+  architecture: served("architecture"), parameters: served("parameters"), training: served("training"),
+  pruning: served("pruning"),
 };

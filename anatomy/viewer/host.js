@@ -18,8 +18,9 @@ import {setNorms} from "./weights.js";
  */
 export function createHost(options) {
   const {look, config} = options;
-  const data = {payload: null, twin: null, walk: null, positional: null, importance: null, explain: null, norms: null};
-  const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0, explain: 0, norms: 0};
+  const data = {payload: null, twin: null, walk: null, positional: null, importance: null, explain: null, norms: null,
+                figures: null};
+  const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0, explain: 0, norms: 0, figures: 0};
   const texts = {};  // each datum as last set, as JSON
   let view = null, asked = "", askedNorms = -1, loading = false, later = false;
   const drawn = new WeakMap(), drawnData = new WeakMap();

@@ -1,9 +1,9 @@
 // Transformer Anatomy in the browser: the viewer's drawing and view controls, presenter mode, keyboard stepping,
 // figure export, share links and the guided tour. Loaded once with the page (launch(js=...), after the viewer's
 // bundle, which made `viewer`: anatomy/viewer/host.js, `controls`: controls.js (the view controls and keys),
-// `screens`: screen.js (the figures' fitting, presenter mode, the line view's hover, export) and `tours`: tour.js;
-// `tabs`: each tab's name by its id); the page's events call window.anatomy.*.
-(viewer, controls, screens, tours, tabs) => {
+// `tabbed`: tabs.js (the tabs and their own controls), `screens`: screen.js (the figures' fitting, presenter mode,
+// the line view's hover, export) and `tours`: tour.js); the page's events call window.anatomy.*.
+(viewer, controls, tabbed, screens, tours) => {
   // Gradio's plots and the viewer's boxes; a click on a head switches it off or on through the toggle-head button
   const screen = screens.createScreen(document, {
     figures: '[data-testid=plotly]',
@@ -26,8 +26,19 @@
         .forEach(([name, value]) => viewer.set(name, value));
       const view = A.mount();
       if (payload && viewer.version('payload') !== before) {
-        view.fit(controls.shapeOf(payload));
+        A.shape = controls.shapeOf(payload);
+        A.kinds = payload.kinds.map(k => ({name: k.name, label: k.label}));
+        view.fit(A.shape);
         if (payload.opens_at) view.set(payload.opens_at);
+      }
+      // Head importance's parts that are there only for some translations and models
+      document.getElementById('log-probs').hidden = !(importance && importance.changes);
+      document.getElementById('corpus-row').hidden = !(importance && importance.corpus);
+      // another model's encoding: its own default curves
+      if (positional && positional.d_model !== A.dModel) {
+        A.dModel = positional.d_model;
+        A.tabView.dims = null;
+        A.tabs.showDims(positional.dims);
       }
       // a tour is of one translation: another one on the page ends it
       if (A.guide && A.guide.isOpen() && JSON.stringify(A.tourData.of) !== viewer.shownKey()) A.guide.close();
@@ -39,8 +50,17 @@
       if (A.view) return A.view;
       const root = document.getElementById('view-controls');
       A.offer = JSON.parse(root.dataset.offer);
-      A.view = controls.createControls(root, {walk: true, weights: A.offer.weights, shape: A.offer.shape,
+      A.shape = A.offer.shape;
+      A.view = controls.createControls(root, {walk: true, weights: A.offer.weights, shape: A.shape,
                                               changed: A.changed});
+      const redraw = () => A.changed(A.view.view());
+      A.tabs = tabbed.createTabs(document.getElementById('anatomy-tabs'), {
+        opened: A.openedTab,
+        openHead: v => { A.open(v); A.reveal('heatmap'); },
+        dims: dims => { A.tabView.dims = dims; redraw(); },
+        method: method => { A.tabView.method = method; redraw(); },
+        contrast: foil => { A.foil = foil; A.ask('contrast-ask'); },
+      });
       controls.bindKeys(document, A.view, {v: () => screen.on && A.toggleView()});
       document.getElementById('view-toggle').addEventListener('click', () => A.toggleView());
       A.changed(A.view.view());
@@ -52,13 +72,41 @@
       viewer.view(Object.assign({}, v, A.tabView));
       const help = document.getElementById('kind-help');
       if (help && A.offer) help.innerHTML = A.offer.help[v.kind] || '';
+      // the all-heads picker offers the shown kind's heads
+      const kind = A.shape.kinds.find(k => k.name === v.kind);
+      const picks = kind && `${kind.layers}:${kind.heads}`;
+      if (picks && picks !== A.picks) {
+        A.picks = picks;
+        A.tabs.pickHeads(kind.layers, kind.heads);
+      }
       A.draw();
     },
-    // The tabs' own view controls (still the page's: Positional encoding's dimensions, Why this word's method).
+    // The tabs' own view controls: Positional encoding's dimensions, Why this word's method.
     tabView: {dims: null, method: null},
-    tabs(dims, method) {
-      A.tabView = {dims, method};
-      A.changed(A.mount().view());
+    // A tab opened: its contents asked for, after what it shows of a model (the untrained twin, head importance,
+    // why each piece: a model event) when it needs one.
+    openedTab(tab) {
+      A.ask(['compare', 'importance', 'why'].includes(tab) ? 'make-ask' : 'tab-ask');
+      A.draw();
+    },
+    // The open tab's tables, texts and server-drawn figures (ui/handlers.py `_tab`), each kept until replaced.
+    tabData(d) {
+      if (!d) return;
+      const html = {importance_list: 'importance-list', compare: 'compare-text', card: 'model-card',
+                    training_card: 'training-card'};
+      for (const [key, id] of Object.entries(html)) {
+        if (key in d) document.getElementById(id).innerHTML = d[key];
+      }
+      if (d.stats) A.tabs.stats(d.stats, A.kinds || []);
+      if (d.figures) {
+        A.figures = Object.assign({}, A.figures, d.figures);
+        viewer.set('figures', A.figures);
+      }
+      A.draw();
+    },
+    // A click on one of the page's hidden buttons: an event that asks the server (ui/wiring.py).
+    ask(id) {
+      document.getElementById(id)?.click();
     },
     // A view a handler opens (a link, a head picked below): the controls set, then drawn.
     open(v) {
@@ -70,7 +118,7 @@
     },
     // The viewer's view, for an event that reads it (ui/wiring.py reading_view).
     viewed() {
-      return JSON.stringify(A.mount().view());
+      return JSON.stringify(Object.assign(A.mount().view(), {tab: A.tabs.open(), foil: A.foil || ''}));
     },
     // The tour the server made (anatomy/payload.py tour_payload), opened at its start stop; each stop opens its
     // tab and view.
@@ -86,9 +134,8 @@
       A.guide.open(data, data.start);
     },
     applyView(v) {
-      const tab = Array.from(document.querySelectorAll('button[role=tab]'))
-        .find(b => b.textContent.trim() === tabs[v.tab]);
-      if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();
+      A.mount();
+      A.tabs.select(v.tab);
       A.open({kind: v.kind, layer: v.layer, head: v.head, step: v.step, display: v.display});
     },
     // One drawing for the changes that come in one task (the viewer reads a new translation's own step, layer and
@@ -109,9 +156,7 @@
     // A new translation while Why this word is open: ask for its explanation (a model event, only then: a closed
     // tab sends the server nothing).
     explainIfOpen() {
-      if (document.querySelector('#why-step .anatomy-plot')?.offsetParent) {
-        document.querySelector('#explain-ask')?.click();
-      }
+      if (A.tabs && A.tabs.open() === 'why') A.ask('make-ask');
     },
     // A click far below that opened a head in the large view: the view comes into sight, with a flash.
     reveal(id) {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import gradio as gr
 import numpy as np
@@ -86,7 +87,8 @@ def test_a_head_switched_off_is_sent_with_the_page_and_the_open_tab_in_its_own_e
                                                                   if c is not p.trace_data}
     assert out[p.trace_data]["pieces"] == shown[p.trace_data]["pieces"] and out[p.ablation]["visible"] is True
     assert (p.twin_data in out) == (tab == Tab.COMPARE) and (p.importance_data in out) == (tab == Tab.IMPORTANCE)
-    assert (p.pick_head in out) and out[p.trace_data]["opens_at"]["step"] == len(new.trace.output_tokens)
+    assert (p.tab_data in out) == (tab != Tab.HEADS)  # All heads is the viewer's own, from the payload
+    assert out[p.trace_data]["opens_at"]["step"] == len(new.trace.output_tokens)
     assert tiny.ablate(Inputs(settings=PageSettings(key="de-en", heads_off=OFF), run=new, tab=tab,
                               view=view)) == gr.skip()  # unchanged heads: nothing to send
 
@@ -139,9 +141,10 @@ def test_the_head_importance_tab_shows_the_measures_of_every_head(tiny):
     assert np.allclose(np.subtract(data["changes"]["after"], data["changes"]["before"]),
                        run.ablation.ablated_log_probs - run.ablation.log_probs)
     top, drop = expected.ablation.ranked()[0]
-    assert f"{ablation_views.head_label(top.kind, top.layer, top.head)} | {drop:+.3f}" in out[
-        tiny.page.importance_list]
-    assert out[tiny.page.log_probs]["visible"] is True
+    listed = out[tiny.page.tab_data]["importance_list"]  # HTML, from the list's markdown
+    label = re.escape(ablation_views.head_label(top.kind, top.layer, top.head))
+    assert re.search(rf"<td>{label}</td>\s*<td[^>]*>{re.escape(f'{drop:+.3f}')}</td>", listed)
+    assert data["changes"] is not None  # the viewer shows the heads-off change in log p
     unjudged = tiny._tab(Inputs(run=run, tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
     assert unjudged[tiny.page.importance_data]["maps"] is None
 
@@ -193,17 +196,17 @@ def test_the_tab_shows_the_corpus_importance_of_a_model_whose_folder_has_it(fold
     run = run_of(h, SENTENCE)
     out = h._tab(Inputs(run=run, judged=h.judge(Inputs(run=run)), tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)),
                  "de-en")
-    assert out[h.page.corpus_row]["visible"] is True
     corpus = out[h.page.importance_data]["corpus"]
     assert corpus["measures"][0]["title"] == "importance over 7 tatoeba val sentences"
     assert all(np.allclose(k["values"][0], 0.5) for k in corpus["kinds"])
-    curve = json.loads(out[h.page.pruning].plot)
+    curve = out[h.page.tab_data]["figures"]["pruning"]
     assert "0 heads off, < 1 BLEU lost" in json.dumps(curve["layout"])  # 1 BLEU lost with the first head
 
 
 def test_without_heads_json_the_corpus_row_stays_hidden(tiny):
     out = tiny._tab(Inputs(run=run_of(tiny, SENTENCE), tab=Tab.IMPORTANCE, view=View().fit(2, 2, 99)), "de-en")
-    assert out[tiny.page.corpus_row]["visible"] is False
+    assert out[tiny.page.importance_data]["corpus"] is None  # the viewer keeps the corpus row hidden
+    assert out[tiny.page.tab_data]["figures"]["pruning"] is None
 
 
 # Heads off that change the attention maps too: encoder:1.1 feeds encoder layer 2 and the memory that cross-attention
@@ -247,7 +250,7 @@ def test_what_is_read_again_from_a_trace_made_with_heads_off_keeps_those_heads_o
     assert twin.trace.settings.heads_off == "" and _same(
         twin.trace, tiny.registry.get("de-en").twin().force_output(run.trace.source_ids, run.trace.output_ids, top_k=1))
     compare = tiny._tab(Inputs(run=run, twin=twin, tab=Tab.COMPARE, view=View().fit(2, 2, 99)), "de-en")
-    assert "The untrained twin has every head on" in compare[p.compare_text]
+    assert "The untrained twin has every head on" in compare[p.tab_data]["compare"]
 
 
 def _stopped_stream(h):

@@ -39,17 +39,16 @@ def test_head_statistics_table_opens_the_picked_head(tiny):
     run = run_of(tiny, max_new=6)
     c = tiny.registry.get("de-en").config
     stats = tiny.tab_view(Inputs(run=run, tab=Tab.STATS, settings=PageSettings(key="de-en"),
-                                 view=View.of("cross", 1, "mean", False)))[p.stats]
-    rows = stats["value"]
+                                 view=View.of("cross", 1, "mean", False)))[p.tab_data]["stats"]
+    rows = stats["rows"]
     assert len(rows) == (c.n_encoder_layers + 2 * c.n_decoder_layers) * c.n_heads
     assert stats["headers"][:3] == ["attention", "layer", "head"]
     cross = [r for r in rows if r[0] == "cross-attention"]
     assert len(cross) == c.n_decoder_layers * c.n_heads and all(-1 <= r[-1] <= 1 for r in cross)
-    # a click on a row (the table may be sorted: the row's own values say which head it is)
-    row = next(r for r in rows if r[0] == "decoder masked self-attention" and r[1] == 2 and r[2] == 1)
-    opened = tiny.stat_pick(gr.SelectData(None, {"index": [0, 3], "value": row[3], "row_value": row}))
-    assert (opened["kind"], opened["layer"], opened["head"]) == ("decoder", 2, "1")
-    assert tiny.stat_pick(gr.SelectData(None, {"index": 0, "value": None})) == gr.skip()
+    # a row names its head by the kind's label, which the payload gives the viewer with the kind's name
+    # (anatomy/viewer/tabs.js opens the clicked row's head)
+    labels = {k["name"]: k["label"] for k in show(tiny, run)[-1][p.trace_data]["kinds"]}
+    assert {r[0] for r in rows} == set(labels.values()) and labels["decoder"] == "decoder masked self-attention"
 
 
 @pytest.mark.slow  # node draws
@@ -233,15 +232,16 @@ def test_architecture_view_follows_the_input(tiny):
     c = entry.config
     out = tiny.tab_view(Inputs(run=run, tab=Tab.ARCHITECTURE, settings=PageSettings(key="de-en"),
                                view=View.of("cross", 1, "mean", False)))
-    text = json.dumps([a.get("text", "") for a in json.loads(out[p.arch].plot)["layout"]["annotations"]])
+    shown = out[p.tab_data]  # the figures as Plotly JSON, the card as HTML, for the viewer
+    text = json.dumps([a.get("text", "") for a in shown["figures"]["architecture"]["layout"]["annotations"]])
     S, T = len(run.trace.source_tokens), len(run.trace.target_tokens)
     assert f"(B, h, T, S) = (1, {c.n_heads}, {T}, {S})" in text  # cross-attention weights of this input
     assert f"(B, T, V) = (1, {T}, {c.vocab_size})" in text
-    assert "d_model" in out[p.card]
-    assert f"✓ equals the model's {entry.checkpoint.model.num_parameters():,}" in out[p.card]
+    assert "d_model" in shown["card"] and shown["figures"]["parameters"]["data"]
+    assert f"✓ equals the model's {entry.checkpoint.model.num_parameters():,}" in shown["card"]
     before = tiny.tab_view(Inputs(tab=Tab.ARCHITECTURE, settings=PageSettings(key="de-en"),
                                   view=View.of("cross", 1, "mean", False)))
-    assert "(B, T, V) = (1, 1, " in json.dumps(json.loads(before[p.arch].plot)["layout"]["annotations"])
+    assert "(B, T, V) = (1, 1, " in json.dumps(before[p.tab_data]["figures"]["architecture"]["layout"]["annotations"])
 
 
 def test_training_view_shows_curves_and_the_model_card(tmp_path):
@@ -253,10 +253,10 @@ def test_training_view_shows_curves_and_the_model_card(tmp_path):
     h = app.create_app([str(folder)]).anatomy
     out = h.tab_view(Inputs(tab=Tab.TRAINING, settings=PageSettings(key="en-de"),
                             view=View.of("cross", 1, "mean", False)))
-    bleu = next(t for t in json.loads(out[h.page.curves].plot)["data"] if t["name"] == "val BLEU")
+    bleu = next(t for t in out[h.page.tab_data]["figures"]["training"]["data"] if t["name"] == "val BLEU")
     assert (list(bleu["x"]), list(bleu["y"])) == ([r["epoch"] for r in METRICS], [r["val_bleu"] for r in METRICS])
-    training = out[h.page.training_md]
-    assert "# captions-en-de\n\nScores on Multi30k val: BLEU 4.25." in training
+    training = out[h.page.tab_data]["training_card"]  # HTML, from the card's markdown
+    assert "<h1>captions-en-de</h1>\n<p>Scores on Multi30k val: BLEU 4.25.</p>" in training
     assert "pipeline_tag" not in training  # the card's front matter is left out
     assert h.registry.choices() == [("English → German · image captions", "en-de")]
 

@@ -61,11 +61,11 @@ def _pages(tiny):
     base = {c: getattr(c, "value", None) for c in tiny.demo.blocks.values()}
     base.update({p.text: SENTENCE, p.forced: SENTENCE, p.api_text: SENTENCE, p.api_direction: "de-en",
                  p.direction: "de-en", p.link: link, p.signal: StopSignal(), p.heads_off: ["encoder:1.1"],
-                 p.run: None, p.twin: None, p.tab: Tab.HEADS})
+                 p.run: None, p.twin: None})
     yield base
     for run in (run_of(tiny, max_new=4), run_of(tiny, beam=2, max_new=4)):
         for tab in Tab:
-            yield {**base, p.run: run, p.tab: tab}
+            yield {**base, p.run: run, p.view: json.dumps({"tab": tab.value})}
         for display in DISPLAYS:
             yield {**base, p.run: run, p.view: json.dumps({"display": display})}
 
@@ -210,12 +210,13 @@ def test_twenty_visitors_replaying_in_slow_motion_do_not_delay_a_21st_visitor_s_
 def test_a_view_control_or_new_data_draws_in_the_browser_only(tiny):
     """The view controls are the viewer's (anatomy/viewer/controls.js, not components): a view change makes no
     request to the server (benchmarks/page.py counts them in Chromium). A change of the data the viewer draws from,
-    of a view a handler opens or of a tab's own control (the positional encoding's dimensions, the attribution
-    method) runs the viewer's JavaScript and no Python; an event that reads the view has the viewer fill it in."""
+    of a view a handler opens or of the open tab's contents runs the viewer's JavaScript and no Python; an event
+    that reads the view has the viewer fill it in."""
     p = tiny.page
     data = [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data, p.norms_data]
-    assert not any(hasattr(p, name) for name in ("kind", "layer", "head", "step", "display", "weights"))
-    for call, drawn in (("data", data), ("open", [p.view_set]), ("tabs", [p.pe_dims, p.method])):
+    assert not any(hasattr(p, name) for name in ("kind", "layer", "head", "step", "display", "weights", "tab",
+                                                 "pe_dims", "method", "pick_head"))
+    for call, drawn in (("data", data), ("open", [p.view_set]), ("tabData", [p.tab_data])):
         draws = [fn for fn in tiny.demo.fns.values() if fn.js and f"anatomy.{call}(" in fn.js]
         assert len(draws) == 1 and draws[0].fn is None
         assert [c._id for c in draws[0].inputs] == [c._id for c in drawn]
@@ -247,7 +248,7 @@ def test_a_page_load_runs_no_model_event_unless_its_address_has_text_and_then_on
     assert not any(fn.trigger_after in (address._id, link._id) for fn in tiny.demo.fns.values())
     p = tiny.page
     base = {c: getattr(c, "value", None) for c in tiny.demo.blocks.values()}
-    base.update({p.signal: StopSignal(), p.tab: Tab.HEADS})
+    base.update({p.signal: StopSignal()})
     plain = types.SimpleNamespace(query_params={"view": "encoder", "layer": "1"})
     assert not _passes(tiny.open_link, special_args(link.fn, _inputs(link, base), plain)[0])
     out = tiny.open_link(_inputs(link, base)[0], types.SimpleNamespace(

@@ -241,19 +241,25 @@ def test_export_animation_on_the_page_animates_the_shown_translation_and_view(ti
     p, a = tiny.page, tiny.page.animation
     run = run_of(tiny, max_new=5)
     monkeypatch.setattr(Translator, "translate", lambda *args, **kwargs: pytest.fail("the model ran"))
-    values = {p.run: run, p.view: json.dumps({"kind": "decoder", "layer": 1, "head": "2", "merge": False,
-                                              "plain": True, "hide": False}), a.layout: "heatmap", a.size: "1920x1080", a.seconds: 0.5, a.suffix: ".gif"}
-    path = Path(tiny.animate_page(values)[a.file])
+    shown = {"kind": "decoder", "layer": 1, "head": "2", "merge": False, "plain": True, "hide": False,
+             "animation": {"layout": "heatmap", "size": "1920x1080", "seconds": 0.5, "suffix": ".gif"}}
+
+    def asked(**changes) -> dict:  # the view and Export animation's settings, as the viewer sends them
+        return {p.view: json.dumps({**shown, **changes, "animation": {**shown["animation"],
+                                                                        **changes.get("animation", {})}})}
+
+    values = {p.run: run, **asked()}
+    path = Path(tiny.animate_page(values)[a.file]["value"])
     assert path.name == "de-en_decoder-masked-self-attention_layer1_head2_decoding-heatmap.gif"
     with Image.open(path) as gif:
         assert gif.size == (1920, 1080) and gif.n_frames == len(run.trace.output_tokens) + 1
         assert gif.info["duration"] == 1500
     monkeypatch.setitem(sys.modules, "av", None)
     with pytest.warns(UserWarning, match="PyAV"):
-        zipped = Path(tiny.animate_page({**values, a.suffix: ".mp4"})[a.file])
+        zipped = Path(tiny.animate_page({**values, **asked(animation={"suffix": ".mp4"})})[a.file]["value"])
     assert zipped.suffix == ".zip" and zipped.stem == path.stem
     for refused, message in (({p.run: None}, "Translate a sentence first"),
-                             ({p.view: json.dumps({"kind": "encoder"}), a.layout: "bar"}, "choose the heatmap layout")):
+                             (asked(kind="encoder", animation={"layout": "bar"}), "choose the heatmap layout")):
         with pytest.raises(gr.Error, match=message):
             tiny.animate_page({**values, **refused})
 

@@ -122,7 +122,7 @@ def test_link_restores_the_exact_view(tiny):
     opened = loaded[p.view_set]
     assert (opened["kind"], opened["layer"], opened["head"], opened["merge"], opened["step"]) == (
         "decoder", 2, "2", True, 4)
-    assert p.presenter not in loaded
+    assert "presenter" not in loaded[p.view_set]  # a link without it leaves presenter mode as it is
     again = tiny.translate_link(Inputs(signal=StopSignal(), link=link))[p.run]
     assert again.request.key == "en-de" and again.request.decoding.beam_size == 3
     out = show(tiny, again, "decoder", 2, "2", True)[-1]

@@ -616,7 +616,7 @@ class Handlers:
         c, view = entry.config, link.view  # the view fitted to this model by parse_link
         d = link.decoding
         out = {p.link: link, p.beam: d.beam_size, p.max_new: d.max_new_tokens or 0, p.lp: d.length_penalty,
-               p.view_set: opened(view)}
+               p.view_set: {**opened(view), **({} if link.presenter is None else {"presenter": link.presenter})}}
         # Hub models join the registry in the background: each page load offers those loaded by then.
         status = self.registry.status()
         out[p.direction] = gr.update(choices=self.registry.choices(), value=link.key or self.registry.default_key)
@@ -627,8 +627,6 @@ class Handlers:
         out[p.heads_off] = gr.update(choices=ablation_views.head_choices(c), value=off)
         if off:
             out[p.heads_off_panel] = gr.update(open=True)
-        if link.presenter is not None:
-            out[p.presenter] = link.presenter
         return out
 
     def example_settings(self, direction):
@@ -658,7 +656,7 @@ class Handlers:
                              traces.animation_path(export.file_name(i.run.request.key, animation, suffix)))
         if done.notice:
             gr.Warning(done.notice)
-        return {self.page.animation.file: str(done.path)}
+        return {self.page.animation.file: gr.update(value=str(done.path), visible=True)}
 
     def api_animate(self, text: str, direction: str = "de-en", kind: str | None = None, layer: int | None = None,
                     head: int | str | None = None, layout: str | None = None, size: str | None = None,

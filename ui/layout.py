@@ -24,24 +24,15 @@ DEFAULTS = {"max": 0, "k": 5, "slow": 0.0, "view": View().kind, "merge": False}
 
 @dataclass
 class AnimationControls:
-    """Export animation: the page's controls, and the /animate endpoint's own components (never shown; text and
-    direction are /translate's)."""
+    """Export animation: what the viewer asks with and the file it gets, and the /animate endpoint's own components
+    (never shown; text and direction are /translate's)."""
 
-    layout: gr.Radio
-    size: gr.Radio
-    seconds: gr.Slider
-    suffix: gr.Radio  # the file's format
-    button: gr.Button
+    button: gr.Button  # clicked by the viewer's Make the animation (app.js), with the view and its settings
     file: gr.File
     api: dict[str, gr.components.Component]  # by Handlers.api_animate's parameter, after text and direction
     api_file: gr.File
     api_notice: gr.Textbox
     api_btn: gr.Button
-
-    @property
-    def controls(self) -> dict[str, gr.components.Component]:
-        """By ui.values.AnimationSettings field."""
-        return dict(layout=self.layout, size=self.size, seconds=self.seconds, suffix=self.suffix)
 
 
 @dataclass
@@ -83,12 +74,6 @@ class Page:
     tour_data: gr.JSON  # for app.js: that tour's stops (anatomy.payload.tour_payload), and the stop to open
     tour_btn: gr.Button
     # header
-    presenter: gr.Checkbox
-    export_figure: gr.Dropdown  # the elem_id of the figure to export
-    export_frame: gr.Checkbox
-    export_wide: gr.Checkbox
-    png_btn: gr.Button
-    svg_btn: gr.Button
     animation: AnimationControls
     offline: PageExport
     # settings
@@ -222,21 +207,46 @@ def box(elem_id: str, visible: bool = True) -> gr.HTML:
     return gr.HTML(BOX, elem_id=elem_id, elem_classes=["anatomy-box"], padding=False, visible=visible)
 
 
-def animation_controls() -> AnimationControls:
-    """Export animation, under the figure export, and the /animate endpoint's hidden components (JSON, so that any
-    JSON value reaches the handler, which answers a bad one with a notice)."""
-    with gr.Accordion("Export animation (GIF / MP4)", open=False, elem_id="export-animation"):
-        layout = gr.Radio([("bars: the step's row", "bar"), ("heatmap, row by row", "heatmap")], value="bar",
-                          label="Decoding, one frame per piece, as", elem_id="animation-layout")
-        size = gr.Radio([("1280 × 720", "1280x720"), ("1920 × 1080", "1920x1080")], value="1280x720",
-                        label="Size (16:9 slide)", elem_id="animation-size")
-        seconds = gr.Slider(MIN_SECONDS, 3.0, value=0.8, step=0.1, label="Seconds per frame (first and last held "
-                            f"{HOLD}×)", elem_id="animation-seconds")
-        suffix = gr.Radio([("GIF", ".gif"), ("MP4 (H.264)", ".mp4")], value=".gif", label="Format",
-                          elem_id="animation-format")
-        button = gr.Button("Make the animation", size="sm", elem_id="animation-make")
-        file = gr.File(label="Animation of the shown translation and view", interactive=False,
-                       elem_id="animation-file")
+# Export animation's choices: (label, value) and the first chosen
+ANIMATION_LAYOUTS = [("bars: the step's row", "bar"), ("heatmap, row by row", "heatmap")]
+ANIMATION_SIZES = [("1280 × 720", "1280x720"), ("1920 × 1080", "1920x1080")]
+ANIMATION_FORMATS = [("GIF", ".gif"), ("MP4 (H.264)", ".mp4")]
+
+
+def _options(choices: list[tuple[str, str]]) -> str:
+    return "".join(f'<option value="{html.escape(value)}">{html.escape(label)}</option>' for label, value in choices)
+
+
+def header_html() -> str:
+    """The header's tools, the viewer's own (app.js): presenter mode, and one panel for both exports (a second one
+    would push the large view below the fold at 1600×1000): a figure (PNG, SVG, drawn in the page) and the
+    decoding's animation (made on the server: the animation button asks for it)."""
+    return (
+        '<label id="presenter" class="anatomy-check"><input type="checkbox"> Presenter mode</label>'
+        '<div id="presenter-info" class="anatomy-muted">Large type, figures fit the screen, white page: for talks</div>'
+        '<details id="export"><summary>Export a figure or animation</summary><div class="anatomy-export">'
+        f'<label class="anatomy-field">Figure <select id="export-figure">{_options(EXPORTS)}</select></label>'
+        '<label class="anatomy-check"><input id="export-frame" type="checkbox"> Keep the orange step frame</label>'
+        '<label class="anatomy-check"><input id="export-wide" type="checkbox"> 16:9 slide (1920 × 1080, large type)'
+        '</label><div class="anatomy-fields"><button id="export-png" type="button">PNG</button> '
+        '<button id="export-svg" type="button">SVG</button></div>'
+        '<details id="export-animation"><summary>Export animation (GIF / MP4)</summary>'
+        '<label class="anatomy-field">Decoding, one frame per piece, as <select id="animation-layout">'
+        f'{_options(ANIMATION_LAYOUTS)}</select></label>'
+        f'<label class="anatomy-field">Size (16:9 slide) <select id="animation-size">{_options(ANIMATION_SIZES)}'
+        '</select></label>'
+        f'<label class="anatomy-field">Seconds per frame (first and last held {HOLD}×) <input id="animation-seconds" '
+        f'type="number" min="{MIN_SECONDS}" max="3" step="0.1" value="0.8"></label>'
+        f'<label class="anatomy-field">Format <select id="animation-format">{_options(ANIMATION_FORMATS)}</select>'
+        '</label><div class="anatomy-fields"><button id="animation-make" type="button">Make the animation</button>'
+        '</div></details></div></details>')
+
+
+def animation_endpoint() -> AnimationControls:
+    """The animation's file and the button the viewer clicks for it, and the /animate endpoint's hidden components
+    (JSON, so that any JSON value reaches the handler, which answers a bad one with a notice)."""
+    file = gr.File(label="Animation of the shown translation and view", interactive=False, visible=False,
+                   elem_id="animation-file")
     with gr.Group(visible=False):
         api = {name: gr.JSON(value=None, label=name) for name in ("kind", "layer", "head", "layout", "size",
                                                                   "frame_seconds", "file_format", "merge_words",
@@ -244,7 +254,8 @@ def animation_controls() -> AnimationControls:
         api_file = gr.File(label="animation")
         api_notice = gr.Textbox(label="notice")
         api_btn = gr.Button("animate")
-    return AnimationControls(layout, size, seconds, suffix, button, file, api, api_file, api_notice, api_btn)
+    button = gr.Button("animate", elem_id="animation-ask", elem_classes=["anatomy-offscreen"])
+    return AnimationControls(button, file, api, api_file, api_notice, api_btn)
 
 
 def build_page(registry: ModelRegistry) -> Page:
@@ -256,17 +267,7 @@ def build_page(registry: ModelRegistry) -> Page:
             gr.Markdown("# Transformer Anatomy")
             gr.Markdown(INTRO, elem_classes=["anatomy-controls"])
         with gr.Column(scale=1, min_width=330, elem_id="header-tools"):
-            presenter = gr.Checkbox(False, label="Presenter mode", elem_id="presenter",
-                                    info="Large type, figures fit the screen, white page: for talks")
-            # One accordion for both exports: a second one would push the large view below the fold at 1600×1000.
-            with gr.Accordion("Export a figure or animation", open=False, elem_id="export"):
-                export_figure = gr.Dropdown(EXPORTS, value="heatmap", label="Figure", elem_id="export-figure")
-                export_frame = gr.Checkbox(False, label="Keep the orange step frame", elem_id="export-frame")
-                export_wide = gr.Checkbox(False, label="16:9 slide (1920 × 1080, large type)", elem_id="export-wide")
-                with gr.Row():
-                    png_btn = gr.Button("PNG", size="sm", elem_id="export-png")
-                    svg_btn = gr.Button("SVG", size="sm", elem_id="export-svg")
-                animation = animation_controls()
+            gr.HTML(header_html(), elem_id="header-view", padding=False)
     # Settings and result beside the large attention view: a translation and its attention above the fold.
     with gr.Row(equal_height=False, elem_id="main-row"):
         with gr.Column(scale=2, min_width=320):
@@ -327,6 +328,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 share_btn = gr.Button("Link to this view", size="sm", elem_id="share")
             page_file = gr.File(label="Page of this translation: one HTML file that opens offline", visible=False,
                                 interactive=False, elem_id="page-file")
+            animation = animation_endpoint()  # the file Export animation (in the header) makes
             share_url = gr.Textbox(label="Link to this view (text, settings, attention, layer, head, step)",
                                    interactive=False, buttons=["copy"], elem_id="share-url",
                                    placeholder="click Link to this view")
@@ -394,8 +396,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 tour_btn=tour_btn, norms_btn=norms_btn, explorer=explorer, view=view, view_set=view_set,
                 replay=gr.State(0),
                 trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
-                presenter=presenter, export_figure=export_figure, export_frame=export_frame,
-                export_wide=export_wide, png_btn=png_btn, svg_btn=svg_btn, animation=animation, offline=offline,
+                animation=animation, offline=offline,
                 direction=direction, model_notices=model_notices, text=text, text_hint=text_hint,
                 beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
                 translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, ablation=ablation,

@@ -85,12 +85,14 @@ VIEW_FIELDS = tuple(f.name for f in fields(View))
 
 @dataclass(frozen=True)
 class Viewed:
-    """What the viewer says with an event (JSON: anatomy/viewer/controls.js's view, the open tab, and Why this
-    word's comparison word), read as a link's values are: anything unreadable becomes the default."""
+    """What the viewer says with an event (JSON: anatomy/viewer/controls.js's view, the open tab, Why this word's
+    comparison word and Export animation's settings), read as a link's values are: anything unreadable becomes the
+    default (the animation's, when it is made: anatomy.export.Animation.of)."""
 
     view: View = View()
     tab: Tab = Tab.HEADS
     foil: str = ""
+    animation: AnimationSettings = AnimationSettings()
 
     @classmethod
     def of(cls, text) -> Viewed:
@@ -99,9 +101,11 @@ class Viewed:
         except (TypeError, ValueError):
             given = {}
         given = given if isinstance(given, dict) else {}
-        foil = given.get("foil")
+        foil, animation = given.get("foil"), given.get("animation")
+        animation = animation if isinstance(animation, dict) else {}
         return cls(View.of(**{name: given.get(name) for name in VIEW_FIELDS}), Tab.of(given.get("tab")),
-                   foil if isinstance(foil, str) else "")
+                   foil if isinstance(foil, str) else "",
+                   AnimationSettings(**{f.name: animation.get(f.name, f.default) for f in fields(AnimationSettings)}))
 
 
 @dataclass(frozen=True)
@@ -134,5 +138,4 @@ class Inputs:
         state = {name: values[c] for name, c in page.state.items() if c in values}
         viewed = Viewed.of(values.get(page.view))
         return cls(settings=PageSettings(**settings), view=viewed.view, tab=viewed.tab, foil=viewed.foil,
-                   animation=AnimationSettings(**{name: values[c] for name, c in page.animation.controls.items()
-                                                  if c in values}), **state)
+                   animation=viewed.animation, **state)

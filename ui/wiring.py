@@ -132,7 +132,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # A page load runs no model event unless its address has text, and then exactly one, its first: app.js
     # `opened` clicks link_btn (the link's settings and its translation) or address_btn (the settings alone).
     loaded = [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off, p.beam, p.max_new, p.lp,
-              p.view_set, p.presenter]
+              p.view_set]
     demo.load(None, js=js("opened()"), show_progress="hidden", api_visibility="private")
     p.address_btn.click(h.load_link, None, loaded, **DRAW)
     # the link's own view, not the viewer's (the link sets it)
@@ -144,12 +144,8 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.tour_btn.click(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data], **MODEL)
     p.tour_data.change(None, [p.tour_data], None, js=js("tour(args[0])"), show_progress="hidden",
                        api_visibility="private")
-    p.presenter.change(None, [p.presenter], None, js=js("presenter(args[0])"))
-    export = [p.export_figure, p.export_frame, p.export_wide]
-    p.png_btn.click(None, export, None, js=js("exportFigure(args[0], 'png', args[1], args[2])"))
-    p.svg_btn.click(None, export, None, js=js("exportFigure(args[0], 'svg', args[1], args[2])"))
     a = p.animation
-    animated = {p.run, *controls, *a.controls.values()}
+    animated = {p.run, *controls}  # the view, with Export animation's settings
     a.button.click(h.animate_page, animated, [a.file], **dict(DRAW, show_progress="minimal"),
                    **reading_view(p, animated))
     # The page file is written on the server (no model); app.js then clicks its link: one click downloads it.

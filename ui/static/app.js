@@ -62,7 +62,20 @@
         contrast: foil => { A.foil = foil; A.ask('contrast-ask'); },
       });
       controls.bindKeys(document, A.view, {v: () => screen.on && A.toggleView()});
-      document.getElementById('view-toggle').addEventListener('click', () => A.toggleView());
+      const $ = id => document.getElementById(id);
+      $('view-toggle').addEventListener('click', () => A.toggleView());
+      // the header's tools (ui/layout.py header_html): presenter mode, a figure's export, the animation's
+      const presenter = $('presenter').querySelector('input');
+      presenter.addEventListener('change', () => A.presenter(presenter.checked));
+      for (const format of ['png', 'svg']) {
+        $('export-' + format).addEventListener('click', () => A.exportFigure(
+          $('export-figure').value, format, $('export-frame').checked, $('export-wide').checked));
+      }
+      $('animation-make').addEventListener('click', () => {
+        A.animation = {layout: $('animation-layout').value, size: $('animation-size').value,
+                       seconds: Number($('animation-seconds').value), suffix: $('animation-format').value};
+        A.ask('animation-ask');
+      });
       A.changed(A.view.view());
       return A.view;
     },
@@ -111,14 +124,20 @@
     // A view a handler opens (a link, a head picked below): the controls set, then drawn.
     open(v) {
       if (!v) return;
-      const {asked, ...fields} = v;  // `asked`: a new value each time, so that the same view opens again
+      // `asked`: a new value each time, so that the same view opens again; `presenter`: a link's
+      const {asked, presenter, ...fields} = v;
       const view = A.mount();
+      if (presenter !== undefined) {
+        document.querySelector('#presenter input').checked = presenter;
+        A.presenter(presenter);
+      }
       view.set(fields);
       A.changed(view.view());
     },
     // The viewer's view, for an event that reads it (ui/wiring.py reading_view).
     viewed() {
-      return JSON.stringify(Object.assign(A.mount().view(), {tab: A.tabs.open(), foil: A.foil || ''}));
+      return JSON.stringify(Object.assign(A.mount().view(), {tab: A.tabs.open(), foil: A.foil || '',
+                                                              animation: A.animation || {}}));
     },
     // The tour the server made (anatomy/payload.py tour_payload), opened at its start stop; each stop opens its
     // tab and view.

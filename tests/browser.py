@@ -2,6 +2,7 @@
 served in-process on loopback, and ways to wait for what a figure shows."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -72,3 +73,19 @@ def open_tab(page, name: str) -> None:
         return
     page.get_by_role("button", name="More tabs").click()
     page.locator(".overflow-dropdown button", has_text=name).click()
+
+
+def view_of(page) -> dict:
+    """The view the viewer's controls show (anatomy/viewer/controls.js, through app.js `viewed`)."""
+    return json.loads(page.evaluate("window.anatomy.viewed()"))
+
+
+def choose(page, control: str, value) -> None:
+    """Choose `value` in one of the viewer's lists (kind, layer, head, display, weights, ...), as a visitor does."""
+    page.select_option(f"select#{control}", str(value))
+
+
+def slide(page, control: str, value: int) -> None:
+    """Move one of the viewer's sliders (step, query) to `value`, as a drag does (its input event)."""
+    page.eval_on_selector(f"input#{control}", "(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }",
+                          value)

@@ -15,7 +15,8 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.app_fixtures import SENTENCE, forgotten, short_grace
-from tests.browser import TIMEOUT, heatmap_count, load_page, needs_chromium, plot_text, wait_title
+from tests.browser import (TIMEOUT, choose, heatmap_count, load_page, needs_chromium, plot_text, slide,
+                           wait_title)
 
 pytestmark = [needs_chromium, pytest.mark.slow]
 SENTENCES = {"de": "Zwei Hunde spielen im Schnee.", "en": "Two dogs are playing in the snow."}
@@ -71,39 +72,34 @@ def test_translate_and_explore(page, shipped):
     page.wait_for_function(f"document.querySelectorAll('#grid .heatmaplayer image').length >= {L * H}")
 
     # head 2 of the current layer
-    page.locator("#head").get_by_label("2", exact=True).check()
+    choose(page, "head", 2)
     wait_title(page, "heatmap", "head 2")
     wait_title(page, "step-cross", "head 2")
 
-    # layer: type into the slider's number box; leaving it fires the release event
+    # layer: its list
     target = 1 if L > 1 else L
-    layer_box = page.locator("#layer input[type=number]")
-    layer_box.fill(str(target))
-    layer_box.blur()
+    choose(page, "layer", target)
     wait_title(page, "heatmap", f"layer {target}, head 2")
 
     # step 1: the partial output is one piece and the step plots say so
-    step_box = page.locator("#step input[type=number]")
-    step_box.fill("1")
-    step_box.blur()
+    slide(page, "step", 1)
     wait_title(page, "step-topk", "Step 1:")
     assert page.locator("#partial").inner_text().count("\n") <= 2
 
     # encoder self-attention: source pieces on both axes
-    page.locator("#kind").get_by_label("Encoder self-attention").check()
+    choose(page, "kind", "encoder")
     wait_title(page, "heatmap", "Encoder self-attention")
     text = plot_text(page, "heatmap")
     assert "query: source piece" in text and "key: source piece" in text
 
     # decoder masked self-attention, merged into words
-    page.locator("#kind").get_by_label("Decoder masked self-attention").check()
+    choose(page, "kind", "decoder")
     wait_title(page, "heatmap", "Decoder masked self-attention")
-    page.get_by_label("Merge pieces into words").check()
+    page.check("#merge")
     wait_title(page, "heatmap", "· words")
 
     # pick a head from the grid's list for the large view
-    page.locator("#pick-head input").click()
-    page.get_by_role("option", name="layer 1 · head 1", exact=True).click()
+    choose(page, "pick-head", "1:1")
     wait_title(page, "heatmap", "layer 1, head 1")
 
     # the positional-encoding tab follows the model's d_model
@@ -118,10 +114,10 @@ def test_translate_and_explore(page, shipped):
     page.wait_for_function(  # cached outputs, then the controls reset to the default view (last layer, mean)
         "([text, old, L]) => document.querySelector('#source-text textarea').value === text &&"
         " document.querySelector('#translation textarea').value !== old &&"
-        " document.querySelector('#layer input[type=number]').value === String(L) &&"
-        " document.querySelector('#head input:checked').value === 'mean'", arg=[example, translation, L])
+        " document.querySelector('select#layer').value === String(L) &&"
+        " document.querySelector('select#head').value === 'mean'", arg=[example, translation, L])
     wait_title(page, "heatmap", f"layer {L}, mean")
-    page.locator("#head").get_by_label("1", exact=True).check()
+    choose(page, "head", 1)
     wait_title(page, "heatmap", f"layer {L}, head 1")
 
     # beam search: the candidates with their scores; picking one shows its attention

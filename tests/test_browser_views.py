@@ -8,7 +8,7 @@ import urllib.parse
 import pytest
 
 from anatomy.inputs import clean_text
-from tests.browser import TIMEOUT, load_page, needs_chromium, wait_title
+from tests.browser import TIMEOUT, choose, load_page, needs_chromium, slide, wait_title
 
 pytestmark = [needs_chromium, pytest.mark.slow]
 SENTENCE = "Zwei Hunde spielen im Schnee."
@@ -29,11 +29,11 @@ def page(browser):
 def shown_view(page) -> dict:
     """What the controls show: attention kind, layer, head, step, merge."""
     return page.evaluate("""() => ({
-        kind: document.querySelector('#kind input:checked').value,
-        layer: document.querySelector('#layer input[type=number]').value,
-        head: document.querySelector('#head input:checked').value,
-        step: document.querySelector('#step input[type=number]').value,
-        merge: document.querySelector('#merge input').checked})""")
+        kind: document.querySelector('select#kind').value,
+        layer: document.querySelector('select#layer').value,
+        head: document.querySelector('select#head').value,
+        step: document.querySelector('input#step').value,
+        merge: document.querySelector('input#merge').checked})""")
 
 
 @pytest.fixture()
@@ -51,7 +51,7 @@ def test_a_link_restores_the_exact_view(page, url, key):
     assert page.locator("#source-text textarea").input_value() == SENTENCE
 
     # change the view, then ask for its link: the page's own address with every setting
-    page.locator("#head").get_by_label("1", exact=True).check()
+    choose(page, "head", 1)
     wait_title(page, "heatmap", "layer 2, head 1")
     page.get_by_role("button", name="Link to this view").click()
     page.wait_for_function("document.querySelector('#share-url textarea').value.startsWith('http')")
@@ -116,7 +116,7 @@ def test_presenter_mode_and_export(page, url, key):
         == "rgb(255, 255, 255)"
     # a figure that arrives while presenting is enlarged too (the view's controls: behind View settings)
     page.locator("#view-toggle").click()
-    page.locator("#head").get_by_label("1", exact=True).check()
+    choose(page, "head", 1)
     wait_title(page, "heatmap", "head 1")
     page.wait_for_function(f"{font} >= 18")
     page.locator("#view-toggle").click()
@@ -148,12 +148,13 @@ def test_head_statistics_open_a_head_and_untrained_twin(page, url, key, shipped)
               wait_until="domcontentloaded")
     page.wait_for_selector("#heatmap .heatmaplayer image")
     page.get_by_role("tab", name="Head statistics").click()
-    page.wait_for_selector("#head-stats [data-testid=cell-0-0]")
+    page.wait_for_selector("#head-stats tbody tr")
     page.wait_for_function("document.querySelectorAll('#summary .heatmaplayer image').length >= 4")
     # a row of the table: encoder self-attention, layer 1, head 2 -> the large view shows that head
-    assert page.locator("#head-stats [data-testid=cell-1-0]").inner_text().strip() == "encoder self-attention"
-    assert page.locator("#head-stats [data-testid=cell-1-2]").inner_text().strip() == "2"
-    cell = page.locator("#head-stats [data-testid=cell-1-3]")
+    row = page.locator("#head-stats tbody tr").nth(1)
+    assert row.locator("td").nth(0).inner_text().strip() == "encoder self-attention"
+    assert row.locator("td").nth(2).inner_text().strip() == "2"
+    cell = row.locator("td").nth(3)
     cell.scroll_into_view_if_needed()
     assert page.evaluate("document.querySelector('#heatmap').getBoundingClientRect().bottom") < 0  # far above
     cell.click()
@@ -189,8 +190,8 @@ def test_quick_clicks_leave_figures_that_match_the_controls(page, url, key, ship
     page.wait_for_selector("#heatmap .heatmaplayer image")
     page.get_by_role("tab", name="Trained vs untrained").click()
     wait_title(page, "compare-untrained", "Untrained: Cross-attention")
-    page.locator("#kind").get_by_label("Encoder self-attention").check()
-    page.locator("#head").get_by_label("2", exact=True).check()
+    choose(page, "kind", "encoder")
+    choose(page, "head", 2)
     expected = f"Encoder self-attention · layer {L}, head 2"
     wait_title(page, "heatmap", expected)
     wait_title(page, "compare-untrained", expected)
@@ -217,7 +218,7 @@ def test_stop_during_slow_motion_leaves_a_consistent_page(page, url, key):
     info = page.locator("#run-info").inner_text()
     kept = int(info.split("stopped at step ")[1].split(" ")[0])
     page.wait_for_timeout(2000)  # a replay that went on would have drawn its next step by now
-    assert page.locator("#step input[type=number]").input_value() == str(kept)
+    assert page.locator("input#step").input_value() == str(kept)
     wait_title(page, "step-topk", f"Step {kept}:")
     rows = page.evaluate("Array.from(document.querySelectorAll('#heatmap .ytick text'))"
                          ".filter(t => t.textContent.includes('▸')).length")
@@ -226,17 +227,19 @@ def test_stop_during_slow_motion_leaves_a_consistent_page(page, url, key):
     assert not page.errors, page.errors
 
 
-def test_arrow_keys_and_typed_numbers_on_the_sliders_redraw(page, url, key):
+def test_arrow_keys_on_the_step_slider_and_the_layer_key_redraw(page, url, key):
     page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}", wait_until="domcontentloaded")
     page.wait_for_selector("#heatmap .heatmaplayer image")
     wait_title(page, "step-topk", "Step ")
-    last = int(page.locator("#step input[type=number]").input_value())
-    page.locator("#step input[type=range]").focus()
+    last = int(page.locator("input#step").input_value())
+    page.locator("input#step").focus()
     page.keyboard.press("ArrowLeft")
     wait_title(page, "step-topk", f"Step {last - 1}:")
-    page.locator("#layer input[type=range]").focus()
-    page.keyboard.press("ArrowLeft")
-    layer = page.locator("#layer input[type=number]").input_value()
+    before = page.locator("select#layer").input_value()
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("[")  # the page's key for the layer below
+    layer = page.locator("select#layer").input_value()
+    assert int(layer) == int(before) - 1
     wait_title(page, "heatmap", f"layer {layer},")
     assert not page.errors, page.errors
 
@@ -261,7 +264,7 @@ def test_a_view_change_draws_each_figure_once_already_fitted(page, url, key):
         const hook = () => document.querySelectorAll('.js-plotly-plot').forEach(gd => {
           if (gd.__counted || !gd.on) return;
           gd.__counted = true;
-          const named = () => gd.closest('.block[id]').id;  // the component's elem_id
+          const named = () => gd.closest('.anatomy-box[id]').id;  // the figure's box
           gd.on('plotly_afterplot', () => { if (gd.isConnected) window.__draws.push(named()); });
         });
         new MutationObserver(hook).observe(document, {childList: true, subtree: true}); })()""")
@@ -270,7 +273,7 @@ def test_a_view_change_draws_each_figure_once_already_fitted(page, url, key):
     wait_title(page, "step-topk", "Step ")
     page.wait_for_timeout(1000)
     page.evaluate("window.__draws = []")
-    page.locator("#head").get_by_label("2", exact=True).check()
+    choose(page, "head", 2)
     wait_title(page, "heatmap", "head 2")
     wait_title(page, "step-cross", "head 2")
     page.wait_for_timeout(1000)  # Gradio's resize comes 100 ms after a drawing; a fit right after it
@@ -438,7 +441,7 @@ def test_why_this_word_opens_with_its_tab_follows_the_step_and_compares(page, ur
     (a model event); its logit lens's last layer's top piece at the step is the piece emitted."""
     page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}", wait_until="domcontentloaded")
     wait_title(page, "step-topk", "Step ")
-    last = int(page.locator("#step input[type=number]").input_value())
+    last = int(page.locator("input#step").input_value())
     page.get_by_role("tab", name="Why this word").click()
     wait_title(page, "why-step", f"at step {last}?")
     wait_title(page, "lens-step", f"Logit lens at step {last} ")
@@ -454,11 +457,11 @@ def test_why_this_word_opens_with_its_tab_follows_the_step_and_compares(page, ur
     rows = page.evaluate("document.querySelector('#lens-step .js-plotly-plot').data[0].text")
     assert rows and all(len(row) == 5 for row in rows)
     assert rows[-1][0].startswith("<b>")  # the last layer's first choice: the emitted piece
-    page.locator("#why-method").get_by_text("Occlusion").click()
+    page.select_option("#why-method", "occlusion")
     wait_title(page, "why-step", "occlusion")
     wait_title(page, "why-all", "Occlusion of every step")
     assert not requests, requests  # the step and the method: drawn in the browser alone
-    page.locator("#why-foil textarea, #why-foil input").first.fill("cats")
+    page.locator("#why-foil").fill("cats")
     page.locator("#why-compare").click()
     wait_title(page, "why-step", "and not “")
     assert requests  # the comparison is a model event
@@ -468,7 +471,7 @@ def test_why_this_word_opens_with_its_tab_follows_the_step_and_compares(page, ur
     page.get_by_role("button", name="Translate", exact=True).click()
     page.wait_for_function("b => document.querySelector('#translation textarea').value !== b", arg=before)
     wait_title(page, "lens-step", "Logit lens at step ")
-    steps = int(page.locator("#step input[type=number]").input_value())
+    steps = int(page.locator("input#step").input_value())
     wait_title(page, "why-step", f"at step {steps}?")
     assert "Hund" in page.evaluate("document.querySelector('#why-step .js-plotly-plot').layout.xaxis.ticktext.join(' ')")
     assert not page.errors, page.errors

@@ -40,8 +40,10 @@ PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 SUFFIX = ".html"
 ARCHITECTURE_CAPTION = ("Shapes for this translation (the whole output read at once, as in training and in the final "
                         "pass)")
-# Commonmark with tables; raw HTML escaped, images left out (a page that must not reach the network has none).
+# Commonmark with tables; raw HTML escaped, images left out (a page that must not reach the network has none); the
+# app's page shows a model card's images (inlined as data: URIs by training_views).
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
+_MARKDOWN_IMAGES = MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,8 @@ class Written:
     size: int  # bytes
 
 
-def markdown_html(text: str) -> str:
-    return _MARKDOWN.render(text)
+def markdown_html(text: str, images: bool = False) -> str:
+    return (_MARKDOWN_IMAGES if images else _MARKDOWN).render(text)
 
 
 def card_summary(entry: ModelEntry) -> str:

@@ -6,7 +6,7 @@ import urllib.parse
 
 import pytest
 
-from tests.browser import TIMEOUT, needs_chromium, open_tab, wait_title
+from tests.browser import TIMEOUT, choose, needs_chromium, open_tab, slide, wait_title
 
 pytestmark = needs_chromium
 SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."
@@ -68,13 +68,13 @@ def test_presenter_stage_fits_the_screen(browser, url, key, width, height):
     # Stop, slow motion and the page's files stay for talks; the settings go; the view's controls are one key away
     assert page.locator("#stop").is_visible() and page.locator("#slow").is_visible()
     assert page.locator("#download-page").is_visible() and page.locator("#download").is_visible()
-    assert not page.locator("#run-info").is_visible() and not page.locator("#kind").is_visible()
+    assert not page.locator("#run-info").is_visible() and not page.locator("select#kind").is_visible()
     page.locator("h1").first.click()
     page.keyboard.press("v")
-    page.locator("#kind").get_by_label("Encoder self-attention").check()
+    choose(page, "kind", "encoder")
     wait_title(page, "heatmap", "Encoder self-attention · layer")
     page.locator("#view-toggle").click()  # and the button folds them again
-    page.wait_for_function("!document.querySelector('#kind').checkVisibility()")
+    page.wait_for_function("!document.querySelector('select#kind').checkVisibility()")
     # the beam candidates: every column within the table, none cut, numbers on one line
     cells = page.evaluate(BOXES, "#candidates [role=columnheader], #candidates [role=gridcell]")
     table = page.evaluate(BOXES, "#candidates")[0]
@@ -110,8 +110,7 @@ def test_keys_move_step_layer_and_head(browser, url, key, shipped):
     L = shipped.anatomy.registry.get(None).config.n_decoder_layers
     page = open_page(browser, url, key, 1600, 1000)
     assert "← / →" in page.locator("#keys").inner_text()
-    page.locator("#step input[type=number]").fill("2")
-    page.locator("#step input[type=number]").blur()
+    slide(page, "step", 2)
     wait_title(page, "step-cross", "Step 2 ·")
     frame = "document.querySelector('#heatmap .js-plotly-plot').layout.shapes[0].y0"
     page.wait_for_function(f"{frame} === 0.5")
@@ -134,7 +133,7 @@ def test_keys_move_step_layer_and_head(browser, url, key, shipped):
 def test_export_any_figure_by_name(browser, url, key, shipped):
     L = shipped.anatomy.registry.get(None).config.n_decoder_layers
     page = open_page(browser, url, key, 1600, 1000)
-    page.locator("#head").get_by_label("2", exact=True).check()
+    choose(page, "head", 2)
     wait_title(page, "heatmap", "head 2")
     page.get_by_text("Export a figure").click()
     with page.expect_download() as svg:
@@ -148,12 +147,11 @@ def test_export_any_figure_by_name(browser, url, key, shipped):
     assert "rgb(249, 115, 22)" in open(framed.value.path(), encoding="utf-8").read()
 
     # another figure, as a 16:9 slide
-    page.locator("#export-figure input").click()
-    page.get_by_role("option", name="Step: next-piece probabilities", exact=True).click()
-    page.get_by_label("16:9 slide").check()
+    page.select_option("#export-figure", label="Step: next-piece probabilities")
+    page.check("#export-wide")
     with page.expect_download() as png:
         page.locator("#export-png").click()
-    steps = page.locator("#step input[type=number]").input_value()
+    steps = page.locator("input#step").input_value()
     assert png.value.suggested_filename == f"{key}_step{steps}_next-piece-probabilities_16x9.png"
     from tests.test_browser_views import png_size
 
@@ -202,7 +200,7 @@ def test_phone_heatmap_is_usable(browser, url, key):
     # the large view within two screens of the translation; the view's controls in readable rows
     top = {e: page.evaluate(BOXES, e)[0]["y"] for e in ("#translation", "#heatmap")}
     assert top["#heatmap"] - top["#translation"] <= 2 * 844, top
-    for elem in ("#merge", "#plain", "#hide"):
-        box = page.evaluate(BOXES, elem)[0]
-        assert box["w"] >= 140 and box["x"] + box["w"] <= 392, (elem, box)
+    for elem in ("#merge", "#plain", "#hide"):  # each on one line, within the screen
+        box = page.evaluate(BOXES, f"#view-controls label:has({elem})")[0]
+        assert box["h"] < 2 * box["font"] and box["x"] >= 0 and box["x"] + box["w"] <= 392, (elem, box)
     page.context.close()

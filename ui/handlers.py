@@ -554,7 +554,7 @@ class Handlers:
                                  "figures": {"architecture": figure_json(arch),
                                              "parameters": figure_json(architecture_views.parameters(entry))}}}
         if tab == Tab.TRAINING:
-            return {p.tab_data: {"training_card": markdown_html(training_views.training_markdown(entry)),
+            return {p.tab_data: {"training_card": markdown_html(training_views.training_markdown(entry), images=True),
                                  "figures": {"training": figure_json(training_views.training_curves(entry))}}}
         return {}
 

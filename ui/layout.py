@@ -222,8 +222,10 @@ def header_html() -> str:
     would push the large view below the fold at 1600×1000): a figure (PNG, SVG, drawn in the page) and the
     decoding's animation (made on the server: the animation button asks for it)."""
     return (
-        '<label id="presenter" class="anatomy-check"><input type="checkbox"> Presenter mode</label>'
+        '<div class="anatomy-header"><div><label id="presenter" class="anatomy-check"><input type="checkbox"> '
+        'Presenter mode</label>'
         '<div id="presenter-info" class="anatomy-muted">Large type, figures fit the screen, white page: for talks</div>'
+        '</div>'
         '<details id="export"><summary>Export a figure or animation</summary><div class="anatomy-export">'
         f'<label class="anatomy-field">Figure <select id="export-figure">{_options(EXPORTS)}</select></label>'
         '<label class="anatomy-check"><input id="export-frame" type="checkbox"> Keep the orange step frame</label>'
@@ -239,7 +241,7 @@ def header_html() -> str:
         f'type="number" min="{MIN_SECONDS}" max="3" step="0.1" value="0.8"></label>'
         f'<label class="anatomy-field">Format <select id="animation-format">{_options(ANIMATION_FORMATS)}</select>'
         '</label><div class="anatomy-fields"><button id="animation-make" type="button">Make the animation</button>'
-        '</div></details></div></details>')
+        '</div></details></div></details></div>')
 
 
 def animation_endpoint() -> AnimationControls:

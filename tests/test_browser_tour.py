@@ -18,11 +18,11 @@ SENTENCES = [("de-en", "Zwei Hunde spielen im Schnee."),
 # The page's state a stop sets, as the controls show it
 STATE = """() => ({
   stop: Number(document.querySelector('#anatomy-tour')?.dataset.stop || 0),
-  kind: document.querySelector('#kind input:checked')?.value,
-  head: document.querySelector('#head input:checked')?.value,
-  layer: Number(document.querySelector('#layer input[type=range]')?.value),
-  step: Number(document.querySelector('#step input[type=range]')?.value),
-  display: document.querySelector('#display input:checked')?.value,
+  kind: document.querySelector('select#kind')?.value,
+  head: document.querySelector('select#head')?.value,
+  layer: Number(document.querySelector('select#layer')?.value),
+  step: Number(document.querySelector('input#step')?.value),
+  display: document.querySelector('select#display')?.value,
   tab: Array.from(document.querySelectorAll('button[role=tab]'))
     .find(b => b.getAttribute('aria-selected') === 'true')?.textContent.trim(),
   target: document.querySelector('.anatomy-tour-target')?.id || null})"""

@@ -6,7 +6,7 @@ import urllib.parse
 
 import pytest
 
-from tests.browser import TIMEOUT, needs_chromium, plot_text, wait_title
+from tests.browser import TIMEOUT, choose, needs_chromium, plot_text, wait_title
 
 pytestmark = [needs_chromium, pytest.mark.slow]
 SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."  # 14–15 pieces for the shipped de-en models
@@ -67,7 +67,7 @@ def test_line_view_keeps_the_lines_of_the_piece_under_the_pointer(browser, url, 
                                     "head": 1})
     wait_title(page, "heatmap", "Encoder self-attention · layer")
     for kind, name in KIND_NAMES.items():
-        page.locator("#kind").get_by_label(name).check()
+        choose(page, "kind", kind)
         wait_title(page, "heatmap", f"{name} · layer")
         wait_title(page, "heatmap", "head 1 · lines")
         every = lines_shown(page)
@@ -87,7 +87,7 @@ def test_line_view_keeps_the_lines_of_the_piece_under_the_pointer(browser, url, 
         wait_lines(page, len(every))
         assert sorted(lines_shown(page)) == sorted(every)
     # the mean of heads: every head in its colour; a click on a head in the legend hides its lines
-    page.locator("#head").get_by_label("mean of heads").check()
+    choose(page, "head", "mean")
     wait_title(page, "heatmap", "all ")
     page.locator("#heatmap .legend .traces").filter(has_text="head 2").click()
     page.wait_for_function(f"{GD}._fullData.filter(t => t.legendgroup === 'head 2')"
@@ -139,7 +139,7 @@ def test_softmax_walk_for_every_kind_and_its_export(browser, url, key):
     wait_title(page, "heatmap", "Cross-attention · layer")  # the link's own view first
     wait_title(page, "heatmap", "step by step")
     for kind, name in KIND_NAMES.items():
-        page.locator("#kind").get_by_label(name).check()
+        choose(page, "kind", kind)
         wait_title(page, "heatmap", f"{name} · layer")
         wait_title(page, "heatmap", "step by step")
         stages = page.evaluate(f"""() => Object.fromEntries({GD}.data.map(t => [t.name,
@@ -168,26 +168,26 @@ def test_hiding_special_tokens_everywhere_and_from_a_link(browser, url, key):
                                     "step": 1})
     wait_title(page, "heatmap", "Decoder masked self-attention · layer")
     wait_title(page, "heatmap", "special tokens hidden, rows renormalised")
-    assert page.locator("#hide input").is_checked()
+    assert page.locator("input#hide").is_checked()
     text = plot_text(page, "heatmap")
     assert "sees only hidden special tokens" in text
     ticks = page.evaluate("Array.from(document.querySelectorAll('#heatmap .xtick text')).map(t => t.textContent)")
     assert ticks and not {"<s>", "</s>", "<pad>"} & set(ticks)
     wait_title(page, "step-self", "which is hidden")  # step 1 sees only <s>
     for kind, name in KIND_NAMES.items():
-        page.locator("#kind").get_by_label(name).check()
+        choose(page, "kind", kind)
         wait_title(page, "heatmap", f"{name} · layer")
         wait_title(page, "heatmap", "special tokens hidden")
         wait_title(page, "grid", "special tokens hidden")
         for display in ("lines", "heatmap"):
-            page.locator("#display").get_by_label(display, exact=True).check()
+            choose(page, "display", display)
             wait_title(page, "heatmap", "special tokens hidden")
         labels = page.evaluate(f"Array.from({GD}.querySelectorAll('text')).map(t => t.textContent)")
         assert "</s>" not in labels
-    page.locator("#hide input").uncheck()
+    page.locator("input#hide").uncheck()
     page.wait_for_function(f"!Array.from({GD}.querySelectorAll('text')).some(t => t.textContent.includes('hidden,'))")
     page.get_by_role("tab", name="Head statistics").click()
-    page.wait_for_selector("#head-stats [data-testid=cell-0-0]")
+    page.wait_for_selector("#head-stats tbody tr")
     assert "special tokens" in page.locator("#head-stats").inner_text()
     assert not page.errors, page.errors
 
@@ -218,10 +218,10 @@ def test_the_app_draws_the_trace_s_values_for_every_kind_with_words_and_hiding_a
     asked = []
     page.on("request", lambda r: asked.append(r.url) if "/queue/join" in r.url else None)
     for kind, name in KIND_NAMES.items():
-        page.locator("#kind").get_by_label(name).check()
+        choose(page, "kind", kind)
         for merge, hide in ((False, False), (True, False), (False, True), (True, True)):
-            page.locator("#merge input").set_checked(merge)
-            page.locator("#hide input").set_checked(hide)
+            page.locator("input#merge").set_checked(merge)
+            page.locator("input#hide").set_checked(hide)
             title = f"{name} · layer 1, head 2" + (" · words" if merge else "") + (" · special" if hide else "")
             page.wait_for_function(f"{GD}.layout.title.text.startsWith({title!r})"
                                    + ("" if hide else f" && !{GD}.layout.title.text.includes('special')"))
@@ -232,7 +232,7 @@ def test_the_app_draws_the_trace_s_values_for_every_kind_with_words_and_hiding_a
     kind_events = [u for u in asked]  # the kind's help and layer range: two events per kind change
     assert len(kind_events) <= 2 * len(KIND_NAMES), kind_events
     before = len(asked)
-    page.locator("#head").get_by_label("1", exact=True).check()
+    choose(page, "head", 1)
     wait_title(page, "heatmap", "layer 1, head 1")
     page.evaluate("document.activeElement.blur()")
     page.keyboard.press("ArrowLeft")  # the step

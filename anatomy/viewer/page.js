@@ -11,6 +11,7 @@ import {readPayload} from "./payload.js";
 import {WEIGHTS, hasNorms, setNorms} from "./weights.js";
 import {readView, shapeOf} from "./link.js";
 import {createScreen} from "./screen.js";
+import {statsTable} from "./tabs.js";
 import {createTour} from "./tour.js";
 
 // no `responsive`: Plotly's own resize drops a figure's height (it fell to its div's 40 px); screen.js fits each
@@ -114,39 +115,9 @@ export function showPage(data) {
     return Promise.all([draw("architecture-figure", G.figures.architecture), draw("parameters", G.figures.parameters)]);
   }
 
-  // ---- the head statistics table: sorted by a click on a column, a row opens its head ----
+  // ---- the head statistics table (tabs.js): sorted by a click on a column, a row opens its head ----
 
-  let order = {column: -1, descending: false};
-
-  function statsTable() {
-    const st = G.stats, element = $("stats");
-    element.replaceChildren();
-    const head = element.createTHead().insertRow();
-    st.headers.forEach((name, c) => {
-      const th = document.createElement("th");
-      th.textContent = name + (order.column === c ? (order.descending ? " ▼" : " ▲") : "");
-      th.addEventListener("click", () => {
-        order = {column: c, descending: order.column === c && !order.descending};
-        statsTable();
-      });
-      head.appendChild(th);
-    });
-    const rows = st.rows.slice();
-    if (order.column >= 0) {
-      const c = order.column, sign = order.descending ? -1 : 1;
-      rows.sort((a, b) => a[c] === null ? 1 : b[c] === null ? -1 : sign * (a[c] < b[c] ? -1 : a[c] > b[c] ? 1 : 0));
-    }
-    const body = element.createTBody();
-    for (const row of rows) {
-      const tr = body.insertRow();
-      row.forEach((x) => { tr.insertCell().textContent = x === null ? "" : String(x); });
-      tr.addEventListener("click", () => {
-        const kind = P.kinds.find((k) => k.label === row[0]);
-        if (!kind) return;
-        open({kind: kind.name, layer: row[1], head: String(row[2])}, true);
-      });
-    }
-  }
+  const stats = statsTable($("stats"), (v) => open(v, true));
 
   // ---- the views ----
 
@@ -218,7 +189,7 @@ export function showPage(data) {
   $("presenter").checked = !!linked.presenter;
   $("presenter").addEventListener("change", () => screen.presenter($("presenter").checked));
   bindKeys(document, view);
-  statsTable();
+  stats.show(G.stats, P.kinds);
   const tour = createTour(document, {
     apply: (v) => {
       view.set({kind: v.kind, layer: v.layer, head: v.head, step: v.step, display: v.display});

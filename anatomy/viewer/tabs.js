@@ -21,7 +21,7 @@ export function createTabs(root, options) {
   const buttons = Array.from(root.querySelectorAll("[role=tab]"));
   const panels = Array.from(root.querySelectorAll("[role=tabpanel]"));
   let open = buttons.find((b) => b.getAttribute("aria-selected") === "true")?.dataset.tab || buttons[0].dataset.tab;
-  let stats = null, kinds = [], order = {column: -1, descending: false};
+  const stats = statsTable($("head-stats"), options.openHead);
 
   function select(tab, silent = false) {
     if (!buttons.some((b) => b.dataset.tab === tab)) return;
@@ -32,36 +32,6 @@ export function createTabs(root, options) {
     if (changed && !silent) options.opened(tab);
   }
   for (const b of buttons) b.addEventListener("click", () => select(b.dataset.tab));
-
-  function statsTable() {
-    const table = $("head-stats");
-    table.replaceChildren();
-    if (!stats) return;
-    const head = table.createTHead().insertRow();
-    stats.headers.forEach((name, c) => {
-      const th = document.createElement("th");
-      th.textContent = name + (order.column === c ? (order.descending ? " ▼" : " ▲") : "");
-      th.addEventListener("click", () => {
-        order = {column: c, descending: order.column === c && !order.descending};
-        statsTable();
-      });
-      head.appendChild(th);
-    });
-    const rows = stats.rows.slice();
-    if (order.column >= 0) {
-      const c = order.column, sign = order.descending ? -1 : 1;
-      rows.sort((a, b) => a[c] === null ? 1 : b[c] === null ? -1 : sign * (a[c] < b[c] ? -1 : a[c] > b[c] ? 1 : 0));
-    }
-    const body = table.createTBody();
-    for (const row of rows) {
-      const tr = body.insertRow();
-      row.forEach((x) => { tr.insertCell().textContent = x === null ? "" : String(x); });
-      tr.addEventListener("click", () => {
-        const kind = kinds.find((k) => k.label === row[0]);
-        if (kind) options.openHead({kind: kind.name, layer: row[1], head: String(row[2])});
-      });
-    }
-  }
 
   $("pick-head").addEventListener("change", (e) => {
     const [layer, head] = e.target.value.split(":");
@@ -95,16 +65,58 @@ export function createTabs(root, options) {
      * @param {Stats | null} table
      * @param {{name: string, label: string}[]} kindsOf
      */
-    stats(table, kindsOf) {
-      stats = table;
-      kinds = kindsOf;
-      statsTable();
-    },
+    stats: stats.show,
     /** The positional encoding's curves, as the dimensions input shows them. */
     showDims(dims) {
       $("pe-dims").value = dims.join(" ");
     },
   };
+}
+
+/**
+ * The head statistics table in `table`: sorted by a click on a column, a row's click opens its head (`open`).
+ * @param {HTMLTableElement} table
+ * @param {function(Object): void} open  given {kind, layer, head}
+ * @returns {{show: function(Stats | null, {name: string, label: string}[]): void}}  `show`: a translation's table
+ *   and its kinds (name and label), for a row's click
+ */
+export function statsTable(table, open) {
+  let stats = null, kinds = [], order = {column: -1, descending: false};
+
+  function draw() {
+    table.replaceChildren();
+    if (!stats) return;
+    const doc = table.ownerDocument, head = table.createTHead().insertRow();
+    stats.headers.forEach((name, c) => {
+      const th = doc.createElement("th");
+      th.textContent = name + (order.column === c ? (order.descending ? " ▼" : " ▲") : "");
+      th.addEventListener("click", () => {
+        order = {column: c, descending: order.column === c && !order.descending};
+        draw();
+      });
+      head.appendChild(th);
+    });
+    const rows = stats.rows.slice();
+    if (order.column >= 0) {
+      const c = order.column, sign = order.descending ? -1 : 1;
+      rows.sort((a, b) => a[c] === null ? 1 : b[c] === null ? -1 : sign * (a[c] < b[c] ? -1 : a[c] > b[c] ? 1 : 0));
+    }
+    const body = table.createTBody();
+    for (const row of rows) {
+      const tr = body.insertRow();
+      row.forEach((x) => { tr.insertCell().textContent = x === null ? "" : String(x); });
+      tr.addEventListener("click", () => {
+        const kind = kinds.find((k) => k.label === row[0]);
+        if (kind) open({kind: kind.name, layer: row[1], head: String(row[2])});
+      });
+    }
+  }
+
+  return {show(shown, kindsOf) {
+    stats = shown;
+    kinds = kindsOf;
+    draw();
+  }};
 }
 
 /**

@@ -8,7 +8,7 @@ import urllib.parse
 import pytest
 
 from anatomy.inputs import clean_text
-from tests.browser import TIMEOUT, choose, load_page, needs_chromium, slide, wait_title
+from tests.browser import TIMEOUT, choose, load_page, needs_chromium, wait_title
 
 pytestmark = [needs_chromium, pytest.mark.slow]
 SENTENCE = "Zwei Hunde spielen im Schnee."

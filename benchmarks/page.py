@@ -49,6 +49,10 @@ The last line is machine-readable (wrapped here):
 first_piece_s=… heatmap_s=… all_s=… view_s=… view_all_s=… ablate_s=… ablate_all_s=… server_ms=…
 importance_ms=… capture_ms=… crowd16_last_s=… first_click_all_s=… server_requests_per_view=… payload_kb=…
 ready_s=… link_s=… presenter_link_s=… tour_link_s=… link_over_model_s=… components=…
+[baseline_…=… for each figure of the baseline, then all_s_vs_baseline=… view_s_vs_baseline=…
+crowd16_last_s_vs_baseline=…: this run's figure over the baseline's]
+--baseline REV runs the page.py of a git revision (its own, which knows its own page) on the same checkpoints in a
+temporary worktree, after this run, in the same sitting.
 A figure that cannot be measured (not drawn in time, a control that did not change, a failed visitor, handlers
 that moved, a page never ready, a link that never shows its translation or tour) ends the run at once with the
 reason and exit status 1: no figure is ever left out or guessed.
@@ -56,6 +60,7 @@ reason and exit status 1: no figure is ever left out or guessed.
     python benchmarks/page.py
     python -m benchmarks.page --runs 7 --crowd 32
     python benchmarks/page.py --checkpoints my-checkpoints --runs 1 --crowd 2
+    python benchmarks/page.py --runs 3 --baseline 58d6b15
 """
 from __future__ import annotations
 
@@ -66,6 +71,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -659,13 +665,53 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for a page or a translation")
     p.add_argument("--settle", type=float, default=1.0, help="seconds after the page's placeholders before typing")
     p.add_argument("--chromium", default="/usr/bin/chromium", help="the browser (Debian's chromium)")
+    p.add_argument("--baseline", metavar="REV",
+                   help="also run the page.py of this git revision (e.g. the code before a change), in the same "
+                        "sitting: its figures as baseline_…, and all_s, view_s and the crowd over its own")
     args = p.parse_args()
     if args.runs < 1 or args.crowd < 1:
         p.error("--runs and --crowd must be at least 1")
     try:
-        print(measure(args))
+        line = measure(args)
+        if args.baseline:
+            line += compared(line, baseline(args.baseline, args), args.crowd)
+        print(line)
     except MeasurementFailed as err:
         raise SystemExit(f"page.py: {err}") from err
+
+
+def figures_of(line: str) -> dict[str, str]:
+    """A last line's figures by name."""
+    return dict(item.split("=", 1) for item in line.split() if "=" in item)
+
+
+def baseline(rev: str, args: argparse.Namespace) -> dict[str, str]:
+    """The figures of the code at git revision `rev`, by that revision's own page.py (its page has its own
+    controls) in a temporary worktree, with this run's settings."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "baseline"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), rev], check=True)
+        try:
+            done = subprocess.run([sys.executable, "benchmarks/page.py", "--checkpoints",
+                                   str(args.checkpoints.resolve()), "--runs", str(args.runs), "--crowd",
+                                   str(args.crowd), "--view-timeout", str(args.view_timeout), "--timeout",
+                                   str(args.timeout), "--settle", str(args.settle), "--chromium", args.chromium],
+                                  cwd=tree, capture_output=True, text=True)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode or not lines:
+        raise MeasurementFailed(f"the page.py of {rev} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    print(f"the code at {rev}: {lines[-1]}")
+    return figures_of(lines[-1])
+
+
+def compared(line: str, old: dict[str, str], crowd: int) -> str:
+    """The baseline's figures and this run's over them, for what a change must not make worse."""
+    new = figures_of(line)
+    ratios = [f" {name}_vs_baseline={float(new[name]) / float(old[name]):.2f}"
+              for name in ("all_s", "view_s", f"crowd{crowd}_last_s") if name in old and float(old[name]) > 0]
+    return "".join(f" baseline_{name}={value}" for name, value in old.items()) + "".join(ratios)
 
 
 def measure(args: argparse.Namespace) -> str:

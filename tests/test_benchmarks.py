@@ -188,3 +188,16 @@ def test_soak_on_a_tiny_model(tiny_folder, tmp_path):
     assert [figures[k] for k in ("requests", "page_translations", "mismatches")] == ["40", "4", "0"]
     assert float(figures["rss_end_mb"]) >= float(figures["rss_after_warmup_mb"]) * 0.5 > 50  # an app's RSS, in MB
     assert math.isfinite(float(figures["rss_growth_mb_per_1000"]))
+
+
+def test_page_puts_a_baseline_s_figures_beside_its_own():
+    """--baseline REV: the revision's figures as baseline_…, and what a change must not make worse as this run's
+    figure over the baseline's (a figure the old page.py did not measure is left out of the ratios)."""
+    from benchmarks.page import compared, figures_of
+
+    line = "all_s=1.20 view_s=0.10 crowd2_last_s=3.00 ready_s=1.40 components=58"
+    old = figures_of("first_piece_s=0.60 all_s=1.00 view_s=0.20 crowd2_last_s=2.50")
+    out = figures_of(compared(line, old, 2))
+    assert out == {"baseline_first_piece_s": "0.60", "baseline_all_s": "1.00", "baseline_view_s": "0.20",
+                   "baseline_crowd2_last_s": "2.50", "all_s_vs_baseline": "1.20", "view_s_vs_baseline": "0.50",
+                   "crowd2_last_s_vs_baseline": "1.20"}

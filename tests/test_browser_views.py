@@ -235,12 +235,17 @@ def test_arrow_keys_on_the_step_slider_and_the_layer_key_redraw(page, url, key):
     page.locator("input#step").focus()
     page.keyboard.press("ArrowLeft")
     wait_title(page, "step-topk", f"Step {last - 1}:")
-    before = page.locator("select#layer").input_value()
+    # an arrow on the focused layer list moves the list itself (the browser's own key), not the step
+    before = int(page.locator("select#layer").input_value())
+    page.locator("select#layer").focus()
+    page.keyboard.press("ArrowUp")
+    assert int(page.locator("select#layer").input_value()) == before - 1
+    wait_title(page, "heatmap", f"layer {before - 1},")
+    assert page.locator("input#step").input_value() == str(last - 1)
     page.evaluate("document.activeElement.blur()")
-    page.keyboard.press("[")  # the page's key for the layer below
-    layer = page.locator("select#layer").input_value()
-    assert int(layer) == int(before) - 1
-    wait_title(page, "heatmap", f"layer {layer},")
+    page.keyboard.press("]")  # the page's key for the layer above
+    assert int(page.locator("select#layer").input_value()) == before
+    wait_title(page, "heatmap", f"layer {before},")
     assert not page.errors, page.errors
 
 

@@ -7,6 +7,7 @@ Debian `chromium` and the playwright package.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -249,5 +250,9 @@ def main(out: Path, only_tour: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--tour"]
-    main(Path(args[0]) if args else Path(__file__).resolve().parent, only_tour="--tour" in sys.argv[1:])
+    parser = argparse.ArgumentParser(description="Take the app's screenshots for the README and docs/.")
+    parser.add_argument("out", nargs="?", type=Path, default=Path(__file__).resolve().parent,
+                        help="folder for the PNGs (default: assets/)")
+    parser.add_argument("--tour", action="store_true", help="only the tour's stops (into tour/ in that folder)")
+    args = parser.parse_args()
+    main(args.out, only_tour=args.tour)

@@ -326,7 +326,7 @@ def test_export_animation_on_the_page_downloads_the_shown_translation(browser, u
     page = open_page(browser, url, key, 1600, 1000)
     page.get_by_text("Export a figure or animation").click()
     page.get_by_text("Export animation").click()
-    page.locator("#animation-layout").get_by_label("heatmap, row by row").check()
+    page.select_option("#animation-layout", "heatmap")
     page.locator("#animation-make").click()
     link = page.locator("#animation-file a[download]").first
     link.wait_for()

@@ -195,7 +195,7 @@ def test_trained_vs_untrained_side_by_side(tiny):
     assert tiny.make_twin(Inputs(run=run, twin=twin)) == gr.skip()  # once per trace
     out = tiny.tab_view(Inputs(run=run, twin=twin, tab=Tab.COMPARE, settings=PageSettings(key="en-de"),
                                view=View.of("cross", 2, "1", False)))
-    assert "Untrained, left to itself" in out[p.compare_text]
+    assert "Untrained, left to itself" in out[p.tab_data]["compare"]
     # each side draws its own model's weights of the chosen layer and head, and follows the view
     pages = page_of(tiny, run, View.of("cross", 2, "1", False), View.of("encoder", 1, "2", False),
                     twin=out[p.twin_data])

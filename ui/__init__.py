@@ -24,7 +24,6 @@ from .layout import build_page
 from .wiring import wire
 
 STATIC = Path(__file__).resolve().parent / "static"
-PLOTLY_URL = f"gradio_api/file={offline.PLOTLY_JS}"  # relative: the page's own address, behind any proxy
 # Requests that may wait for a free slot; the next visitor is told at once that the app is busy (Gradio's
 # "This application is currently busy. Please try again."; gradio_client raises QueueError "Queue is full").
 DEFAULT_QUEUE_SIZE = 64
@@ -65,7 +64,7 @@ def page_script() -> str:
     they import), the tour's and the view controls' CSS as a style element of the page, the viewer made with the
     page's look, then ui/static/app.js given them. Plotly.js comes from the plotly package
     (launch_options allows that one file)."""
-    options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": PLOTLY_URL}
+    options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": f"gradio_api/file={offline.PLOTLY_JS}"}
     # Gradio scopes the CSS of css_paths to its container, where an @media rule never matches: the tour's panel
     # would not move to the bottom of a phone's screen
     css = "".join((bundle.VIEWER / name).read_text(encoding="utf-8") for name in ("tour.css", "controls.css", "tabs.css"))
@@ -84,8 +83,6 @@ def launch_options() -> dict:
     serves besides its own (Plotly.js), the server's middleware and what it runs beside (see server.py)."""
     return dict(theme=_light_only(gr.themes.Soft(primary_hue="blue", secondary_hue="orange", neutral_hue="slate")),
                 css_paths=[STATIC / "app.css"], js=page_script(),
-                # Plotly.js (3.5 MB) fetched and parsed while Gradio draws the page, not after the first data
-                head=f'<script async src="{PLOTLY_URL}"></script>',
                 allowed_paths=[str(offline.PLOTLY_JS)],
                 footer_links=["api", "settings"],
                 app_kwargs={"middleware": server.MIDDLEWARE, "lifespan": server.lifespan})

@@ -29,10 +29,9 @@ export function createHost(options) {
     if (window.Plotly) return window.Plotly;
     if (!loading && options.plotly) {
       loading = true;
-      // the page may have asked for it already (its <head>)
-      const script = Array.from(document.scripts).find((s) => s.getAttribute("src") === options.plotly) ||
-        document.head.appendChild(Object.assign(document.createElement("script"), {src: options.plotly}));
-      script.addEventListener("load", () => options.loaded());
+      const script = Object.assign(document.createElement("script"), {src: options.plotly});
+      script.onload = () => options.loaded();
+      document.head.appendChild(script);
     }
     return null;
   }

@@ -173,6 +173,10 @@ INIT_JS = """
   }, true);
   for (const type of ['pointerdown', 'keydown'])
     document.addEventListener(type, () => B.input = performance.now(), true);
+  // a choice in a list (the viewer's head and layer): the moment it is chosen (a list takes no pointerdown then)
+  document.addEventListener('change', e => {
+    if (e.target.matches && e.target.matches('select')) B.input = performance.now();
+  }, true);
   (function poll() {
     // a textarea's value is no DOM mutation: look every frame
     const box = document.querySelector(SEL.translation);

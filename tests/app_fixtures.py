@@ -116,10 +116,6 @@ def drawn(h: Handlers, **settings) -> tuple[Run, dict]:
     return run, show(h, run)[-1]
 
 
-def title(plot) -> str:
-    return json.loads(plot.plot)["layout"]["title"]["text"]
-
-
 @contextlib.contextmanager
 def short_grace(tiny, monkeypatch):
     """The tiny app served on loopback, forgetting closed sessions after 1 s: (its URL, Gradio's sessions)."""

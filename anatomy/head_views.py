@@ -7,9 +7,17 @@ from transformer import Trace
 from transformer.analysis import DEFINITIONS, trace_head_statistics
 from transformer.kinds import KINDS
 
+from .payload import finite
+
 
 def head_table(trace: Trace) -> tuple[list[str], list[list]]:
     return viz.head_table(trace_head_statistics(trace), {kind.name: kind.label for kind in KINDS})
+
+
+def table_json(trace: Trace) -> dict:
+    """head_table as the viewer's table takes it (anatomy/viewer/tabs.js statsTable): a non-finite value is None."""
+    headers, rows = head_table(trace)
+    return {"headers": headers, "rows": [[finite(v) for v in row] for row in rows]}
 
 
 def table_kind(label) -> str | None:

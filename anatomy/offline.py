@@ -23,14 +23,13 @@ from markdown_it import MarkdownIt
 
 import viz
 from transformer import Trace
-from transformer.analysis import DEFINITIONS, trace_head_statistics
-from transformer.kinds import KINDS
+from transformer.analysis import DEFINITIONS
 from viz.common import ATTENTION_STOPS, COLORS, DIVERGING_SCALE, MASKED_COLOR, PROBABILITY_SCALE, TEMPLATE_JSON
 from viz.heads import PANELS, SIGNED
 
-from . import architecture_views, attention_views, bundle, tour, training_views, views
+from . import architecture_views, attention_views, bundle, head_views, tour, training_views, views
 from .inputs import DISPLAYS, PAGE_KINDS, View
-from .payload import (checkpoint_id, explain_payload, finite, norms_payload, positional, tour_payload,
+from .payload import (checkpoint_id, explain_payload, norms_payload, positional, tour_payload,
                       trace_payload)
 from .registry import ModelEntry, shown_path
 from .run import Explained, Norms
@@ -105,7 +104,6 @@ def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view
     the tour without them)."""
     view = views.fitted(view or View(), trace)
     c = entry.config
-    headers, rows = viz.head_table(trace_head_statistics(trace), {k.name: k.label for k in KINDS})
     extras = {"explain": explain_payload(explained) if explained is not None and explained.of is trace else None,
               "norms": norms_payload(norms) if norms is not None and norms.of is trace else None,
               "tour": tour_payload(toured if toured is not None and toured.of is trace else tour.tour(
@@ -120,7 +118,7 @@ def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view
         "view": {"kind": view.kind, "layer": view.layer, "head": view.head, "step": view.step, "merge": view.merge,
                  "plain": view.plain, "hide": view.hide,
                  "display": view.display if view.display in DISPLAYS[:2] else DISPLAYS[0]},
-        "stats": {"headers": headers, "rows": [[finite(v) for v in row] for row in rows],
+        "stats": {**head_views.table_json(trace),
                   "keys": list(viz.STAT_LABELS), "panels": list(PANELS), "signed": sorted(SIGNED),
                   "definitions": [[viz.STAT_LABELS[k], t] for k, t in DEFINITIONS.items()]},
         "positional": positional(c),  # the rows of the payload's source

@@ -25,7 +25,7 @@ from anatomy import (ablation_views, architecture_views, attention_views, engine
 from anatomy.inputs import (MAX_NEW_TOKENS, Request, View, api_request, build_link,
                             clean_text, heads_off, page_request, parse_link)
 from anatomy.offline import markdown_html
-from anatomy.payload import (attribution_payload, explain_payload, finite, lens_payload, norms_payload, positional,
+from anatomy.payload import (attribution_payload, explain_payload, lens_payload, norms_payload, positional,
                              shares_payload, tour_payload, trace_payload)
 from anatomy.registry import ModelRegistry
 from anatomy.run import Ablation, Explained, Judged, Run, StopSignal, Twin, Vectors
@@ -49,9 +49,8 @@ ASKS = itertools.count(1)
 
 def opened(view: View) -> dict:
     """A view for the viewer to open (view_set): the fields its controls hold; a step of None leaves the step."""
-    fields = {name: getattr(view, name) for name in ("kind", "layer", "head", "merge", "plain", "hide", "display",
-                                                       "query")}
-    return {**fields, **({"step": view.step} if view.step is not None else {}), "asked": next(ASKS)}
+    fields = {name: value for name, value in dataclasses.asdict(view).items() if name != "step" or value is not None}
+    return {**fields, "asked": next(ASKS)}
 
 
 class Handlers:
@@ -510,8 +509,7 @@ class Handlers:
             ready = i.explained is not None and i.explained.of is trace
             return {p.explain_data: explain_payload(i.explained) if ready else None}
         if tab == Tab.STATS and trace is not None:
-            headers, rows = head_views.head_table(trace)
-            return {p.tab_data: {"stats": {"headers": headers, "rows": [[finite(v) for v in row] for row in rows]}}}
+            return {p.tab_data: {"stats": head_views.table_json(trace)}}
         if tab == Tab.IMPORTANCE and trace is not None:
             # judged on the translation with every head on, by the model that made it; the viewer draws the maps
             own = run.ablation.original if run.ablation is not None else trace

@@ -9,7 +9,7 @@ import gradio as gr
 
 from anatomy import ablation_views, attention_views, bundle, head_views, views
 from anatomy.export import HOLD, MIN_SECONDS
-from anatomy.inputs import MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, PAGE_KINDS, View
+from anatomy.inputs import MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, PAGE_KINDS
 from anatomy.offline import markdown_html
 from anatomy.registry import ModelRegistry, device_choices
 from anatomy.run import StopSignal
@@ -19,7 +19,7 @@ from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WEIGHTS_CHOICES
 from .values import Tab
 
 # layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
-DEFAULTS = {"max": 0, "k": 5, "slow": 0.0, "view": View().kind, "merge": False}
+DEFAULTS = {"max": 0, "k": 5, "slow": 0.0}
 
 
 @dataclass
@@ -173,6 +173,7 @@ BOX = '<div class="anatomy-plot" data-testid="plotly"></div>'
 def tabs_html() -> str:
     """The decoding steps and the tabs (anatomy/viewer/tabs.html) with the tabs' names and their help."""
     buttons = "\n".join(f'    <button type="button" role="tab" data-tab="{tab.value}" '
+                        f'{"data-model " if tab.needs_model else ""}'
                         f'aria-selected="{str(tab is Tab.HEADS).lower()}">{tab.label}</button>' for tab in Tab)
     filled = {"STATS_HELP": head_views.stats_help(), "WHY_HELP": WHY_HELP, "LENS_HELP": LENS_HELP,
               "IMPORTANCE_HELP": ablation_views.IMPORTANCE_HELP, "HOW_TO_READ": HOW_TO_READ}

@@ -43,6 +43,11 @@ class Tab(StrEnum):
         return _TAB_LABELS[self]
 
     @property
+    def needs_model(self) -> bool:
+        """It shows what a model makes for the shown translation (Handlers.make_tab, in the model's slot)."""
+        return self in (Tab.COMPARE, Tab.IMPORTANCE, Tab.WHY)
+
+    @property
     def shows_model(self) -> bool:
         """It shows the chosen model rather than the shown translation: a new Direction redraws it."""
         return self in (Tab.POSITIONAL, Tab.ARCHITECTURE, Tab.TRAINING)

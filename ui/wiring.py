@@ -59,10 +59,9 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     made = list(dict.fromkeys([p.run, p.twin, p.judged, p.explained, p.vectors, p.run_info, *shown, p.replay,
                                *tab_outputs]))
     # a new Run opens at its own step (the last, or a link's), whatever the step slider says
-    opening = controls
     tab_view = dict(fn=h.tab_view, inputs=tab_inputs, outputs=tab_outputs, **DRAW, **reading_view(p, tab_inputs))
 
-    replayed = {p.run, p.signal, p.vectors, *opening}
+    replayed = {p.run, p.signal, p.vectors, *controls}
     p.replay.change(h.replay, replayed, [*shown, p.vectors], **REPLAY, **reading_view(p, replayed)).then(**tab_view)
     walked = {p.run, p.vectors, *controls}
     p.walk_btn.click(h.walk, walked, [p.vectors, p.walk_data], **MODEL, **reading_view(p, walked))

@@ -99,7 +99,8 @@
     // A tab opened: its contents asked for, after what it shows of a model (the untrained twin, head importance,
     // why each piece: a model event) when it needs one.
     openedTab(tab) {
-      A.ask(['compare', 'importance', 'why'].includes(tab) ? 'make-ask' : 'tab-ask');
+      const button = document.querySelector(`#anatomy-tabs [role=tab][data-tab="${tab}"]`);
+      A.ask(button && button.hasAttribute('data-model') ? 'make-ask' : 'tab-ask');  // ui/values.py Tab.needs_model
       A.draw();
     },
     // The open tab's tables, texts and server-drawn figures (ui/handlers.py `_tab`), each kept until replaced.

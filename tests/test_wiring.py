@@ -59,7 +59,7 @@ def _pages(tiny):
     p = tiny.page
     link = parse_link({"text": SENTENCE}, configs(tiny))
     base = {c: getattr(c, "value", None) for c in tiny.demo.blocks.values()}
-    base.update({p.text: SENTENCE, p.forced: SENTENCE, p.api_text: SENTENCE, p.api_direction: "de-en",
+    base.update({p.text: SENTENCE, p.forced: SENTENCE,
                  p.direction: "de-en", p.link: link, p.signal: StopSignal(), p.heads_off: ["encoder:1.1"],
                  p.run: None, p.twin: None})
     yield base

@@ -24,27 +24,18 @@ DEFAULTS = {"max": 0, "k": 5, "slow": 0.0}
 
 @dataclass
 class AnimationControls:
-    """Export animation: what the viewer asks with and the file it gets, and the /animate endpoint's own components
-    (never shown; text and direction are /translate's)."""
+    """Export animation: what the viewer asks with and the file it gets (the /animate endpoint's too)."""
 
     button: gr.Button  # clicked by the viewer's Make the animation (app.js), with the view and its settings
     file: gr.File
-    api: dict[str, gr.components.Component]  # by Handlers.api_animate's parameter, after text and direction
-    api_file: gr.File
-    api_notice: gr.Textbox
-    api_btn: gr.Button
 
 
 @dataclass
 class PageExport:
-    """Download page (HTML): the button and the file it makes, and the /export_html endpoint's own components (never
-    shown; text and direction are /translate's)."""
+    """Download page (HTML): the button and the file it makes (the /export_html endpoint's too)."""
 
     button: gr.Button
     file: gr.File
-    api_file: gr.File
-    api_notice: gr.Textbox
-    api_btn: gr.Button
 
 
 @dataclass
@@ -121,19 +112,7 @@ class Page:
     explain_data: gr.JSON  # for the viewer: why the shown translation's pieces (anatomy.payload.explain_payload)
     importance_data: gr.JSON  # for the viewer: the maps' values, the heads-off changes, the corpus maps
     pe_data: gr.JSON  # the chosen model's positional encoding, for the viewer: d_model, max_len, layout, dims, source
-    # the API's own components (never shown)
-    api_text: gr.Textbox
-    api_direction: gr.Textbox
-    api_beam: gr.JSON
-    api_max: gr.JSON
-    api_off: gr.JSON
-    api_translation: gr.Textbox
-    api_notice: gr.Textbox
-    api_trace: gr.JSON
-    api_btn: gr.Button
-    api_attribution: gr.JSON  # /explain's method
-    api_explanation: gr.JSON
-    api_explain_btn: gr.Button
+    notice: gr.Textbox  # never shown: an API endpoint's notice (the API's events have no components of their own)
 
     # What ui.values.Inputs reads, by its field names: the handlers get them typed, never by position.
     @property
@@ -219,11 +198,13 @@ def _options(choices: list[tuple[str, str]]) -> str:
 
 
 def header_html() -> str:
-    """The header's tools, the viewer's own (app.js): presenter mode, and one panel for both exports (a second one
-    would push the large view below the fold at 1600×1000): a figure (PNG, SVG, drawn in the page) and the
-    decoding's animation (made on the server: the animation button asks for it)."""
+    """The page's header: its title and introduction, and its tools, the viewer's own (app.js): presenter mode, and
+    one panel for both exports (a second one would push the large view below the fold at 1600×1000): a figure (PNG,
+    SVG, drawn in the page) and the decoding's animation (made on the server: the animation button asks for it)."""
     return (
-        '<div class="anatomy-header"><div><label id="presenter" class="anatomy-check"><input type="checkbox"> '
+        '<div id="header-row"><div id="header-title"><h1>Transformer Anatomy</h1>'
+        f'<div class="anatomy-controls">{markdown_html(INTRO)}</div></div>'
+        '<div id="header-tools"><div class="anatomy-header"><div><label id="presenter" class="anatomy-check"><input type="checkbox"> '
         'Presenter mode</label>'
         '<div id="presenter-info" class="anatomy-muted">Large type, figures fit the screen, white page: for talks</div>'
         '</div>'
@@ -242,35 +223,22 @@ def header_html() -> str:
         f'type="number" min="{MIN_SECONDS}" max="3" step="0.1" value="0.8"></label>'
         f'<label class="anatomy-field">Format <select id="animation-format">{_options(ANIMATION_FORMATS)}</select>'
         '</label><div class="anatomy-fields"><button id="animation-make" type="button">Make the animation</button>'
-        '</div></details></div></details></div>')
+        '</div></details></div></details></div></div></div>')
 
 
 def animation_endpoint() -> AnimationControls:
-    """The animation's file and the button the viewer clicks for it, and the /animate endpoint's hidden components
-    (JSON, so that any JSON value reaches the handler, which answers a bad one with a notice)."""
+    """The animation's file and the button the viewer clicks for it."""
     file = gr.File(label="Animation of the shown translation and view", interactive=False, visible=False,
                    elem_id="animation-file")
-    with gr.Group(visible=False):
-        api = {name: gr.JSON(value=None, label=name) for name in ("kind", "layer", "head", "layout", "size",
-                                                                  "frame_seconds", "file_format", "merge_words",
-                                                                  "hide_special", "hide_marker")}
-        api_file = gr.File(label="animation")
-        api_notice = gr.Textbox(label="notice")
-        api_btn = gr.Button("animate")
     button = gr.Button("animate", elem_id="animation-ask", elem_classes=["anatomy-offscreen"])
-    return AnimationControls(button, file, api, api_file, api_notice, api_btn)
+    return AnimationControls(button, file)
 
 
 def build_page(registry: ModelRegistry) -> Page:
     """The components, inside the caller's `with gr.Blocks()`."""
     entry0 = registry.get(None)
     c0 = entry0.config
-    with gr.Row(equal_height=False, elem_id="header-row"):
-        with gr.Column(scale=4):
-            gr.Markdown("# Transformer Anatomy")
-            gr.Markdown(INTRO, elem_classes=["anatomy-controls"])
-        with gr.Column(scale=1, min_width=330, elem_id="header-tools"):
-            gr.HTML(header_html(), elem_id="header-view", padding=False)
+    gr.HTML(header_html(), elem_id="header-view", padding=False)
     # Settings and result beside the large attention view: a translation and its attention above the fold.
     with gr.Row(equal_height=False, elem_id="main-row"):
         with gr.Column(scale=2, min_width=320):
@@ -370,27 +338,13 @@ def build_page(registry: ModelRegistry) -> Page:
     # the viewer's own: the decoding steps and the tabs (anatomy/viewer/tabs.html; tabs.js, host.js draw them)
     below = gr.HTML(tabs_html(), elem_id="viewer-below", padding=False)
 
-    # The API: a non-streaming endpoint with three outputs, on components the page never shows. The numbers are
-    # JSON components so that any JSON value reaches the handler, which answers a bad one with a notice.
+    # what the page's viewer draws and says, never shown
     with gr.Group(visible=False):
-        api_text = gr.Textbox(label="text")
-        api_direction = gr.Textbox(value=registry.default_key, label="direction")
-        api_beam = gr.JSON(value=None, label="beam_size")
-        api_max = gr.JSON(value=None, label="max_new_tokens")
-        api_off = gr.JSON(value=None, label="heads_off")
-        api_translation = gr.Textbox(label="translation")
-        api_notice = gr.Textbox(label="notice")
-        api_trace = gr.JSON(label="trace")
-        api_btn = gr.Button("api")
-        api_attribution = gr.JSON(value=None, label="attribution")
-        api_explanation = gr.JSON(label="explanation")
-        api_explain_btn = gr.Button("explain")
         (trace_data, twin_data, walk_data, pe_data, importance_data, explain_data, norms_data, tour_data, view_set,
          tab_data) = (gr.JSON(None) for _ in range(10))
         # the viewer's view (controls.js), as JSON: an event that reads it has it filled in by the page (wiring.py)
         view = gr.Textbox(label="view")
-        offline = PageExport(page_btn, page_file, gr.File(label="page"), gr.Textbox(label="notice"),
-                             gr.Button("export_html"))
+        notice = gr.Textbox(label="notice")
 
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()),
                 link=gr.State(None), link_btn=link_btn, address_btn=address_btn, judged=gr.State(None),
@@ -399,7 +353,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 tour_btn=tour_btn, norms_btn=norms_btn, explorer=explorer, view=view, view_set=view_set,
                 replay=gr.State(0),
                 trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
-                animation=animation, offline=offline,
+                animation=animation, offline=PageExport(page_btn, page_file),
                 direction=direction, model_notices=model_notices, text=text, text_hint=text_hint,
                 beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
                 translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, ablation=ablation,
@@ -409,8 +363,4 @@ def build_page(registry: ModelRegistry) -> Page:
                 examples=gallery, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
                 toggle_head=toggle_head, clicked_head=clicked_head, below=below, tab_data=tab_data, tab_btn=tab_btn,
                 make_btn=make_btn, contrast_btn=contrast_btn, explain_data=explain_data,
-                importance_data=importance_data, pe_data=pe_data,
-                api_text=api_text, api_direction=api_direction,
-                api_beam=api_beam, api_max=api_max, api_off=api_off, api_translation=api_translation,
-                api_notice=api_notice, api_trace=api_trace, api_btn=api_btn, api_attribution=api_attribution,
-                api_explanation=api_explanation, api_explain_btn=api_explain_btn)
+                importance_data=importance_data, pe_data=pe_data, notice=notice)

@@ -156,19 +156,16 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.share_btn.click(h.share, shared, [p.share_query], **DRAW, **reading_view(p, shared)).then(
         None, [p.share_query], [p.share_url], js=js("link(args[0])"))
 
-    # preprocess=False: the handler gets each JSON value as sent (a Textbox would turn a list into its str()).
-    p.api_btn.click(h.api_translate, [p.api_text, p.api_direction, p.api_beam, p.api_max, p.api_off],
-                    [p.api_translation, p.api_notice, p.api_trace], api_name="translate", api_visibility="public",
-                    show_progress="hidden", concurrency_id="model", concurrency_limit=1, preprocess=False)
-    p.api_explain_btn.click(h.api_explain, [p.api_text, p.api_direction, p.api_attribution],
-                            [p.api_translation, p.api_notice, p.api_explanation], api_name="explain",
-                            api_visibility="public", show_progress="hidden", concurrency_id="model",
-                            concurrency_limit=1, preprocess=False)
+    # The API: non-streaming endpoints without components of their own (none shown, none triggered by the page),
+    # on the page's: the text and direction as typed, any JSON value in the one JSON slot (preprocess=False: each
+    # value reaches the handler as sent, which answers a bad one with a notice), a file in the page's file.
+    slot = p.trace_data
+    api = dict(api_visibility="public", show_progress="hidden", concurrency_id="model", concurrency_limit=1,
+               preprocess=False)
+    gr.on([], h.api_translate, [p.text, p.direction, slot, slot, slot], [p.translation, p.notice, slot],
+          api_name="translate", **api)
+    gr.on([], h.api_explain, [p.text, p.direction, slot], [p.translation, p.notice, slot], api_name="explain",
+          **api)
     # Translating and drawing in one call: the API has no page to draw on between them.
-    a.api_btn.click(h.api_animate, [p.api_text, p.api_direction, *a.api.values()], [a.api_file, a.api_notice],
-                    api_name="animate", api_visibility="public", show_progress="hidden", concurrency_id="model",
-                    concurrency_limit=1, preprocess=False)
-    o = p.offline
-    o.api_btn.click(h.api_export_html, [p.api_text, p.api_direction], [o.api_file, o.api_notice],
-                    api_name="export_html", api_visibility="public", show_progress="hidden", concurrency_id="model",
-                    concurrency_limit=1, preprocess=False)
+    gr.on([], h.api_animate, [p.text, p.direction, *[slot] * 10], [a.file, p.notice], api_name="animate", **api)
+    gr.on([], h.api_export_html, [p.text, p.direction], [p.offline.file, p.notice], api_name="export_html", **api)

@@ -22,6 +22,7 @@ from anatomy.inputs import DISPLAYS, parse_link
 from anatomy.run import StopSignal
 from tests.app_fixtures import SENTENCE, configs, run_of
 from ui.values import Tab
+from ui.wiring import handled
 
 
 def _passes(fn, args: list) -> bool:
@@ -107,7 +108,7 @@ def test_every_event_that_runs_a_model_pass_runs_in_the_model_s_slot_and_no_othe
 def test_a_slow_motion_replay_waits_without_a_thread_in_a_group_of_its_own(tiny):
     """A replay waits between its frames in an async generator (no worker thread), in a group whose limit leaves
     most of the queue's slots (max_threads) to translations and drawing: replays beyond it wait their turn."""
-    [replay] = [fn for fn in tiny.demo.fns.values() if fn.fn == tiny.replay]
+    [replay] = [fn for fn in tiny.demo.fns.values() if getattr(fn.fn, "__wrapped__", None) == tiny.replay]
     assert inspect.isasyncgenfunction(replay.fn)
     assert replay.concurrency_id == "replay" and 1 <= replay.concurrency_limit <= tiny.demo.max_threads // 4
 
@@ -213,14 +214,13 @@ def test_a_view_control_or_new_data_draws_in_the_browser_only(tiny):
     of a view a handler opens or of the open tab's contents runs the viewer's JavaScript and no Python; an event
     that reads the view has the viewer fill it in."""
     p = tiny.page
-    data = [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data, p.norms_data]
     assert not any(hasattr(p, name) for name in ("kind", "layer", "head", "step", "display", "weights", "tab",
                                                  "pe_dims", "method", "pick_head"))
-    for call, drawn in (("data", data), ("open", [p.view_set]), ("tabData", [p.tab_data])):
-        draws = [fn for fn in tiny.demo.fns.values() if fn.js and f"anatomy.{call}(" in fn.js]
-        assert len(draws) == 1 and draws[0].fn is None
-        assert [c._id for c in draws[0].inputs] == [c._id for c in drawn]
-        assert {t[0] for t in draws[0].targets} == {c._id for c in drawn}
+    draws = [fn for fn in tiny.demo.fns.values() if fn.js and "anatomy.data(" in fn.js]
+    assert len(draws) == 1 and draws[0].fn is None
+    assert [c._id for c in draws[0].inputs] == [p.data._id] and {t[0] for t in draws[0].targets} == {p.data._id}
+    # no other JSON reaches the page: every channel a handler returns comes in `data`
+    assert [c for c in tiny.demo.blocks.values() if isinstance(c, gr.JSON)] == [p.data]
     for fn in tiny.demo.fns.values():
         if p.view in fn.inputs:  # filled in at its place among the inputs, by the viewer
             assert fn.js and f"args[{fn.inputs.index(p.view)}] = window.anatomy.viewed()" in fn.js, fn.name
@@ -242,8 +242,8 @@ def test_a_page_load_runs_no_model_event_unless_its_address_has_text_and_then_on
     loads, buttons = _load_events(tiny)
     assert [fn.fn for fn in loads] == [None] and "opened()" in loads[0].js
     address, link = buttons["address"], buttons["link"]
-    assert address.concurrency_id != "model" and address.fn == tiny.load_link
-    assert (link.concurrency_id, link.concurrency_limit, link.fn) == ("model", 1, tiny.open_link)
+    assert address.concurrency_id != "model" and address.fn.__wrapped__ == tiny.load_link
+    assert (link.concurrency_id, link.concurrency_limit, link.fn.__wrapped__) == ("model", 1, tiny.open_link)
     # nothing chained after either: the link's translation is the page's one model event
     assert not any(fn.trigger_after in (address._id, link._id) for fn in tiny.demo.fns.values())
     p = tiny.page
@@ -257,3 +257,35 @@ def test_a_page_load_runs_no_model_event_unless_its_address_has_text_and_then_on
     assert run.trace.output_tokens and run.request.decoding.max_new_tokens == 3
     assert out[p.view_set]["kind"] == "encoder" and out[p.tour_data]["start"] == 2
     assert out[p.text]["value"] == SENTENCE
+
+
+def test_a_handler_s_channels_reach_the_viewer_in_one_data_value_each_new(tiny):
+    """A handler returns its channels like components; the wiring sends them as one `data` value, by name, with a
+    number that makes each value new (a view opened twice opens twice), from plain, generator and async handlers
+    alike, with the handler's own signature (Gradio fills in gr.Request by it)."""
+    p = tiny.page
+
+    def plain(request: gr.Request):
+        return {p.view_set: {"layer": 1}, p.translation: "a"}
+
+    def streamed(request: gr.Request):
+        yield {p.translation: "a"}
+        yield {p.trace_data: {"x": 1}, p.tab_data: None}
+
+    async def replayed(request: gr.Request):
+        yield {p.tour_data: {"stops": []}}
+
+    made = handled(p, plain, [p.translation, p.view_set])
+    assert made["outputs"] == [p.translation, p.data]
+    assert list(inspect.signature(made["fn"]).parameters) == ["request"]
+    first, second = made["fn"](None)[p.data], made["fn"](None)[p.data]
+    assert first["open"] == {"layer": 1} and set(first) == {"open", "sent"} and second["sent"] > first["sent"]
+    steps = list(handled(p, streamed, [p.trace_data, p.tab_data, p.translation])["fn"](None))
+    assert steps[0] == {p.translation: "a"} and {k for k in steps[1][p.data]} == {"payload", "tab", "sent"}
+    fn = handled(p, replayed, [p.tour_data])["fn"]
+    assert inspect.isasyncgenfunction(fn)
+
+    async def drain():
+        return [out async for out in fn(None)]
+    assert asyncio.run(drain())[0][p.data]["tour"] == {"stops": []}
+    assert handled(p, plain, [p.translation]) == dict(fn=plain, outputs=[p.translation])

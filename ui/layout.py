@@ -22,6 +22,14 @@ from .values import Tab
 DEFAULTS = {"max": 0, "k": 5, "slow": 0.0}
 
 
+@dataclass(frozen=True)
+class Channel:
+    """One kind of data for the viewer, a key of the page's one `data` JSON: a handler returns it keyed by its
+    Channel like a component, and the wiring packs an event's channels into `data` (wiring.py `handled`)."""
+
+    name: str  # its key in `data`, as ui/static/app.js `data` reads it
+
+
 @dataclass
 class AnimationControls:
     """Export animation: what the viewer asks with and the file it gets (the /animate endpoint's too)."""
@@ -54,15 +62,16 @@ class Page:
     explained: gr.State  # anatomy.run.Explained | None: why the shown translation's pieces (Why this word tab)
     replay: gr.State  # a trigger (handlers.ASKS): a slow-motion Run is to be replayed
     # what the page's viewer draws (anatomy/viewer/host.js), never shown as such
-    trace_data: gr.JSON  # the trace payload of what the page shows (a slow-motion frame's while it replays)
-    twin_data: gr.JSON  # the trace payload of the untrained twin, once the Trained vs untrained tab made it
-    walk_data: gr.JSON  # the softmax walk the server drew: {"view": for which view, "figure": Plotly JSON}
+    data: gr.JSON  # never shown: what an event sends the viewer, by Channel name (the channels below)
+    trace_data: Channel  # the trace payload of what the page shows (a slow-motion frame's while it replays)
+    twin_data: Channel  # the trace payload of the untrained twin, once the Trained vs untrained tab made it
+    walk_data: Channel  # the softmax walk the server drew: {"view": for which view, "figure": Plotly JSON}
     walk_btn: gr.Button  # clicked by the viewer when the large view shows a walk it has not got
     norms: gr.State  # anatomy.run.Norms | None: the shown translation's value norms, once a view asked for them
-    norms_data: gr.JSON  # for the viewer: those norms (anatomy.payload.norms_payload)
+    norms_data: Channel  # for the viewer: those norms (anatomy.payload.norms_payload)
     norms_btn: gr.Button  # clicked by the viewer when a view shows value-norm weights it has not got
     toured: gr.State  # anatomy.tour.Tour | None: the tour of the shown translation, once Tour made it
-    tour_data: gr.JSON  # for app.js: that tour's stops (anatomy.payload.tour_payload), and the stop to open
+    tour_data: Channel  # for app.js: that tour's stops (anatomy.payload.tour_payload), and the stop to open
     tour_btn: gr.Button
     # header
     animation: AnimationControls
@@ -97,7 +106,7 @@ class Page:
     # attention explorer
     explorer: gr.HTML  # the viewer's view controls, large view and the chosen attention's help (EXPLORER)
     view: gr.Textbox  # never shown: the viewer's view as JSON (anatomy/viewer/controls.js), filled in by each event
-    view_set: gr.JSON  # a view a handler opens in the viewer: {kind, layer, head, ...} (a link, a head picked below)
+    view_set: Channel  # a view a handler opens in the viewer: {kind, layer, head, ...} (a link, a head picked below)
     heads_off_panel: gr.Accordion  # opened when a link switches heads off
     heads_off: gr.CheckboxGroup  # HeadMask link items ("cross:1.2") of the heads switched off
     reset_heads: gr.Button
@@ -105,13 +114,13 @@ class Page:
     clicked_head: gr.Textbox  # never shown: the head app.js names, for toggle_head
     # the decoding steps and the tabs (the viewer's: anatomy/viewer/tabs.html, tabs.js)
     below: gr.HTML
-    tab_data: gr.JSON  # for the viewer: the open tab's tables, texts and server-drawn figures (Handlers._tab)
+    tab_data: Channel  # for the viewer: the open tab's tables, texts and server-drawn figures (Handlers._tab)
     tab_btn: gr.Button  # clicked by the viewer when a tab opens: its contents (tab_view)
     make_btn: gr.Button  # clicked by the viewer when a tab that needs a model opens, or a translation comes to it
     contrast_btn: gr.Button  # clicked by the viewer: Why this word's comparison with the word typed there
-    explain_data: gr.JSON  # for the viewer: why the shown translation's pieces (anatomy.payload.explain_payload)
-    importance_data: gr.JSON  # for the viewer: the maps' values, the heads-off changes, the corpus maps
-    pe_data: gr.JSON  # the chosen model's positional encoding, for the viewer: d_model, max_len, layout, dims, source
+    explain_data: Channel  # for the viewer: why the shown translation's pieces (anatomy.payload.explain_payload)
+    importance_data: Channel  # for the viewer: the maps' values, the heads-off changes, the corpus maps
+    pe_data: Channel  # the chosen model's positional encoding, for the viewer: d_model, max_len, layout, dims, source
     notice: gr.Textbox  # never shown: an API endpoint's notice (the API's events have no components of their own)
 
     # What ui.values.Inputs reads, by its field names: the handlers get them typed, never by position.
@@ -340,8 +349,7 @@ def build_page(registry: ModelRegistry) -> Page:
 
     # what the page's viewer draws and says, never shown
     with gr.Group(visible=False):
-        (trace_data, twin_data, walk_data, pe_data, importance_data, explain_data, norms_data, tour_data, view_set,
-         tab_data) = (gr.JSON(None) for _ in range(10))
+        data = gr.JSON(None)
         # the viewer's view (controls.js), as JSON: an event that reads it has it filled in by the page (wiring.py)
         view = gr.Textbox(label="view")
         notice = gr.Textbox(label="notice")
@@ -349,10 +357,11 @@ def build_page(registry: ModelRegistry) -> Page:
     return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()),
                 link=gr.State(None), link_btn=link_btn, address_btn=address_btn, judged=gr.State(None),
                 vectors=gr.State(None), explained=gr.State(None),
-                norms=gr.State(None), norms_data=norms_data, toured=gr.State(None), tour_data=tour_data,
-                tour_btn=tour_btn, norms_btn=norms_btn, explorer=explorer, view=view, view_set=view_set,
+                norms=gr.State(None), norms_data=Channel("norms"), toured=gr.State(None), tour_data=Channel("tour"),
+                tour_btn=tour_btn, norms_btn=norms_btn, explorer=explorer, view=view, view_set=Channel("open"),
                 replay=gr.State(0),
-                trace_data=trace_data, twin_data=twin_data, walk_data=walk_data, walk_btn=walk_btn,
+                data=data, trace_data=Channel("payload"), twin_data=Channel("twin"), walk_data=Channel("walk"),
+                walk_btn=walk_btn,
                 animation=animation, offline=PageExport(page_btn, page_file),
                 direction=direction, model_notices=model_notices, text=text, text_hint=text_hint,
                 beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
@@ -361,6 +370,6 @@ def build_page(registry: ModelRegistry) -> Page:
                 src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
                 download=download, share_btn=share_btn, share_url=share_url, share_query=share_query,
                 examples=gallery, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
-                toggle_head=toggle_head, clicked_head=clicked_head, below=below, tab_data=tab_data, tab_btn=tab_btn,
-                make_btn=make_btn, contrast_btn=contrast_btn, explain_data=explain_data,
-                importance_data=importance_data, pe_data=pe_data, notice=notice)
+                toggle_head=toggle_head, clicked_head=clicked_head, below=below, tab_data=Channel("tab"), tab_btn=tab_btn,
+                make_btn=make_btn, contrast_btn=contrast_btn, explain_data=Channel("explain"),
+                importance_data=Channel("importance"), pe_data=Channel("positional"), notice=notice)

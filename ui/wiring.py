@@ -1,10 +1,14 @@
 """Which event runs which handler, on which inputs and outputs, in which concurrency group."""
 from __future__ import annotations
 
+import functools
+import inspect
+import itertools
+
 import gradio as gr
 
 from .handlers import Handlers
-from .layout import Page
+from .layout import Channel, Page
 
 # The rule: an event whose handler runs a forward or backward pass of a model (translate, inspect, a beam candidate,
 # a link, the untrained twin, head importance, the softmax walk's q, k, v, heads off, the API) runs in MODEL, one at
@@ -27,9 +31,37 @@ REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility
               show_progress="hidden")
 
 
-def viewed(p: Page) -> list:
-    """What the viewer draws from: the data the server sends, in the order ui/static/app.js `data` reads them."""
-    return [p.trace_data, p.twin_data, p.walk_data, p.pe_data, p.importance_data, p.explain_data, p.norms_data]
+# Each `data` value new, so that its .change fires even for data sent before (a view opened twice).
+SENT = itertools.count(1)
+
+
+def handled(p: Page, fn, outputs: list) -> dict:
+    """An event's fn and outputs, its handler's Channels (returned like components) sent in the one `data` JSON, by
+    their names: {"payload": ..., "tab": ..., "sent": n}, only those the handler returned."""
+    if not any(isinstance(c, Channel) for c in outputs):
+        return dict(fn=fn, outputs=outputs)
+
+    def pack(out):
+        if not isinstance(out, dict) or not any(isinstance(key, Channel) for key in out):
+            return out
+        sent = {key.name: value for key, value in out.items() if isinstance(key, Channel)}
+        kept = {key: value for key, value in out.items() if not isinstance(key, Channel)}
+        return {**kept, p.data: {**sent, "sent": next(SENT)}}
+
+    # the same kind of callable as the handler's, with its signature (Gradio fills in gr.Request, gr.Progress, ...)
+    if inspect.isasyncgenfunction(fn):
+        async def packed(*args, **kwargs):
+            async for out in fn(*args, **kwargs):
+                yield pack(out)
+    elif inspect.isgeneratorfunction(fn):
+        def packed(*args, **kwargs):
+            for out in fn(*args, **kwargs):
+                yield pack(out)
+    else:
+        def packed(*args, **kwargs):
+            return pack(fn(*args, **kwargs))
+    return dict(fn=functools.wraps(fn)(packed),
+                outputs=list(dict.fromkeys(p.data if isinstance(c, Channel) else c for c in outputs)))
 
 
 def js(call: str) -> str:
@@ -58,14 +90,17 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # a model event sends its Run, what the page shows of it and the open tab's data in one event (Handlers._made)
     made = list(dict.fromkeys([p.run, p.twin, p.judged, p.explained, p.vectors, p.run_info, *shown, p.replay,
                                *tab_outputs]))
-    # a new Run opens at its own step (the last, or a link's), whatever the step slider says
-    tab_view = dict(fn=h.tab_view, inputs=tab_inputs, outputs=tab_outputs, **DRAW, **reading_view(p, tab_inputs))
+    def ours(fn, outputs: list) -> dict:
+        return handled(p, fn, outputs)
+
+    tab_view = dict(inputs=tab_inputs, **ours(h.tab_view, tab_outputs), **DRAW, **reading_view(p, tab_inputs))
 
     replayed = {p.run, p.signal, p.vectors, *controls}
-    p.replay.change(h.replay, replayed, [*shown, p.vectors], **REPLAY, **reading_view(p, replayed)).then(**tab_view)
+    p.replay.change(inputs=replayed, **ours(h.replay, [*shown, p.vectors]), **REPLAY,
+                    **reading_view(p, replayed)).then(**tab_view)
     walked = {p.run, p.vectors, *controls}
-    p.walk_btn.click(h.walk, walked, [p.vectors, p.walk_data], **MODEL, **reading_view(p, walked))
-    p.norms_btn.click(h.weigh, {p.run, p.norms}, [p.norms, p.norms_data], **MODEL)
+    p.walk_btn.click(inputs=walked, **ours(h.walk, [p.vectors, p.walk_data]), **MODEL, **reading_view(p, walked))
+    p.norms_btn.click(inputs={p.run, p.norms}, **ours(h.weigh, [p.norms, p.norms_data]), **MODEL)
 
     # What the open tab shows of a model, when it opens, and Why this word of a new Run while its tab is open: seconds
     # of model passes, so an event of its own after the Run's (whose translation the page shows first), asked by the
@@ -80,27 +115,22 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
         event.then(None, js=js("explainIfOpen()"), show_progress="hidden", api_visibility="private")
 
     streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
-    explained_after(gr.on([p.translate_btn.click, p.text.submit], h.translate_page, asked, streamed, **MODEL,
+    explained_after(gr.on([p.translate_btn.click, p.text.submit], inputs=asked, **ours(h.translate_page, streamed),
+                          **MODEL,
                           **reading_view(p, asked)))
     p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
     forced = {p.run, p.forced, p.judged, p.direction, *controls}
-    explained_after(p.force_btn.click(h.force, forced, made, **MODEL, **reading_view(p, forced)))
+    explained_after(p.force_btn.click(inputs=forced, **ours(h.force, made), **MODEL, **reading_view(p, forced)))
     picked = {p.run, p.judged, p.direction, *controls}
-    explained_after(p.candidates.select(h.candidate, picked, made, **MODEL, **reading_view(p, picked)))
+    explained_after(p.candidates.select(inputs=picked, **ours(h.candidate, made), **MODEL, **reading_view(p, picked)))
     if p.examples is not None:
         explained_after(p.examples.load_input_event.then(
-            h.example_settings, [p.direction], [p.beam, p.max_new, p.top_k, p.lp, p.slow, p.view_set], **DRAW).then(
-            h.translate_page, asked, streamed, **MODEL, **reading_view(p, asked)))
+            inputs=[p.direction], **ours(h.example_settings, [p.beam, p.max_new, p.top_k, p.lp, p.slow, p.view_set]),
+            **DRAW).then(inputs=asked, **ours(h.translate_page, streamed), **MODEL, **reading_view(p, asked)))
 
     # The viewer draws on any change of its data (a view control is the viewer's own, drawn in the browser), and
     # opens a view a handler names (a link, a head picked below).
-    drawn = viewed(p)
-    gr.on([c.change for c in drawn], None, drawn, None, js=js("data(...args)"), show_progress="hidden",
-          api_visibility="private")
-    p.view_set.change(None, [p.view_set], None, js=js("open(args[0])"), show_progress="hidden",
-                      api_visibility="private")
-    p.tab_data.change(None, [p.tab_data], None, js=js("tabData(args[0])"), show_progress="hidden",
-                      api_visibility="private")
+    p.data.change(None, [p.data], None, js=js("data(args[0])"), show_progress="hidden", api_visibility="private")
 
     # Tabs (the viewer's): the viewer asks for a tab's contents when it opens (tab_btn), and for what it shows of a
     # model first (make_btn: the untrained twin, head importance, why each piece), in the model's slot, its progress
@@ -110,39 +140,37 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.contrast_btn.click(h.contrast, contrasted, [p.explained], **MODEL, show_progress_on=[p.below],
                          **reading_view(p, contrasted)).then(**tab_view)
 
-    p.direction.change(h.direction_changed, tab_inputs, [p.text, p.heads_off, *tab_outputs], **DRAW,
+    p.direction.change(inputs=tab_inputs, **ours(h.direction_changed, [p.text, p.heads_off, *tab_outputs]), **DRAW,
                        **reading_view(p, tab_inputs))
 
     # Heads off: a checkbox, a click on a head (app.js names it and clicks toggle_head), or Reset translates the
     # shown request again with the heads now off.
     ablate = {p.heads_off, p.vectors, *tab_inputs}
     # the progress shows where the model events show it (their one visible output), not on every figure
-    ablated = dict(MODEL, outputs=made, show_progress_on=[p.run_info], **reading_view(p, ablate))
-    explained_after(p.heads_off.input(h.ablate, ablate, **ablated))
+    ablated = dict(MODEL, inputs=ablate, **ours(h.ablate, made), show_progress_on=[p.run_info],
+                   **reading_view(p, ablate))
+    explained_after(p.heads_off.input(**ablated))
     # a click far below the view: the comparison comes to where the visitor looks
     toggled = p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
-                                  js="(off, clicked) => [off, window.anatomy.clickedHead]").then(h.ablate, ablate,
-                                                                                                **ablated)
+                                  js="(off, clicked) => [off, window.anatomy.clickedHead]").then(**ablated)
     toggled.success(None, js=js("echo('ablation')"))
     explained_after(toggled)
-    explained_after(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(h.ablate, ablate,
-                                                                                           **ablated))
+    explained_after(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(**ablated))
 
     # A page load runs no model event unless its address has text, and then exactly one, its first: app.js
     # `opened` clicks link_btn (the link's settings and its translation) or address_btn (the settings alone).
     loaded = [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off, p.beam, p.max_new, p.lp,
               p.view_set]
     demo.load(None, js=js("opened()"), show_progress="hidden", api_visibility="private")
-    p.address_btn.click(h.load_link, None, loaded, **DRAW)
+    p.address_btn.click(**ours(h.load_link, loaded), **DRAW)
     # the link's own view, not the viewer's (the link sets it)
     linked = {p.signal, p.judged, *controls}  # the viewer's open tab; the link's own view
-    p.link_btn.click(h.open_link, linked, list(dict.fromkeys([*loaded, *made, p.toured, p.tour_data])), **MODEL,
+    p.link_btn.click(inputs=linked, **ours(h.open_link, list(dict.fromkeys([*loaded, *made, p.toured, p.tour_data]))),
+                     **MODEL,
                      **reading_view(p, linked))
 
     # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
-    p.tour_btn.click(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data], **MODEL)
-    p.tour_data.change(None, [p.tour_data], None, js=js("tour(args[0])"), show_progress="hidden",
-                       api_visibility="private")
+    p.tour_btn.click(inputs={p.run, p.toured}, **ours(h.start_tour, [p.toured, p.tour_data]), **MODEL)
     a = p.animation
     animated = {p.run, *controls}  # the view, with Export animation's settings
     a.button.click(h.animate_page, animated, [a.file], **dict(DRAW, show_progress="minimal"),
@@ -159,7 +187,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # The API: non-streaming endpoints without components of their own (none shown, none triggered by the page),
     # on the page's: the text and direction as typed, any JSON value in the one JSON slot (preprocess=False: each
     # value reaches the handler as sent, which answers a bad one with a notice), a file in the page's file.
-    slot = p.trace_data
+    slot = p.data
     api = dict(api_visibility="public", show_progress="hidden", concurrency_id="model", concurrency_limit=1,
                preprocess=False)
     gr.on([], h.api_translate, [p.text, p.direction, slot, slot, slot], [p.translation, p.notice, slot],

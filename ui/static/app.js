@@ -18,13 +18,16 @@
   });
   const A = window.anatomy = {
     viewer, screen,
-    // The data the server sent, in ui/wiring.py `viewed`'s order: the viewer draws what changed (anything not in
-    // view, once it comes into view: scan); a new translation fits the view controls and opens at its own view.
-    data(payload, twin, walk, positional, importance, explain, norms) {
+    // The data an event sent (ui/wiring.py `handled`), by channel: the viewer draws what changed (anything not in
+    // view, once it comes into view: scan); a new translation fits the view controls and opens at its own view; the
+    // open tab's own data, a view a handler opens and a tour follow.
+    data(d) {
+      if (!d) return;
       const before = viewer.version('payload');
-      Object.entries({payload, twin, walk, positional, importance, explain, norms})
-        .forEach(([name, value]) => viewer.set(name, value));
+      const drawn = ['payload', 'twin', 'walk', 'positional', 'importance', 'explain', 'norms'].filter(n => n in d);
+      drawn.forEach(name => viewer.set(name, d[name]));
       const view = A.mount();
+      const {payload, importance, positional} = d;
       if (payload && viewer.version('payload') !== before) {
         A.shape = controls.shapeOf(payload);
         A.kinds = payload.kinds.map(k => ({name: k.name, label: k.label}));
@@ -32,8 +35,10 @@
         if (payload.opens_at) view.set(payload.opens_at);
       }
       // Head importance's parts that are there only for some translations and models
-      document.getElementById('log-probs').hidden = !(importance && importance.changes);
-      document.getElementById('corpus-row').hidden = !(importance && importance.corpus);
+      if ('importance' in d) {
+        document.getElementById('log-probs').hidden = !(importance && importance.changes);
+        document.getElementById('corpus-row').hidden = !(importance && importance.corpus);
+      }
       // another model's encoding: its own default curves
       if (positional && positional.d_model !== A.dModel) {
         A.dModel = positional.d_model;
@@ -42,7 +47,10 @@
       }
       // a tour is of one translation: another one on the page ends it
       if (A.guide && A.guide.isOpen() && JSON.stringify(A.tourData.of) !== viewer.shownKey()) A.guide.close();
-      A.changed(view.view());
+      if (drawn.length) A.changed(view.view());
+      if ('tab' in d) A.tabData(d.tab);
+      if ('open' in d) A.open(d.open);
+      if ('tour' in d) A.tour(d.tour);
     },
     // The view controls (controls.js), made in the page's #view-controls once Gradio has drawn it, offering before a
     // translation what the page says there (ui/layout.py explorer_html).

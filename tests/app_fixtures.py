@@ -105,7 +105,7 @@ def replayed(h: Handlers, page: Inputs, stop_after: int | None = None) -> list[d
         async for frame in h.replay(page):
             got.append(frame)
             if len(got) == stop_after:
-                h.stop(page.signal)
+                h.stop(Inputs(signal=page.signal))
         return got
     return asyncio.run(frames())
 

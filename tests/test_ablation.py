@@ -257,7 +257,7 @@ def _stopped_stream(h):
     signal = StopSignal()
     stream = h.translate_page(Inputs(PageSettings("de-en", SENTENCE, 1, 8, "cpu", 5, 1.0), signal=signal))
     next(stream), next(stream)  # the source pieces, then the first piece
-    h.stop(signal)
+    h.stop(Inputs(signal=signal))
     return list(stream)[-1][h.page.run]
 
 

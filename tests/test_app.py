@@ -263,7 +263,7 @@ def test_stop_during_streaming_keeps_the_pieces_so_far(tiny):
     settings = PageSettings(key="de-en", text=SENTENCE, beam=1, max_new=8, device="cpu", top_k=5, length_penalty=1.0)
     stream = tiny.translate_page(Inputs(settings, signal=signal))
     next(stream), next(stream)  # the source pieces, then the first piece
-    tiny.stop(signal)
+    tiny.stop(Inputs(signal=signal))
     run = list(stream)[-1][p.run]
     assert 1 <= len(run.trace.output_tokens) < 8 and "stopped" in run.showing
     assert_complete(run.trace)

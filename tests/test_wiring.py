@@ -4,6 +4,7 @@ view changes never wait for a translation; tokenizing alone is not a model pass)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import statistics
@@ -21,7 +22,8 @@ from gradio.helpers import special_args
 from anatomy.inputs import DISPLAYS, parse_link
 from anatomy.run import StopSignal
 from tests.app_fixtures import SENTENCE, configs, run_of
-from ui.values import Tab
+from ui.layout import Slot
+from ui.values import Session, Tab
 from ui.wiring import handled
 
 
@@ -71,9 +73,17 @@ def _pages(tiny):
             yield {**base, p.run: run, p.view: json.dumps({"display": display})}
 
 
+SESSION = {f.name for f in dataclasses.fields(Session)}
+
+
 def _inputs(fn, page: dict) -> list:
-    """The event's inputs from `page` as Gradio passes them: one dict keyed by component for a set of them."""
+    """The event's inputs from `page` as Gradio passes them: one dict keyed by component for a set of them (the
+    Session made of the page's Slots)."""
     values = {c: page.get(c) for c in fn.inputs}
+    for c in fn.inputs:
+        if isinstance(c.value, Session):
+            values[c] = Session(**{slot.name: page[slot] for slot in page
+                                  if isinstance(slot, Slot) and slot.name in SESSION})
     return [values] if fn.inputs_as_dict else [values[c] for c in fn.inputs]
 
 
@@ -259,33 +269,41 @@ def test_a_page_load_runs_no_model_event_unless_its_address_has_text_and_then_on
     assert out[p.text]["value"] == SENTENCE
 
 
-def test_a_handler_s_channels_reach_the_viewer_in_one_data_value_each_new(tiny):
-    """A handler returns its channels like components; the wiring sends them as one `data` value, by name, with a
-    number that makes each value new (a view opened twice opens twice), from plain, generator and async handlers
-    alike, with the handler's own signature (Gradio fills in gr.Request by it)."""
+def test_a_handler_s_slots_are_kept_in_the_session_and_its_channels_reach_the_viewer_in_one_new_value(tiny):
+    """A handler returns Slots and Channels like components. The wiring reads the Session for the Slots an event
+    reads or writes and keeps there those it writes (only those); it sends the Channels as one `data` value, by
+    name, with a number that makes each value new (a view opened twice opens twice): from plain, generator and async
+    handlers alike, with the handler's own signature (Gradio fills in gr.Request by it)."""
     p = tiny.page
 
-    def plain(request: gr.Request):
-        return {p.view_set: {"layer": 1}, p.translation: "a"}
+    def plain(values, request: gr.Request):
+        return {p.view_set: {"layer": 1}, p.translation: "a", p.run: "made", p.twin: "not kept"}
 
-    def streamed(request: gr.Request):
+    def streamed(values):
         yield {p.translation: "a"}
         yield {p.trace_data: {"x": 1}, p.tab_data: None}
 
-    async def replayed(request: gr.Request):
+    async def replayed(values):
         yield {p.tour_data: {"stops": []}}
 
-    made = handled(p, plain, [p.translation, p.view_set])
-    assert made["outputs"] == [p.translation, p.data]
-    assert list(inspect.signature(made["fn"]).parameters) == ["request"]
-    first, second = made["fn"](None)[p.data], made["fn"](None)[p.data]
-    assert first["open"] == {"layer": 1} and set(first) == {"open", "sent"} and second["sent"] > first["sent"]
-    steps = list(handled(p, streamed, [p.trace_data, p.tab_data, p.translation])["fn"](None))
-    assert steps[0] == {p.translation: "a"} and {k for k in steps[1][p.data]} == {"payload", "tab", "sent"}
-    fn = handled(p, replayed, [p.tour_data])["fn"]
+    made = handled(p, plain, {p.run, p.view}, [p.translation, p.view_set, p.run])
+    assert made["inputs"] == {p.session, p.view} and made["outputs"] == [p.translation, p.data]
+    assert "window.anatomy.viewed()" in made["js"]
+    assert list(inspect.signature(made["fn"]).parameters) == ["values", "request"]
+    session = Session()
+    first, second = made["fn"]({p.session: session}, None), made["fn"]({p.session: session}, None)
+    assert first[p.translation] == "a" and set(first) == {p.translation, p.data}
+    assert first[p.data]["open"] == {"layer": 1} and set(first[p.data]) == {"open", "sent"}
+    assert second[p.data]["sent"] > first[p.data]["sent"]
+    assert session.run == "made" and session.twin is None
+    steps = list(handled(p, streamed, {p.run}, [p.trace_data, p.tab_data, p.translation])["fn"]({}))
+    assert steps[0] == {p.translation: "a"} and set(steps[1][p.data]) == {"payload", "tab", "sent"}
+    fn = handled(p, replayed, {p.run}, [p.tour_data])["fn"]
     assert inspect.isasyncgenfunction(fn)
 
     async def drain():
-        return [out async for out in fn(None)]
+        return [out async for out in fn({})]
     assert asyncio.run(drain())[0][p.data]["tour"] == {"stops": []}
-    assert handled(p, plain, [p.translation]) == dict(fn=plain, outputs=[p.translation])
+    assert handled(p, plain, [p.text], [p.translation]) == dict(fn=plain, inputs=[p.text], outputs=[p.translation])
+    with pytest.raises(ValueError, match="as a set"):
+        handled(p, plain, [p.text], [p.run])

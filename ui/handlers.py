@@ -28,7 +28,7 @@ from anatomy.offline import markdown_html
 from anatomy.payload import (attribution_payload, explain_payload, lens_payload, norms_payload, positional,
                              shares_payload, tour_payload, trace_payload)
 from anatomy.registry import ModelRegistry
-from anatomy.run import Ablation, Explained, Judged, Run, StopSignal, Twin, Vectors
+from anatomy.run import Ablation, Explained, Judged, Run, Twin, Vectors
 from anatomy.tour import Tour
 from transformer import HeadVectors, Trace, Translator
 from transformer.explain import METHODS
@@ -405,10 +405,10 @@ class Handlers:
             engine.value_norms(self.registry.get(i.run.request.key).cpu, i.run.trace)
         return {p.norms: norms, p.norms_data: norms_payload(norms)}
 
-    @staticmethod
-    def stop(signal: StopSignal) -> None:
-        """Stop: the running stream or replay ends at its next piece and shows what it has, labelled stopped."""
-        signal.asked += 1
+    def stop(self, values: Inputs | dict) -> None:
+        """Stop (signal): the running stream or replay ends at its next piece and shows what it has, labelled
+        stopped."""
+        Inputs.of(self.page, values).signal.asked += 1
 
     # ---- drawing a Run (no model) ----
 

@@ -12,11 +12,10 @@ from anatomy.export import HOLD, MIN_SECONDS
 from anatomy.inputs import MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, PAGE_KINDS
 from anatomy.offline import markdown_html
 from anatomy.registry import ModelRegistry, device_choices
-from anatomy.run import StopSignal
 from transformer import ModelConfig
 
 from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WEIGHTS_CHOICES, WHY_HELP
-from .values import Tab
+from .values import Session, Tab
 
 # layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
 DEFAULTS = {"max": 0, "k": 5, "slow": 0.0}
@@ -28,6 +27,14 @@ class Channel:
     Channel like a component, and the wiring packs an event's channels into `data` (wiring.py `handled`)."""
 
     name: str  # its key in `data`, as ui/static/app.js `data` reads it
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One field of the visitor's Session (ui/values.py), held by the page's one gr.State: a handler reads it as
+    ui.values.Inputs and returns it keyed by its Slot like a component; the wiring sets it on the Session."""
+
+    name: str  # the Session's field
 
 
 @dataclass
@@ -50,16 +57,17 @@ class PageExport:
 class Page:
     """Every component the handlers read or write, by one name each."""
 
-    # state
-    run: gr.State  # anatomy.run.Run | None: what the page shows
-    twin: gr.State  # anatomy.run.Twin | None
-    signal: gr.State  # anatomy.run.StopSignal, per visitor
-    link: gr.State  # anatomy.inputs.Link read from the page's address
+    # the visitor's Session: its Slots
+    session: gr.State  # ui.values.Session: what the server holds for this page
+    run: Slot  # anatomy.run.Run | None: what the page shows
+    twin: Slot  # anatomy.run.Twin | None
+    signal: Slot  # anatomy.run.StopSignal, per visitor
+    link: Slot  # anatomy.inputs.Link read from the page's address (open_link's, never kept)
     link_btn: gr.Button  # clicked by app.js when the page's address has text: its settings and translation at once
     address_btn: gr.Button  # clicked by app.js otherwise: the settings the address names, the models loaded by now
-    judged: gr.State  # anatomy.run.Judged | None: head importance of the shown translation
-    vectors: gr.State  # anatomy.run.Vectors | None: the softmax walk's q, k, v of the shown translation
-    explained: gr.State  # anatomy.run.Explained | None: why the shown translation's pieces (Why this word tab)
+    judged: Slot  # anatomy.run.Judged | None: head importance of the shown translation
+    vectors: Slot  # anatomy.run.Vectors | None: the softmax walk's q, k, v of the shown translation
+    explained: Slot  # anatomy.run.Explained | None: why the shown translation's pieces (Why this word tab)
     replay: gr.State  # a trigger (handlers.ASKS): a slow-motion Run is to be replayed
     # what the page's viewer draws (anatomy/viewer/host.js), never shown as such
     data: gr.JSON  # never shown: what an event sends the viewer, by Channel name (the channels below)
@@ -67,10 +75,10 @@ class Page:
     twin_data: Channel  # the trace payload of the untrained twin, once the Trained vs untrained tab made it
     walk_data: Channel  # the softmax walk the server drew: {"view": for which view, "figure": Plotly JSON}
     walk_btn: gr.Button  # clicked by the viewer when the large view shows a walk it has not got
-    norms: gr.State  # anatomy.run.Norms | None: the shown translation's value norms, once a view asked for them
+    norms: Slot  # anatomy.run.Norms | None: the shown translation's value norms, once a view asked for them
     norms_data: Channel  # for the viewer: those norms (anatomy.payload.norms_payload)
     norms_btn: gr.Button  # clicked by the viewer when a view shows value-norm weights it has not got
-    toured: gr.State  # anatomy.tour.Tour | None: the tour of the shown translation, once Tour made it
+    toured: Slot  # anatomy.tour.Tour | None: the tour of the shown translation, once Tour made it
     tour_data: Channel  # for app.js: that tour's stops (anatomy.payload.tour_payload), and the stop to open
     tour_btn: gr.Button
     # header
@@ -131,11 +139,15 @@ class Page:
                     top_k=self.top_k, length_penalty=self.lp, slow=self.slow, heads_off=self.heads_off)
 
     @property
-    def state(self) -> dict[str, gr.components.Component]:
-        """The page's state (and the Inspect text), by ui.values.Inputs field."""
-        return dict(run=self.run, twin=self.twin, signal=self.signal,
-                    link=self.link, forced=self.forced, clicked_head=self.clicked_head, judged=self.judged,
-                    vectors=self.vectors, explained=self.explained, norms=self.norms, toured=self.toured)
+    def slots(self) -> dict[str, Slot]:
+        """The Session's Slots, by ui.values.Session field."""
+        return dict(run=self.run, twin=self.twin, signal=self.signal, judged=self.judged, vectors=self.vectors,
+                    explained=self.explained, norms=self.norms, toured=self.toured)
+
+    @property
+    def state(self) -> dict[str, gr.components.Component | Slot]:
+        """The Session's Slots, the link, the Inspect text and the clicked head, by ui.values.Inputs field."""
+        return dict(self.slots, link=self.link, forced=self.forced, clicked_head=self.clicked_head)
 
 
 # The figures the export control offers: (label, elem_id).
@@ -354,10 +366,10 @@ def build_page(registry: ModelRegistry) -> Page:
         view = gr.Textbox(label="view")
         notice = gr.Textbox(label="notice")
 
-    return Page(run=gr.State(None), twin=gr.State(None), signal=gr.State(StopSignal()),
-                link=gr.State(None), link_btn=link_btn, address_btn=address_btn, judged=gr.State(None),
-                vectors=gr.State(None), explained=gr.State(None),
-                norms=gr.State(None), norms_data=Channel("norms"), toured=gr.State(None), tour_data=Channel("tour"),
+    return Page(session=gr.State(Session()), run=Slot("run"), twin=Slot("twin"), signal=Slot("signal"),
+                link=Slot("link"), link_btn=link_btn, address_btn=address_btn, judged=Slot("judged"),
+                vectors=Slot("vectors"), explained=Slot("explained"),
+                norms=Slot("norms"), norms_data=Channel("norms"), toured=Slot("toured"), tour_data=Channel("tour"),
                 tour_btn=tour_btn, norms_btn=norms_btn, explorer=explorer, view=view, view_set=Channel("open"),
                 replay=gr.State(0),
                 data=data, trace_data=Channel("payload"), twin_data=Channel("twin"), walk_data=Channel("walk"),

@@ -113,6 +113,21 @@ class Viewed:
                    AnimationSettings(**{f.name: animation.get(f.name, f.default) for f in fields(AnimationSettings)}))
 
 
+@dataclass
+class Session:
+    """What the server holds for one visitor's page, in one gr.State (a copy of this one per visitor): each field is
+    a Slot of the page (ui.layout.Slot), set by the events that write it (ui/wiring.py handled)."""
+
+    run: Run | None = None  # what the page shows
+    twin: Twin | None = None  # its untrained twin, once Trained vs untrained made it
+    judged: Judged | None = None  # head importance of its translation with every head on
+    vectors: Vectors | None = None  # the softmax walk's q, k, v
+    explained: Explained | None = None  # why its pieces (Why this word)
+    norms: Norms | None = None  # its value norms
+    toured: Tour | None = None  # its tour, once Tour made it
+    signal: StopSignal = field(default_factory=StopSignal)  # Stop's: read by the running stream or replay
+
+
 @dataclass(frozen=True)
 class Inputs:
     """What one event reads from the page. A component the event does not pass leaves its field at the default."""
@@ -139,6 +154,9 @@ class Inputs:
         """Gradio's dict keyed by component as Inputs (Inputs, from tests and scripts, pass as they are)."""
         if isinstance(values, Inputs):
             return values
+        session = values.get(page.session)
+        if session is not None:  # its Slots, as a test passes them
+            values = {**values, **{slot: getattr(session, name) for name, slot in page.slots.items()}}
         settings = {name: values[c] for name, c in page.settings.items() if c in values}
         state = {name: values[c] for name, c in page.state.items() if c in values}
         viewed = Viewed.of(values.get(page.view))

@@ -8,7 +8,7 @@ import itertools
 import gradio as gr
 
 from .handlers import Handlers
-from .layout import Channel, Page
+from .layout import Channel, Page, Slot
 
 # The rule: an event whose handler runs a forward or backward pass of a model (translate, inspect, a beam candidate,
 # a link, the untrained twin, head importance, the softmax walk's q, k, v, heads off, the API) runs in MODEL, one at
@@ -35,35 +35,6 @@ REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility
 SENT = itertools.count(1)
 
 
-def handled(p: Page, fn, outputs: list) -> dict:
-    """An event's fn and outputs, its handler's Channels (returned like components) sent in the one `data` JSON, by
-    their names: {"payload": ..., "tab": ..., "sent": n}, only those the handler returned."""
-    if not any(isinstance(c, Channel) for c in outputs):
-        return dict(fn=fn, outputs=outputs)
-
-    def pack(out):
-        if not isinstance(out, dict) or not any(isinstance(key, Channel) for key in out):
-            return out
-        sent = {key.name: value for key, value in out.items() if isinstance(key, Channel)}
-        kept = {key: value for key, value in out.items() if not isinstance(key, Channel)}
-        return {**kept, p.data: {**sent, "sent": next(SENT)}}
-
-    # the same kind of callable as the handler's, with its signature (Gradio fills in gr.Request, gr.Progress, ...)
-    if inspect.isasyncgenfunction(fn):
-        async def packed(*args, **kwargs):
-            async for out in fn(*args, **kwargs):
-                yield pack(out)
-    elif inspect.isgeneratorfunction(fn):
-        def packed(*args, **kwargs):
-            for out in fn(*args, **kwargs):
-                yield pack(out)
-    else:
-        def packed(*args, **kwargs):
-            return pack(fn(*args, **kwargs))
-    return dict(fn=functools.wraps(fn)(packed),
-                outputs=list(dict.fromkeys(p.data if isinstance(c, Channel) else c for c in outputs)))
-
-
 def js(call: str) -> str:
     """A browser-side handler calling into ui/static/app.js."""
     return f"(...args) => window.anatomy.{call}"
@@ -76,79 +47,114 @@ def reading_view(p: Page, inputs: set) -> dict:
     return dict(js=f"(...args) => {{ args[{at}] = window.anatomy.viewed(); return args; }}")
 
 
+def handled(p: Page, fn, reads: set | list | None, writes: list) -> dict:
+    """An event's fn, inputs and outputs for a handler that reads `reads` and writes `writes`, components, Slots of
+    the visitor's Session and Channels of the viewer's data alike. The Session is read as one State (the handler
+    reads its Slots as ui.values.Inputs does) and the Slots written are set on it; the Channels written go to the
+    viewer in the one `data` JSON, by name: {"payload": ..., "tab": ..., "sent": n}, only those the handler returned.
+    An event that reads the view has the page fill it in (reading_view)."""
+    slots = [c for c in writes if isinstance(c, Slot)]
+    if isinstance(reads, set):
+        reads = {p.session if isinstance(c, Slot) else c for c in reads} | ({p.session} if slots else set())
+    elif slots or any(isinstance(c, Slot) for c in reads or []):
+        raise ValueError(f"{fn.__name__}: an event that reads or writes the Session takes its inputs as a set")
+    outputs = list(dict.fromkeys(p.data if isinstance(c, Channel) else c for c in writes if not isinstance(c, Slot)))
+    view = reading_view(p, reads) if isinstance(reads, set) and p.view in reads else {}
+    if not slots and p.data not in outputs:
+        return dict(fn=fn, inputs=reads, outputs=outputs, **view)
+
+    def pack(values, out):
+        if not isinstance(out, dict):
+            return out
+        session = values[p.session] if slots else None
+        kept, sent = {}, {}
+        for key, value in out.items():
+            if isinstance(key, Slot):
+                if key in slots:  # what the handler made for another caller (a test, open_link) stays there
+                    setattr(session, key.name, value)
+            elif isinstance(key, Channel):
+                sent[key.name] = value
+            else:
+                kept[key] = value
+        return {**kept, p.data: {**sent, "sent": next(SENT)}} if sent else kept
+
+    # the same kind of callable as the handler's, with its signature (Gradio fills in gr.Request, gr.Progress, ...)
+    if inspect.isasyncgenfunction(fn):
+        async def packed(*args, **kwargs):
+            async for out in fn(*args, **kwargs):
+                yield pack(args[0], out)
+    elif inspect.isgeneratorfunction(fn):
+        def packed(*args, **kwargs):
+            for out in fn(*args, **kwargs):
+                yield pack(args[0], out)
+    else:
+        def packed(*args, **kwargs):
+            return pack(args[0] if args else None, fn(*args, **kwargs))
+    return dict(fn=functools.wraps(fn)(packed), inputs=reads, outputs=outputs, **view)
+
+
 def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p = page
-    # Inputs given as a set reach the handler as one dict keyed by component, which it reads as ui.values.Inputs:
-    # no handler depends on the order of its inputs.
-    controls = {p.view}
+    # Each event says what its handler reads and writes (`ours`, made by `handled`): inputs given as a set reach the
+    # handler as one dict keyed by component, which it reads as ui.values.Inputs (no handler depends on the order of
+    # its inputs); the view, filled in by the page, carries the open tab too.
+
+    def ours(fn, reads, writes: list) -> dict:
+        return handled(p, fn, reads, writes)
+
     # what a translation is asked with; the view (with the open tab) for the walk's q, k, v and the tab's data
-    asked = {*p.settings.values(), p.signal, *controls}
-    tab_inputs = {p.run, p.twin, p.judged, p.explained, p.direction, *controls}
+    asked = {*p.settings.values(), p.signal, p.view}
+    tab_inputs = {p.run, p.twin, p.judged, p.explained, p.direction, p.view}
     shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
              p.offline.file, p.run, p.trace_data]
     tab_outputs = [p.tab_data, p.explain_data, p.importance_data, p.twin_data, p.pe_data]
     # a model event sends its Run, what the page shows of it and the open tab's data in one event (Handlers._made)
     made = list(dict.fromkeys([p.run, p.twin, p.judged, p.explained, p.vectors, p.run_info, *shown, p.replay,
                                *tab_outputs]))
-    def ours(fn, outputs: list) -> dict:
-        return handled(p, fn, outputs)
+    tab_view = dict(**ours(h.tab_view, tab_inputs, tab_outputs), **DRAW)
 
-    tab_view = dict(inputs=tab_inputs, **ours(h.tab_view, tab_outputs), **DRAW, **reading_view(p, tab_inputs))
-
-    replayed = {p.run, p.signal, p.vectors, *controls}
-    p.replay.change(inputs=replayed, **ours(h.replay, [*shown, p.vectors]), **REPLAY,
-                    **reading_view(p, replayed)).then(**tab_view)
-    walked = {p.run, p.vectors, *controls}
-    p.walk_btn.click(inputs=walked, **ours(h.walk, [p.vectors, p.walk_data]), **MODEL, **reading_view(p, walked))
-    p.norms_btn.click(inputs={p.run, p.norms}, **ours(h.weigh, [p.norms, p.norms_data]), **MODEL)
+    p.replay.change(**ours(h.replay, {p.run, p.signal, p.vectors, p.view}, [*shown, p.vectors]),
+                    **REPLAY).then(**tab_view)
+    p.walk_btn.click(**ours(h.walk, {p.run, p.vectors, p.view}, [p.vectors, p.walk_data]), **MODEL)
+    p.norms_btn.click(**ours(h.weigh, {p.run, p.norms}, [p.norms, p.norms_data]), **MODEL)
 
     # What the open tab shows of a model, when it opens, and Why this word of a new Run while its tab is open: seconds
     # of model passes, so an event of its own after the Run's (whose translation the page shows first), asked by the
     # viewer only while the tab is open (a closed tab adds no event to a translation), its progress over the tabs.
     # A tab that needs no model asks for its contents alone (tab_btn).
-    making = {p.run, p.twin, p.judged, p.explained, *controls}
-    p.make_btn.click(h.make_tab, making, [p.twin, p.judged, p.explained], **MODEL, show_progress_on=[p.below],
-                     **reading_view(p, making)).then(**tab_view)
+    p.make_btn.click(**ours(h.make_tab, {p.run, p.twin, p.judged, p.explained, p.view},
+                            [p.twin, p.judged, p.explained]),
+                     **MODEL, show_progress_on=[p.below]).then(**tab_view)
     p.tab_btn.click(**tab_view)
 
     def explained_after(event) -> None:
         event.then(None, js=js("explainIfOpen()"), show_progress="hidden", api_visibility="private")
 
     streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
-    explained_after(gr.on([p.translate_btn.click, p.text.submit], inputs=asked, **ours(h.translate_page, streamed),
-                          **MODEL,
-                          **reading_view(p, asked)))
-    p.stop_btn.click(h.stop, [p.signal], None, concurrency_limit=None, api_visibility="private")
-    forced = {p.run, p.forced, p.judged, p.direction, *controls}
-    explained_after(p.force_btn.click(inputs=forced, **ours(h.force, made), **MODEL, **reading_view(p, forced)))
-    picked = {p.run, p.judged, p.direction, *controls}
-    explained_after(p.candidates.select(inputs=picked, **ours(h.candidate, made), **MODEL, **reading_view(p, picked)))
+    explained_after(gr.on([p.translate_btn.click, p.text.submit], **ours(h.translate_page, asked, streamed), **MODEL))
+    p.stop_btn.click(**ours(h.stop, {p.signal}, []), concurrency_limit=None, api_visibility="private")
+    explained_after(p.force_btn.click(**ours(h.force, {p.run, p.forced, p.judged, p.direction, p.view}, made),
+                                      **MODEL))
+    explained_after(p.candidates.select(**ours(h.candidate, {p.run, p.judged, p.direction, p.view}, made), **MODEL))
     if p.examples is not None:
         explained_after(p.examples.load_input_event.then(
-            inputs=[p.direction], **ours(h.example_settings, [p.beam, p.max_new, p.top_k, p.lp, p.slow, p.view_set]),
-            **DRAW).then(inputs=asked, **ours(h.translate_page, streamed), **MODEL, **reading_view(p, asked)))
+            **ours(h.example_settings, [p.direction], [p.beam, p.max_new, p.top_k, p.lp, p.slow, p.view_set]),
+            **DRAW).then(**ours(h.translate_page, asked, streamed), **MODEL))
 
-    # The viewer draws on any change of its data (a view control is the viewer's own, drawn in the browser), and
-    # opens a view a handler names (a link, a head picked below).
+    # The viewer draws on any change of its data (a view control is the viewer's own, drawn in the browser), opens a
+    # view a handler names (a link, a head picked below) and shows the open tab's contents.
     p.data.change(None, [p.data], None, js=js("data(args[0])"), show_progress="hidden", api_visibility="private")
 
-    # Tabs (the viewer's): the viewer asks for a tab's contents when it opens (tab_btn), and for what it shows of a
-    # model first (make_btn: the untrained twin, head importance, why each piece), in the model's slot, its progress
-    # over the tabs
     # why the step's piece and not another: a model pass for the step
-    contrasted = {p.run, p.explained, *controls}
-    p.contrast_btn.click(h.contrast, contrasted, [p.explained], **MODEL, show_progress_on=[p.below],
-                         **reading_view(p, contrasted)).then(**tab_view)
+    p.contrast_btn.click(**ours(h.contrast, {p.run, p.explained, p.view}, [p.explained]), **MODEL,
+                         show_progress_on=[p.below]).then(**tab_view)
 
-    p.direction.change(inputs=tab_inputs, **ours(h.direction_changed, [p.text, p.heads_off, *tab_outputs]), **DRAW,
-                       **reading_view(p, tab_inputs))
+    p.direction.change(**ours(h.direction_changed, tab_inputs, [p.text, p.heads_off, *tab_outputs]), **DRAW)
 
     # Heads off: a checkbox, a click on a head (app.js names it and clicks toggle_head), or Reset translates the
     # shown request again with the heads now off.
-    ablate = {p.heads_off, p.vectors, *tab_inputs}
     # the progress shows where the model events show it (their one visible output), not on every figure
-    ablated = dict(MODEL, inputs=ablate, **ours(h.ablate, made), show_progress_on=[p.run_info],
-                   **reading_view(p, ablate))
+    ablated = dict(MODEL, **ours(h.ablate, {p.heads_off, p.vectors, *tab_inputs}, made), show_progress_on=[p.run_info])
     explained_after(p.heads_off.input(**ablated))
     # a click far below the view: the comparison comes to where the visitor looks
     toggled = p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
@@ -159,29 +165,24 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     # A page load runs no model event unless its address has text, and then exactly one, its first: app.js
     # `opened` clicks link_btn (the link's settings and its translation) or address_btn (the settings alone).
-    loaded = [p.link, p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off, p.beam, p.max_new, p.lp,
+    loaded = [p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off, p.beam, p.max_new, p.lp,
               p.view_set]
     demo.load(None, js=js("opened()"), show_progress="hidden", api_visibility="private")
-    p.address_btn.click(**ours(h.load_link, loaded), **DRAW)
-    # the link's own view, not the viewer's (the link sets it)
-    linked = {p.signal, p.judged, *controls}  # the viewer's open tab; the link's own view
-    p.link_btn.click(inputs=linked, **ours(h.open_link, list(dict.fromkeys([*loaded, *made, p.toured, p.tour_data]))),
-                     **MODEL,
-                     **reading_view(p, linked))
+    p.address_btn.click(**ours(h.load_link, None, loaded), **DRAW)
+    # the viewer's open tab; the link's own view, not the viewer's (the link sets it)
+    p.link_btn.click(**ours(h.open_link, {p.signal, p.judged, p.view},
+                            list(dict.fromkeys([*loaded, *made, p.toured, p.tour_data]))), **MODEL)
 
     # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
-    p.tour_btn.click(inputs={p.run, p.toured}, **ours(h.start_tour, [p.toured, p.tour_data]), **MODEL)
+    p.tour_btn.click(**ours(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data]), **MODEL)
     a = p.animation
-    animated = {p.run, *controls}  # the view, with Export animation's settings
-    a.button.click(h.animate_page, animated, [a.file], **dict(DRAW, show_progress="minimal"),
-                   **reading_view(p, animated))
+    # the view, with Export animation's settings
+    a.button.click(**ours(h.animate_page, {p.run, p.view}, [a.file]), **dict(DRAW, show_progress="minimal"))
     # The page file is written on the server (no model); app.js then clicks its link: one click downloads it.
-    written = {p.run, p.explained, p.norms, p.toured, *controls}
-    saved = p.offline.button.click(h.page_html, written, [p.offline.file], **dict(DRAW, show_progress="minimal"),
-                                   **reading_view(p, written))
+    saved = p.offline.button.click(**ours(h.page_html, {p.run, p.explained, p.norms, p.toured, p.view},
+                                          [p.offline.file]), **dict(DRAW, show_progress="minimal"))
     saved.success(None, None, None, js=js("save('page-file')"))
-    shared = {p.run, *controls}
-    p.share_btn.click(h.share, shared, [p.share_query], **DRAW, **reading_view(p, shared)).then(
+    p.share_btn.click(**ours(h.share, {p.run, p.view}, [p.share_query]), **DRAW).then(
         None, [p.share_query], [p.share_url], js=js("link(args[0])"))
 
     # The API: non-streaming endpoints without components of their own (none shown, none triggered by the page),

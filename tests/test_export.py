@@ -239,7 +239,7 @@ def test_the_command_as_typed_on_the_shipped_model(tmp_path):
 def test_export_animation_on_the_page_animates_the_shown_translation_and_view(tiny, monkeypatch):
     """The control reads the shown Run and the view controls, names the file as a figure export is named, and
     draws the Run's trace without the model."""
-    p, a = tiny.page, tiny.page.animation
+    p = tiny.page
     run = run_of(tiny, max_new=5)
     monkeypatch.setattr(Translator, "translate", lambda *args, **kwargs: pytest.fail("the model ran"))
     shown = {"kind": "decoder", "layer": 1, "head": "2", "merge": False, "plain": True, "hide": False,
@@ -250,14 +250,15 @@ def test_export_animation_on_the_page_animates_the_shown_translation_and_view(ti
                                                                         **changes.get("animation", {})}})}
 
     values = {p.run: run, **asked()}
-    path = Path(tiny.animate_page(values)[a.file]["value"])
+    path = Path(tiny.animate_page({**values, **asked(ask="animation")})[p.animation_file]["value"])
     assert path.name == "de-en_decoder-masked-self-attention_layer1_head2_decoding-heatmap.gif"
     with Image.open(path) as gif:
         assert gif.size == (1920, 1080) and gif.n_frames == len(run.trace.output_tokens) + 1
         assert gif.info["duration"] == 1500
     monkeypatch.setitem(sys.modules, "av", None)
     with pytest.warns(UserWarning, match="PyAV"):
-        zipped = Path(tiny.animate_page({**values, **asked(animation={"suffix": ".mp4"})})[a.file]["value"])
+        zipped = Path(tiny.ask_draw({**values, **asked(ask="animation", animation={"suffix": ".mp4"})})
+                      [p.animation_file]["value"])
     assert zipped.suffix == ".zip" and zipped.stem == path.stem
     for refused, message in (({p.run: None}, "Translate a sentence first"),
                              (asked(kind="encoder", animation={"layout": "bar"}), "choose the heatmap layout")):

@@ -68,9 +68,13 @@ def _pages(tiny):
     yield base
     for run in (run_of(tiny, max_new=4), run_of(tiny, beam=2, max_new=4)):
         for tab in Tab:
-            yield {**base, p.run: run, p.view: json.dumps({"tab": tab.value})}
+            for ask in ("", "make", "contrast", "tab"):
+                yield {**base, p.run: run, p.view: json.dumps({"tab": tab.value, "ask": ask})}
         for display in DISPLAYS:
-            yield {**base, p.run: run, p.view: json.dumps({"display": display})}
+            yield {**base, p.run: run, p.view: json.dumps({"display": display, "ask": "walk"})}
+        for asked in ({"ask": "norms", "weights": "norm"}, {"ask": "toggle", "clicked": "cross:1.1"},
+                      {"ask": "animation"}, {"ask": "share"}):
+            yield {**base, p.run: run, p.view: json.dumps(asked)}
 
 
 SESSION = {f.name for f in dataclasses.fields(Session)}
@@ -233,7 +237,11 @@ def test_a_view_control_or_new_data_draws_in_the_browser_only(tiny):
     assert [c for c in tiny.demo.blocks.values() if isinstance(c, gr.JSON)] == [p.data]
     for fn in tiny.demo.fns.values():
         if p.view in fn.inputs:  # filled in at its place among the inputs, by the viewer
-            assert fn.js and f"args[{fn.inputs.index(p.view)}] = window.anatomy.viewed()" in fn.js, fn.name
+            assert fn.js and f"args[{fn.inputs.index(p.view)}] = window.anatomy.viewed(" in fn.js, fn.name
+    # what the viewer asks goes with the event of its kind's button
+    for button, kind in ((p.model_ask, "model"), (p.draw_ask, "draw")):
+        [fn] = [fn for fn in tiny.demo.fns.values() if fn.targets and fn.targets[0][0] == button._id]
+        assert f'window.anatomy.viewed("{kind}")' in fn.js and fn.trigger_mode == "multiple"
 
 
 def _load_events(tiny) -> tuple[list, list]:

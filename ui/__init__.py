@@ -72,8 +72,8 @@ def page_script() -> str:
             "document.head.appendChild(Object.assign(document.createElement('style'), "
             f"{{id: 'anatomy-tour-css', textContent: {json.dumps(css)}}}));\n"
             f"const viewer = viewer_host.createHost(Object.assign({json.dumps(options)}, "
-            "{askWalk: () => document.querySelector('#walk-ask')?.click(),\n"
-            " askNorms: () => document.querySelector('#norms-ask')?.click(), loaded: () => window.anatomy.scan()}));\n"
+            "{askWalk: () => window.anatomy.ask('walk'), askNorms: () => window.anatomy.ask('norms'),\n"
+            " loaded: () => window.anatomy.scan()}));\n"
             f"({(STATIC / 'app.js').read_text(encoding='utf-8')})"
             "(viewer, viewer_controls, viewer_tabs, viewer_screen, viewer_tour);\n}")
 

@@ -321,6 +321,42 @@ class Handlers:
         return self._made(request, trace, f"Beam candidate #{row + 1} (score {run.trace.candidates[row].score:.3f})",
                           i, start=start, notices=[notice] if notice else [])
 
+    def ask_model(self, values: Inputs | dict, progress=gr.Progress()):
+        """What the viewer asks of a model, named by its view's `ask`: the softmax walk (walk), the value norms
+        (norms), what the open tab shows of a model and then its contents (make), Why this word's comparison and
+        then the tab (contrast), a clicked head off or on again and the translation with it (toggle)."""
+        p, i = self.page, Inputs.of(self.page, values)
+        if i.ask == "walk":
+            return self.walk(i)
+        if i.ask == "norms":
+            return self.weigh(i)
+        if i.ask in ("make", "contrast"):
+            made = self.make_tab(i, progress) if i.ask == "make" else {p.explained: self.contrast(i)}
+            made = {} if made == gr.skip() else made
+            opened = dataclasses.replace(i, **{slot.name: value for slot, value in made.items()})
+            shown = self.tab_view(opened)
+            return {**made, **({} if shown == gr.skip() else shown)} or gr.skip()
+        if i.ask == "toggle":
+            off = self.toggle_head(i.settings.heads_off, i.clicked_head)
+            if off == gr.skip():
+                return off
+            ablated = self.ablate(dataclasses.replace(i, settings=dataclasses.replace(i.settings,
+                                                                                      heads_off=tuple(off))))
+            return {p.heads_off: off, **({} if ablated == gr.skip() else ablated)}
+        return gr.skip()
+
+    def ask_draw(self, values: Inputs | dict):
+        """What the viewer asks the server to draw or write, named by its view's `ask`: the open tab's contents
+        (tab), Export animation's file (animation), a link to the view (share)."""
+        p, i = self.page, Inputs.of(self.page, values)
+        if i.ask == "tab":
+            return self.tab_view(i)
+        if i.ask == "animation":
+            return self.animate_page(i)
+        if i.ask == "share":
+            return {p.link_data: self.share(i)}
+        return gr.skip()
+
     def make_tab(self, values: Inputs | dict, progress=gr.Progress()):
         """What the open tab shows of a model (run, twin, judged, explained, tab), when it opens or a translation
         comes to it: the untrained twin, head importance or why each piece, each once per translation."""
@@ -654,7 +690,7 @@ class Handlers:
                              traces.animation_path(export.file_name(i.run.request.key, animation, suffix)))
         if done.notice:
             gr.Warning(done.notice)
-        return {self.page.animation.file: gr.update(value=str(done.path), visible=True)}
+        return {self.page.animation_file: gr.update(value=str(done.path), visible=True)}
 
     def api_animate(self, text: str, direction: str = "de-en", kind: str | None = None, layer: int | None = None,
                     head: int | str | None = None, layout: str | None = None, size: str | None = None,

@@ -38,14 +38,6 @@ class Slot:
 
 
 @dataclass
-class AnimationControls:
-    """Export animation: what the viewer asks with and the file it gets (the /animate endpoint's too)."""
-
-    button: gr.Button  # clicked by the viewer's Make the animation (app.js), with the view and its settings
-    file: gr.File
-
-
-@dataclass
 class PageExport:
     """Download page (HTML): the button and the file it makes (the /export_html endpoint's too)."""
 
@@ -63,6 +55,8 @@ class Page:
     twin: Slot  # anatomy.run.Twin | None
     signal: Slot  # anatomy.run.StopSignal, per visitor
     link: Slot  # anatomy.inputs.Link read from the page's address (open_link's, never kept)
+    model_ask: gr.Button  # clicked by app.js: what the viewer asks of a model (Handlers.ask_model, its view's `ask`)
+    draw_ask: gr.Button  # clicked by app.js: what the viewer asks the server to draw or write (Handlers.ask_draw)
     link_btn: gr.Button  # clicked by app.js when the page's address has text: its settings and translation at once
     address_btn: gr.Button  # clicked by app.js otherwise: the settings the address names, the models loaded by now
     judged: Slot  # anatomy.run.Judged | None: head importance of the shown translation
@@ -74,15 +68,13 @@ class Page:
     trace_data: Channel  # the trace payload of what the page shows (a slow-motion frame's while it replays)
     twin_data: Channel  # the trace payload of the untrained twin, once the Trained vs untrained tab made it
     walk_data: Channel  # the softmax walk the server drew: {"view": for which view, "figure": Plotly JSON}
-    walk_btn: gr.Button  # clicked by the viewer when the large view shows a walk it has not got
     norms: Slot  # anatomy.run.Norms | None: the shown translation's value norms, once a view asked for them
     norms_data: Channel  # for the viewer: those norms (anatomy.payload.norms_payload)
-    norms_btn: gr.Button  # clicked by the viewer when a view shows value-norm weights it has not got
     toured: Slot  # anatomy.tour.Tour | None: the tour of the shown translation, once Tour made it
     tour_data: Channel  # for app.js: that tour's stops (anatomy.payload.tour_payload), and the stop to open
     tour_btn: gr.Button
     # header
-    animation: AnimationControls
+    animation_file: gr.File  # Export animation's (the /animate endpoint's too)
     offline: PageExport
     # settings
     direction: gr.Dropdown
@@ -107,9 +99,7 @@ class Page:
     forced: gr.Textbox
     force_btn: gr.Button
     download: gr.DownloadButton
-    share_btn: gr.Button
-    share_url: gr.Textbox
-    share_query: gr.Textbox
+    link_data: Channel  # the query of a link to the shown view (Handlers.share): the viewer shows it with its address
     examples: gr.Examples | None
     # attention explorer
     explorer: gr.HTML  # the viewer's view controls, large view and the chosen attention's help (EXPLORER)
@@ -118,14 +108,9 @@ class Page:
     heads_off_panel: gr.Accordion  # opened when a link switches heads off
     heads_off: gr.CheckboxGroup  # HeadMask link items ("cross:1.2") of the heads switched off
     reset_heads: gr.Button
-    toggle_head: gr.Button  # clicked by app.js when a head's thumbnail or map cell is clicked
-    clicked_head: gr.Textbox  # never shown: the head app.js names, for toggle_head
     # the decoding steps and the tabs (the viewer's: anatomy/viewer/tabs.html, tabs.js)
     below: gr.HTML
     tab_data: Channel  # for the viewer: the open tab's tables, texts and server-drawn figures (Handlers._tab)
-    tab_btn: gr.Button  # clicked by the viewer when a tab opens: its contents (tab_view)
-    make_btn: gr.Button  # clicked by the viewer when a tab that needs a model opens, or a translation comes to it
-    contrast_btn: gr.Button  # clicked by the viewer: Why this word's comparison with the word typed there
     explain_data: Channel  # for the viewer: why the shown translation's pieces (anatomy.payload.explain_payload)
     importance_data: Channel  # for the viewer: the maps' values, the heads-off changes, the corpus maps
     pe_data: Channel  # the chosen model's positional encoding, for the viewer: d_model, max_len, layout, dims, source
@@ -146,8 +131,8 @@ class Page:
 
     @property
     def state(self) -> dict[str, gr.components.Component | Slot]:
-        """The Session's Slots, the link, the Inspect text and the clicked head, by ui.values.Inputs field."""
-        return dict(self.slots, link=self.link, forced=self.forced, clicked_head=self.clicked_head)
+        """The Session's Slots, the link and the Inspect text, by ui.values.Inputs field."""
+        return dict(self.slots, link=self.link, forced=self.forced)
 
 
 # The figures the export control offers: (label, elem_id).
@@ -247,12 +232,13 @@ def header_html() -> str:
         '</div></details></div></details></div></div></div>')
 
 
-def animation_endpoint() -> AnimationControls:
-    """The animation's file and the button the viewer clicks for it."""
-    file = gr.File(label="Animation of the shown translation and view", interactive=False, visible=False,
-                   elem_id="animation-file")
-    button = gr.Button("animate", elem_id="animation-ask", elem_classes=["anatomy-offscreen"])
-    return AnimationControls(button, file)
+def share_html() -> str:
+    """Link to this view: the viewer's button, and the link it gets (app.js), with a copy button, over the page."""
+    return ('<div id="share-box"><button id="share" type="button" class="anatomy-button">Link to this view</button>'
+            '<div id="share-url" hidden><label>Link to this view (text, settings, attention, layer, head, step)'
+            '<textarea readonly rows="3"></textarea></label><div class="anatomy-fields">'
+            '<button type="button" data-do="copy">Copy</button> <button type="button" data-do="close">Close</button>'
+            '</div></div></div>')
 
 
 def build_page(registry: ModelRegistry) -> Page:
@@ -317,14 +303,12 @@ def build_page(registry: ModelRegistry) -> Page:
             with gr.Row(elem_id="files-row"):
                 download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
                 page_btn = gr.Button("Download page (HTML)", size="sm", elem_id="download-page")
-                share_btn = gr.Button("Link to this view", size="sm", elem_id="share")
+                gr.HTML(share_html(), elem_id="share-view", padding=False)
             page_file = gr.File(label="Page of this translation: one HTML file that opens offline", visible=False,
                                 interactive=False, elem_id="page-file")
-            animation = animation_endpoint()  # the file Export animation (in the header) makes
-            share_url = gr.Textbox(label="Link to this view (text, settings, attention, layer, head, step)",
-                                   interactive=False, buttons=["copy"], elem_id="share-url",
-                                   placeholder="click Link to this view")
-            share_query = gr.Textbox(visible=False)
+            # the file Export animation (in the header) makes
+            animation_file = gr.File(label="Animation of the shown translation and view", interactive=False,
+                                     visible=False, elem_id="animation-file")
         with gr.Column(scale=3, min_width=320, elem_id="explorer"):
             # the viewer's own: its view controls (anatomy/viewer/controls.js makes them in #view-controls; presenter
             # mode folds them away, the keys move the view, and View settings shows them), the large view and what
@@ -337,15 +321,10 @@ def build_page(registry: ModelRegistry) -> Page:
                                                    "sentence is translated again (a click on a head in All heads "
                                                    "or Head importance does the same)")
                 reset_heads = gr.Button("Switch every head back on", size="sm", elem_id="reset-heads")
-            # app.js clicks this button with the clicked head's name; it is kept off screen, not hidden, so that it
-            # is in the page to be clicked
-            toggle_head = gr.Button("toggle head", elem_id="toggle-head", elem_classes=["anatomy-offscreen"])
-            clicked_head = gr.Textbox(visible=False)
-            walk_btn = gr.Button("walk", elem_id="walk-ask", elem_classes=["anatomy-offscreen"])
-            norms_btn = gr.Button("norms", elem_id="norms-ask", elem_classes=["anatomy-offscreen"])
-            tab_btn = gr.Button("tab", elem_id="tab-ask", elem_classes=["anatomy-offscreen"])
-            make_btn = gr.Button("make", elem_id="make-ask", elem_classes=["anatomy-offscreen"])
-            contrast_btn = gr.Button("contrast", elem_id="contrast-ask", elem_classes=["anatomy-offscreen"])
+            # app.js clicks these with what the viewer asks in the view; kept off screen, not hidden, so that they are
+            # in the page to be clicked
+            model_ask = gr.Button("model", elem_id="model-ask", elem_classes=["anatomy-offscreen"])
+            draw_ask = gr.Button("draw", elem_id="draw-ask", elem_classes=["anatomy-offscreen"])
             link_btn = gr.Button("link", elem_id="link-ask", elem_classes=["anatomy-offscreen"])
             address_btn = gr.Button("address", elem_id="address-ask", elem_classes=["anatomy-offscreen"])
 
@@ -367,21 +346,18 @@ def build_page(registry: ModelRegistry) -> Page:
         notice = gr.Textbox(label="notice")
 
     return Page(session=gr.State(Session()), run=Slot("run"), twin=Slot("twin"), signal=Slot("signal"),
-                link=Slot("link"), link_btn=link_btn, address_btn=address_btn, judged=Slot("judged"),
-                vectors=Slot("vectors"), explained=Slot("explained"),
+                link=Slot("link"), model_ask=model_ask, draw_ask=draw_ask, link_btn=link_btn, address_btn=address_btn,
+                judged=Slot("judged"), vectors=Slot("vectors"), explained=Slot("explained"),
                 norms=Slot("norms"), norms_data=Channel("norms"), toured=Slot("toured"), tour_data=Channel("tour"),
-                tour_btn=tour_btn, norms_btn=norms_btn, explorer=explorer, view=view, view_set=Channel("open"),
-                replay=gr.State(0),
+                tour_btn=tour_btn, explorer=explorer, view=view, view_set=Channel("open"), replay=gr.State(0),
                 data=data, trace_data=Channel("payload"), twin_data=Channel("twin"), walk_data=Channel("walk"),
-                walk_btn=walk_btn,
-                animation=animation, offline=PageExport(page_btn, page_file),
+                animation_file=animation_file, offline=PageExport(page_btn, page_file),
                 direction=direction, model_notices=model_notices, text=text, text_hint=text_hint,
                 beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
                 translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, ablation=ablation,
                 run_info=run_info,
                 src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
-                download=download, share_btn=share_btn, share_url=share_url, share_query=share_query,
+                download=download, link_data=Channel("link"),
                 examples=gallery, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
-                toggle_head=toggle_head, clicked_head=clicked_head, below=below, tab_data=Channel("tab"), tab_btn=tab_btn,
-                make_btn=make_btn, contrast_btn=contrast_btn, explain_data=Channel("explain"),
+                below=below, tab_data=Channel("tab"), explain_data=Channel("explain"),
                 importance_data=Channel("importance"), pe_data=Channel("positional"), notice=notice)

@@ -98,6 +98,8 @@ class Viewed:
     tab: Tab = Tab.HEADS
     foil: str = ""
     animation: AnimationSettings = AnimationSettings()
+    ask: str = ""  # what an event the viewer asks with is for (Handlers.ask_model, ask_draw)
+    clicked: str = ""  # the head a click on a thumbnail or map cell names (HeadMask link item)
 
     @classmethod
     def of(cls, text) -> Viewed:
@@ -108,9 +110,11 @@ class Viewed:
         given = given if isinstance(given, dict) else {}
         foil, animation = given.get("foil"), given.get("animation")
         animation = animation if isinstance(animation, dict) else {}
+        text = {name: value if isinstance(value := given.get(name), str) else "" for name in ("ask", "clicked")}
         return cls(View.of(**{name: given.get(name) for name in VIEW_FIELDS}), Tab.of(given.get("tab")),
                    foil if isinstance(foil, str) else "",
-                   AnimationSettings(**{f.name: animation.get(f.name, f.default) for f in fields(AnimationSettings)}))
+                   AnimationSettings(**{f.name: animation.get(f.name, f.default) for f in fields(AnimationSettings)}),
+                   **text)
 
 
 @dataclass
@@ -145,6 +149,7 @@ class Inputs:
     link: Link | None = None
     forced: str = ""  # the translation typed into Inspect
     clicked_head: str = ""  # the head a click on a thumbnail or map cell names (HeadMask link item)
+    ask: str = ""  # what the viewer asks for (Viewed.ask)
     foil: str = ""  # the word Why this word compares the step's piece against
     toured: Tour | None = None  # the tour of the shown translation, once Tour made it
     animation: AnimationSettings = AnimationSettings()
@@ -161,4 +166,4 @@ class Inputs:
         state = {name: values[c] for name, c in page.state.items() if c in values}
         viewed = Viewed.of(values.get(page.view))
         return cls(settings=PageSettings(**settings), view=viewed.view, tab=viewed.tab, foil=viewed.foil,
-                   animation=viewed.animation, **state)
+                   animation=viewed.animation, ask=viewed.ask, clicked_head=viewed.clicked, **state)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import json
 
 import gradio as gr
 
@@ -40,14 +41,16 @@ def js(call: str) -> str:
     return f"(...args) => window.anatomy.{call}"
 
 
-def reading_view(p: Page, inputs: set) -> dict:
+def reading_view(p: Page, inputs: set, ask: str = "") -> dict:
     """An event's keywords for one that reads the viewer's view: the page fills that input in with it (controls.js),
-    at the place Gradio gives it in a set of inputs (sorted by component id)."""
+    at the place Gradio gives it in a set of inputs (sorted by component id); an event that answers what the viewer
+    asks (`ask`: model or draw) takes the first such ask with it."""
     at = sorted(inputs, key=lambda c: c._id).index(p.view)
-    return dict(js=f"(...args) => {{ args[{at}] = window.anatomy.viewed(); return args; }}")
+    viewed = f"viewed({json.dumps(ask)})" if ask else "viewed()"
+    return dict(js=f"(...args) => {{ args[{at}] = window.anatomy.{viewed}; return args; }}")
 
 
-def handled(p: Page, fn, reads: set | list | None, writes: list) -> dict:
+def handled(p: Page, fn, reads: set | list | None, writes: list, ask: str = "") -> dict:
     """An event's fn, inputs and outputs for a handler that reads `reads` and writes `writes`, components, Slots of
     the visitor's Session and Channels of the viewer's data alike. The Session is read as one State (the handler
     reads its Slots as ui.values.Inputs does) and the Slots written are set on it; the Channels written go to the
@@ -59,13 +62,17 @@ def handled(p: Page, fn, reads: set | list | None, writes: list) -> dict:
     elif slots or any(isinstance(c, Slot) for c in reads or []):
         raise ValueError(f"{fn.__name__}: an event that reads or writes the Session takes its inputs as a set")
     outputs = list(dict.fromkeys(p.data if isinstance(c, Channel) else c for c in writes if not isinstance(c, Slot)))
-    view = reading_view(p, reads) if isinstance(reads, set) and p.view in reads else {}
+    view = reading_view(p, reads, ask) if isinstance(reads, set) and p.view in reads else {}
     if not slots and p.data not in outputs:
         return dict(fn=fn, inputs=reads, outputs=outputs, **view)
 
     def pack(values, out):
-        if not isinstance(out, dict):
+        if isinstance(out, dict) and out.get("__type__") == "update":  # gr.skip()
             return out
+        if not isinstance(out, dict):
+            if len(writes) != 1:
+                return out
+            out = {writes[0]: out}  # the one thing the event writes, returned as it is
         session = values[p.session] if slots else None
         kept, sent = {}, {}
         for key, value in out.items():
@@ -99,8 +106,8 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # handler as one dict keyed by component, which it reads as ui.values.Inputs (no handler depends on the order of
     # its inputs); the view, filled in by the page, carries the open tab too.
 
-    def ours(fn, reads, writes: list) -> dict:
-        return handled(p, fn, reads, writes)
+    def ours(fn, reads, writes: list, ask: str = "") -> dict:
+        return handled(p, fn, reads, writes, ask)
 
     # what a translation is asked with; the view (with the open tab) for the walk's q, k, v and the tab's data
     asked = {*p.settings.values(), p.signal, p.view}
@@ -115,17 +122,19 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     p.replay.change(**ours(h.replay, {p.run, p.signal, p.vectors, p.view}, [*shown, p.vectors]),
                     **REPLAY).then(**tab_view)
-    p.walk_btn.click(**ours(h.walk, {p.run, p.vectors, p.view}, [p.vectors, p.walk_data]), **MODEL)
-    p.norms_btn.click(**ours(h.weigh, {p.run, p.norms}, [p.norms, p.norms_data]), **MODEL)
-
-    # What the open tab shows of a model, when it opens, and Why this word of a new Run while its tab is open: seconds
-    # of model passes, so an event of its own after the Run's (whose translation the page shows first), asked by the
-    # viewer only while the tab is open (a closed tab adds no event to a translation), its progress over the tabs.
-    # A tab that needs no model asks for its contents alone (tab_btn).
-    p.make_btn.click(**ours(h.make_tab, {p.run, p.twin, p.judged, p.explained, p.view},
-                            [p.twin, p.judged, p.explained]),
-                     **MODEL, show_progress_on=[p.below]).then(**tab_view)
-    p.tab_btn.click(**tab_view)
+    ablate = {p.heads_off, p.vectors, *tab_inputs}
+    # What the viewer asks (app.js `ask`, named in its view): of a model, the softmax walk, the value norms, what
+    # the open tab shows of a model (when it opens, and Why this word of a new Run while its tab is open: seconds of
+    # model passes, so an event of its own after the Run's, whose translation the page shows first; a closed tab adds
+    # no event to a translation), Why this word's comparison, a clicked head off or on; and drawn, a tab's contents,
+    # the animation's file, a link. Asked any number of times while one runs; their progress over the tabs.
+    p.model_ask.click(**ours(h.ask_model, {*ablate, p.norms},
+                             list(dict.fromkeys([p.vectors, p.walk_data, p.norms, p.norms_data, p.heads_off, *made])), "model"),
+                      **MODEL, show_progress_on=[p.below], trigger_mode="multiple").success(
+        None, js=js("answered()"), show_progress="hidden", api_visibility="private")
+    p.draw_ask.click(**ours(h.ask_draw, tab_inputs, [*tab_outputs, p.animation_file, p.link_data], "draw"),
+                     **dict(DRAW, show_progress="minimal"), show_progress_on=[p.animation_file],
+                     trigger_mode="multiple")
 
     def explained_after(event) -> None:
         event.then(None, js=js("explainIfOpen()"), show_progress="hidden", api_visibility="private")
@@ -145,22 +154,12 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # view a handler names (a link, a head picked below) and shows the open tab's contents.
     p.data.change(None, [p.data], None, js=js("data(args[0])"), show_progress="hidden", api_visibility="private")
 
-    # why the step's piece and not another: a model pass for the step
-    p.contrast_btn.click(**ours(h.contrast, {p.run, p.explained, p.view}, [p.explained]), **MODEL,
-                         show_progress_on=[p.below]).then(**tab_view)
-
     p.direction.change(**ours(h.direction_changed, tab_inputs, [p.text, p.heads_off, *tab_outputs]), **DRAW)
 
-    # Heads off: a checkbox, a click on a head (app.js names it and clicks toggle_head), or Reset translates the
-    # shown request again with the heads now off.
-    # the progress shows where the model events show it (their one visible output), not on every figure
-    ablated = dict(MODEL, **ours(h.ablate, {p.heads_off, p.vectors, *tab_inputs}, made), show_progress_on=[p.run_info])
+    # Heads off: a checkbox, a click on a head (the viewer asks: toggle), or Reset translates the shown request again
+    # with the heads now off; the progress shows where the model events show it (their one visible output)
+    ablated = dict(MODEL, **ours(h.ablate, ablate, made), show_progress_on=[p.run_info])
     explained_after(p.heads_off.input(**ablated))
-    # a click far below the view: the comparison comes to where the visitor looks
-    toggled = p.toggle_head.click(h.toggle_head, [p.heads_off, p.clicked_head], [p.heads_off], **DRAW,
-                                  js="(off, clicked) => [off, window.anatomy.clickedHead]").then(**ablated)
-    toggled.success(None, js=js("echo('ablation')"))
-    explained_after(toggled)
     explained_after(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(**ablated))
 
     # A page load runs no model event unless its address has text, and then exactly one, its first: app.js
@@ -175,15 +174,10 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
     p.tour_btn.click(**ours(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data]), **MODEL)
-    a = p.animation
-    # the view, with Export animation's settings
-    a.button.click(**ours(h.animate_page, {p.run, p.view}, [a.file]), **dict(DRAW, show_progress="minimal"))
     # The page file is written on the server (no model); app.js then clicks its link: one click downloads it.
     saved = p.offline.button.click(**ours(h.page_html, {p.run, p.explained, p.norms, p.toured, p.view},
                                           [p.offline.file]), **dict(DRAW, show_progress="minimal"))
     saved.success(None, None, None, js=js("save('page-file')"))
-    p.share_btn.click(**ours(h.share, {p.run, p.view}, [p.share_query]), **DRAW).then(
-        None, [p.share_query], [p.share_url], js=js("link(args[0])"))
 
     # The API: non-streaming endpoints without components of their own (none shown, none triggered by the page),
     # on the page's: the text and direction as typed, any JSON value in the one JSON slot (preprocess=False: each
@@ -196,5 +190,5 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     gr.on([], h.api_explain, [p.text, p.direction, slot], [p.translation, p.notice, slot], api_name="explain",
           **api)
     # Translating and drawing in one call: the API has no page to draw on between them.
-    gr.on([], h.api_animate, [p.text, p.direction, *[slot] * 10], [a.file, p.notice], api_name="animate", **api)
+    gr.on([], h.api_animate, [p.text, p.direction, *[slot] * 10], [p.animation_file, p.notice], api_name="animate", **api)
     gr.on([], h.api_export_html, [p.text, p.direction], [p.offline.file, p.notice], api_name="export_html", **api)

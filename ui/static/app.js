@@ -4,15 +4,14 @@
 // `tabbed`: tabs.js (the tabs and their own controls), `screens`: screen.js (the figures' fitting, presenter mode,
 // the line view's hover, export) and `tours`: tour.js); the page's events call window.anatomy.*.
 (viewer, controls, tabbed, screens, tours) => {
-  // Gradio's plots and the viewer's boxes; a click on a head switches it off or on through the toggle-head button
+  // Gradio's plots and the viewer's boxes; a click on a head switches it off or on (a model event: toggle)
   const screen = screens.createScreen(document, {
     figures: '[data-testid=plotly]',
     refresh: () => viewer.refresh(),
     head(named) {
-      const button = document.querySelector('#toggle-head');
-      if (!button) return false;
       A.clickedHead = named;
-      button.click();
+      A.toggled = true;
+      A.ask('toggle');
       return true;
     },
   });
@@ -51,6 +50,13 @@
       if ('tab' in d) A.tabData(d.tab);
       if ('open' in d) A.open(d.open);
       if ('tour' in d) A.tour(d.tour);
+      if ('link' in d) A.shared(d.link);
+    },
+    // A link to the shown view (its query from the server, ui/handlers.py share), over the page with a copy button.
+    shared(query) {
+      const box = document.getElementById('share-url');
+      box.querySelector('textarea').value = A.link(query);
+      box.hidden = false;
     },
     // The view controls (controls.js), made in the page's #view-controls once Gradio has drawn it, offering before a
     // translation what the page says there (ui/layout.py explorer_html).
@@ -67,7 +73,7 @@
         openHead: v => { A.open(v); A.reveal('heatmap'); },
         dims: dims => { A.tabView.dims = dims; redraw(); },
         method: method => { A.tabView.method = method; redraw(); },
-        contrast: foil => { A.foil = foil; A.ask('contrast-ask'); },
+        contrast: foil => { A.foil = foil; A.ask('contrast'); },
       });
       controls.bindKeys(document, A.view, {v: () => screen.on && A.toggleView()});
       const $ = id => document.getElementById(id);
@@ -79,10 +85,16 @@
         $('export-' + format).addEventListener('click', () => A.exportFigure(
           $('export-figure').value, format, $('export-frame').checked, $('export-wide').checked));
       }
+      $('share').addEventListener('click', () => A.ask('share'));
+      $('share-url').addEventListener('click', e => {
+        const act = e.target.dataset && e.target.dataset.do, box = $('share-url');
+        if (act === 'copy') navigator.clipboard?.writeText(box.querySelector('textarea').value);
+        if (act === 'close') box.hidden = true;
+      });
       $('animation-make').addEventListener('click', () => {
         A.animation = {layout: $('animation-layout').value, size: $('animation-size').value,
                        seconds: Number($('animation-seconds').value), suffix: $('animation-format').value};
-        A.ask('animation-ask');
+        A.ask('animation');
       });
       A.changed(A.view.view());
       return A.view;
@@ -108,7 +120,7 @@
     // why each piece: a model event) when it needs one.
     openedTab(tab) {
       const button = document.querySelector(`#anatomy-tabs [role=tab][data-tab="${tab}"]`);
-      A.ask(button && button.hasAttribute('data-model') ? 'make-ask' : 'tab-ask');  // ui/values.py Tab.needs_model
+      A.ask(button && button.hasAttribute('data-model') ? 'make' : 'tab');  // ui/values.py Tab.needs_model
       A.draw();
     },
     // The open tab's tables, texts and server-drawn figures (ui/handlers.py `_tab`), each kept until replaced.
@@ -126,9 +138,21 @@
       }
       A.draw();
     },
-    // A click on one of the page's hidden buttons: an event that asks the server (ui/wiring.py).
-    ask(id) {
-      document.getElementById(id)?.click();
+    // What the viewer asks the server (ui/handlers.py ask_model, ask_draw): each ask waits in its kind's line for
+    // the event its click starts, which takes it with the view (viewed).
+    asks: {model: [], draw: []},
+    ask(name) {
+      const kind = ['walk', 'norms', 'make', 'contrast', 'toggle'].includes(name) ? 'model' : 'draw';
+      A.asks[kind].push(name);
+      document.getElementById(kind + '-ask')?.click();
+    },
+    // A model's answer came: after a click on a head, the comparison where the visitor looks, and Why this word of
+    // the new translation when its tab is open.
+    answered() {
+      if (!A.toggled) return;
+      A.toggled = false;
+      A.echo('ablation');
+      A.explainIfOpen();
     },
     // A view a handler opens (a link, a head picked below): the controls set, then drawn.
     open(v) {
@@ -143,10 +167,11 @@
       view.set(fields);
       A.changed(view.view());
     },
-    // The viewer's view, for an event that reads it (ui/wiring.py reading_view).
-    viewed() {
-      return JSON.stringify(Object.assign(A.mount().view(), {tab: A.tabs.open(), foil: A.foil || '',
-                                                              animation: A.animation || {}}));
+    // The viewer's view, for an event that reads it (ui/wiring.py reading_view), with the first ask of `kind`.
+    viewed(kind) {
+      return JSON.stringify(Object.assign(A.mount().view(), {
+        tab: A.tabs.open(), foil: A.foil || '', animation: A.animation || {}, clicked: A.clickedHead || '',
+        ask: (kind && A.asks[kind].shift()) || ''}));
     },
     // The tour the server made (anatomy/payload.py tour_payload), opened at its start stop; each stop opens its
     // tab and view.
@@ -184,7 +209,7 @@
     // A new translation while Why this word is open: ask for its explanation (a model event, only then: a closed
     // tab sends the server nothing).
     explainIfOpen() {
-      if (A.tabs && A.tabs.open() === 'why') A.ask('make-ask');
+      if (A.tabs && A.tabs.open() === 'why') A.ask('make');
     },
     // A click far below that opened a head in the large view: the view comes into sight, with a flash.
     reveal(id) {

@@ -244,11 +244,11 @@ def test_a_view_control_or_new_data_draws_in_the_browser_only(tiny):
         assert f'window.anatomy.viewed("{kind}")' in fn.js and fn.trigger_mode == "multiple"
 
 
-def _load_events(tiny) -> tuple[list, list]:
-    """The events a page load runs (Gradio's load triggers), and the events of the buttons app.js `opened` clicks."""
+def _load_events(tiny) -> tuple[list, dict]:
+    """The events a page load runs (Gradio's load triggers), and those of the buttons app.js `opened` clicks."""
     demo = tiny.demo
     loads = [fn for fn in demo.fns.values() if any(target[1] == "load" for target in fn.targets)]
-    clicked = {tiny.page.link_btn._id: "link", tiny.page.address_btn._id: "address"}
+    clicked = {tiny.page.model_ask._id: "model", tiny.page.draw_ask._id: "draw"}
     buttons = {clicked[fn.targets[0][0]]: fn for fn in demo.fns.values()
                if fn.targets and fn.targets[0][0] in clicked}
     return loads, buttons
@@ -259,17 +259,19 @@ def test_a_page_load_runs_no_model_event_unless_its_address_has_text_and_then_on
     group, or, for an address with text, the link's settings and translation in one event of the model's slot."""
     loads, buttons = _load_events(tiny)
     assert [fn.fn for fn in loads] == [None] and "opened()" in loads[0].js
-    address, link = buttons["address"], buttons["link"]
-    assert address.concurrency_id != "model" and address.fn.__wrapped__ == tiny.load_link
-    assert (link.concurrency_id, link.concurrency_limit, link.fn.__wrapped__) == ("model", 1, tiny.open_link)
-    # nothing chained after either: the link's translation is the page's one model event
-    assert not any(fn.trigger_after in (address._id, link._id) for fn in tiny.demo.fns.values())
+    assert "A.ask(text ? 'link' : 'address')" in (Path(__file__).parents[1] / "ui/static/app.js").read_text()
+    draw, model = buttons["draw"], buttons["model"]
+    assert draw.concurrency_id != "model" and draw.fn.__wrapped__ == tiny.ask_draw
+    assert (model.concurrency_id, model.concurrency_limit, model.fn.__wrapped__) == ("model", 1, tiny.ask_model)
+    # nothing chained after the link's but the browser's own: its translation is the page's one model event
+    assert all(fn.fn is None for fn in tiny.demo.fns.values() if fn.trigger_after in (draw._id, model._id))
     p = tiny.page
     base = {c: getattr(c, "value", None) for c in tiny.demo.blocks.values()}
-    base.update({p.signal: StopSignal()})
+    base.update({p.signal: StopSignal(), p.view: json.dumps({"ask": "address"})})
     plain = types.SimpleNamespace(query_params={"view": "encoder", "layer": "1"})
-    assert not _passes(tiny.open_link, special_args(link.fn, _inputs(link, base), plain)[0])
-    out = tiny.open_link(_inputs(link, base)[0], types.SimpleNamespace(
+    assert not _passes(tiny.ask_draw, special_args(draw.fn, _inputs(draw, base), plain)[0])
+    assert tiny.ask_draw(_inputs(draw, base)[0], plain)[p.view_set]["kind"] == "encoder"
+    out = tiny.ask_model(_inputs(model, {**base, p.view: json.dumps({"ask": "link"})})[0], types.SimpleNamespace(
         query_params={"text": SENTENCE, "view": "encoder", "layer": "1", "max": "3", "tour": "2"}))
     run = out[p.run]
     assert run.trace.output_tokens and run.request.decoding.max_new_tokens == 3
@@ -315,3 +317,11 @@ def test_a_handler_s_slots_are_kept_in_the_session_and_its_channels_reach_the_vi
     assert handled(p, plain, [p.text], [p.translation]) == dict(fn=plain, inputs=[p.text], outputs=[p.translation])
     with pytest.raises(ValueError, match="as a set"):
         handled(p, plain, [p.text], [p.run])
+
+
+def test_the_page_holds_at_most_sixty_components_every_block_counted(shipped):
+    """Issue 48: the served config's components (forms, rows, columns and States included) of the app on the
+    shipped models; the viewer's controls, tabs and data are the page's own HTML and JSON."""
+    count = len(shipped.get_config_file()["components"])
+    print(f"components={count}")
+    assert count <= 60

@@ -321,11 +321,14 @@ class Handlers:
         return self._made(request, trace, f"Beam candidate #{row + 1} (score {run.trace.candidates[row].score:.3f})",
                           i, start=start, notices=[notice] if notice else [])
 
-    def ask_model(self, values: Inputs | dict, progress=gr.Progress()):
+    def ask_model(self, values: Inputs | dict, request: gr.Request, progress=gr.Progress()):
         """What the viewer asks of a model, named by its view's `ask`: the softmax walk (walk), the value norms
         (norms), what the open tab shows of a model and then its contents (make), Why this word's comparison and
-        then the tab (contrast), a clicked head off or on again and the translation with it (toggle)."""
+        then the tab (contrast), a clicked head off or on again and the translation with it (toggle), the settings
+        and translation of the page's address (link: a page load's one model event)."""
         p, i = self.page, Inputs.of(self.page, values)
+        if i.ask == "link":
+            return self.open_link(i, request)
         if i.ask == "walk":
             return self.walk(i)
         if i.ask == "norms":
@@ -345,10 +348,13 @@ class Handlers:
             return {p.heads_off: off, **({} if ablated == gr.skip() else ablated)}
         return gr.skip()
 
-    def ask_draw(self, values: Inputs | dict):
+    def ask_draw(self, values: Inputs | dict, request: gr.Request):
         """What the viewer asks the server to draw or write, named by its view's `ask`: the open tab's contents
-        (tab), Export animation's file (animation), a link to the view (share)."""
+        (tab), Export animation's file (animation), a link to the view (share), the settings the page's address
+        names (address: a page load without text)."""
         p, i = self.page, Inputs.of(self.page, values)
+        if i.ask == "address":
+            return self.load_link(request)
         if i.ask == "tab":
             return self.tab_view(i)
         if i.ask == "animation":

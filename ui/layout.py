@@ -57,8 +57,6 @@ class Page:
     link: Slot  # anatomy.inputs.Link read from the page's address (open_link's, never kept)
     model_ask: gr.Button  # clicked by app.js: what the viewer asks of a model (Handlers.ask_model, its view's `ask`)
     draw_ask: gr.Button  # clicked by app.js: what the viewer asks the server to draw or write (Handlers.ask_draw)
-    link_btn: gr.Button  # clicked by app.js when the page's address has text: its settings and translation at once
-    address_btn: gr.Button  # clicked by app.js otherwise: the settings the address names, the models loaded by now
     judged: Slot  # anatomy.run.Judged | None: head importance of the shown translation
     vectors: Slot  # anatomy.run.Vectors | None: the softmax walk's q, k, v of the shown translation
     explained: Slot  # anatomy.run.Explained | None: why the shown translation's pieces (Why this word tab)
@@ -237,7 +235,8 @@ def share_html() -> str:
     return ('<div id="share-box"><button id="share" type="button" class="anatomy-button">Link to this view</button>'
             '<div id="share-url" hidden><label>Link to this view (text, settings, attention, layer, head, step)'
             '<textarea readonly rows="3"></textarea></label><div class="anatomy-fields">'
-            '<button type="button" data-do="copy">Copy</button> <button type="button" data-do="close">Close</button>'
+            '<button type="button" class="anatomy-button" data-do="copy">Copy</button> '
+            '<button type="button" class="anatomy-button" data-do="close">Close</button>'
             '</div></div></div>')
 
 
@@ -325,28 +324,24 @@ def build_page(registry: ModelRegistry) -> Page:
             # in the page to be clicked
             model_ask = gr.Button("model", elem_id="model-ask", elem_classes=["anatomy-offscreen"])
             draw_ask = gr.Button("draw", elem_id="draw-ask", elem_classes=["anatomy-offscreen"])
-            link_btn = gr.Button("link", elem_id="link-ask", elem_classes=["anatomy-offscreen"])
-            address_btn = gr.Button("address", elem_id="address-ask", elem_classes=["anatomy-offscreen"])
 
     examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
-    with gr.Row(elem_classes=["anatomy-controls"]):
-        gallery = gr.Examples(examples, inputs=[text, direction], label="Examples (default settings)",
-                              examples_per_page=len(examples), cache_examples=False,
-                              example_labels=[f"{registry.get(k).label}: {s}" for s, k in examples]) \
-            if examples else None
+    gallery = gr.Examples(examples, inputs=[text, direction], label="Examples (default settings)",
+                          examples_per_page=len(examples), cache_examples=False, elem_id="examples",
+                          example_labels=[f"{registry.get(k).label}: {s}" for s, k in examples]) \
+        if examples else None
 
     # the viewer's own: the decoding steps and the tabs (anatomy/viewer/tabs.html; tabs.js, host.js draw them)
     below = gr.HTML(tabs_html(), elem_id="viewer-below", padding=False)
 
     # what the page's viewer draws and says, never shown
-    with gr.Group(visible=False):
-        data = gr.JSON(None)
-        # the viewer's view (controls.js), as JSON: an event that reads it has it filled in by the page (wiring.py)
-        view = gr.Textbox(label="view")
-        notice = gr.Textbox(label="notice")
+    data = gr.JSON(None, visible="hidden")  # in the page (not drawn), so that its .change fires
+    # the viewer's view (controls.js), as JSON: an event that reads it has it filled in by the page (wiring.py)
+    view = gr.Textbox(label="view", visible=False)
+    notice = gr.Textbox(label="notice", visible=False)
 
     return Page(session=gr.State(Session()), run=Slot("run"), twin=Slot("twin"), signal=Slot("signal"),
-                link=Slot("link"), model_ask=model_ask, draw_ask=draw_ask, link_btn=link_btn, address_btn=address_btn,
+                link=Slot("link"), model_ask=model_ask, draw_ask=draw_ask,
                 judged=Slot("judged"), vectors=Slot("vectors"), explained=Slot("explained"),
                 norms=Slot("norms"), norms_data=Channel("norms"), toured=Slot("toured"), tour_data=Channel("tour"),
                 tour_btn=tour_btn, explorer=explorer, view=view, view_set=Channel("open"), replay=gr.State(0),

@@ -123,16 +123,22 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.replay.change(**ours(h.replay, {p.run, p.signal, p.vectors, p.view}, [*shown, p.vectors]),
                     **REPLAY).then(**tab_view)
     ablate = {p.heads_off, p.vectors, *tab_inputs}
+    # what a page's address sets
+    loaded = [p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off, p.beam, p.max_new, p.lp,
+              p.view_set]
     # What the viewer asks (app.js `ask`, named in its view): of a model, the softmax walk, the value norms, what
     # the open tab shows of a model (when it opens, and Why this word of a new Run while its tab is open: seconds of
     # model passes, so an event of its own after the Run's, whose translation the page shows first; a closed tab adds
-    # no event to a translation), Why this word's comparison, a clicked head off or on; and drawn, a tab's contents,
-    # the animation's file, a link. Asked any number of times while one runs; their progress over the tabs.
-    p.model_ask.click(**ours(h.ask_model, {*ablate, p.norms},
-                             list(dict.fromkeys([p.vectors, p.walk_data, p.norms, p.norms_data, p.heads_off, *made])), "model"),
+    # no event to a translation), Why this word's comparison, a clicked head off or on, an address's translation;
+    # and drawn, a tab's contents, the animation's file, a link, an address's settings. Asked any number of times
+    # while one runs; a model's progress over the tabs.
+    # A page load runs no model event unless its address has text, and then exactly one, its first: app.js `opened`
+    # asks for the link's settings and translation (link) or for the settings alone (address).
+    answers = [p.vectors, p.walk_data, p.norms, p.norms_data, p.heads_off, *made, *loaded, p.toured, p.tour_data]
+    p.model_ask.click(**ours(h.ask_model, {*ablate, p.norms}, list(dict.fromkeys(answers)), "model"),
                       **MODEL, show_progress_on=[p.below], trigger_mode="multiple").success(
         None, js=js("answered()"), show_progress="hidden", api_visibility="private")
-    p.draw_ask.click(**ours(h.ask_draw, tab_inputs, [*tab_outputs, p.animation_file, p.link_data], "draw"),
+    p.draw_ask.click(**ours(h.ask_draw, tab_inputs, [*tab_outputs, p.animation_file, p.link_data, *loaded], "draw"),
                      **dict(DRAW, show_progress="minimal"), show_progress_on=[p.animation_file],
                      trigger_mode="multiple")
 
@@ -162,15 +168,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     explained_after(p.heads_off.input(**ablated))
     explained_after(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(**ablated))
 
-    # A page load runs no model event unless its address has text, and then exactly one, its first: app.js
-    # `opened` clicks link_btn (the link's settings and its translation) or address_btn (the settings alone).
-    loaded = [p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off, p.beam, p.max_new, p.lp,
-              p.view_set]
     demo.load(None, js=js("opened()"), show_progress="hidden", api_visibility="private")
-    p.address_btn.click(**ours(h.load_link, None, loaded), **DRAW)
-    # the viewer's open tab; the link's own view, not the viewer's (the link sets it)
-    p.link_btn.click(**ours(h.open_link, {p.signal, p.judged, p.view},
-                            list(dict.fromkeys([*loaded, *made, p.toured, p.tour_data]))), **MODEL)
 
     # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
     p.tour_btn.click(**ours(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data]), **MODEL)

@@ -142,7 +142,7 @@
     // the event its click starts, which takes it with the view (viewed).
     asks: {model: [], draw: []},
     ask(name) {
-      const kind = ['walk', 'norms', 'make', 'contrast', 'toggle'].includes(name) ? 'model' : 'draw';
+      const kind = ['walk', 'norms', 'make', 'contrast', 'toggle', 'link'].includes(name) ? 'model' : 'draw';
       A.asks[kind].push(name);
       document.getElementById(kind + '-ask')?.click();
     },
@@ -248,7 +248,7 @@
     opened() {
       A.mount();
       const text = (new URLSearchParams(window.location.search).get('text') || '').trim();
-      document.querySelector(text ? '#link-ask' : '#address-ask')?.click();
+      A.ask(text ? 'link' : 'address');
     },
     // Download page (HTML): the server puts the new file in #id; a click on its link saves it, so that one click on
     // the button downloads the page. Each file has an address of its own: an earlier one is never clicked again.

@@ -24,7 +24,7 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
                   are) and the main heatmap drawn; ablate_all_s: every figure in view
   server_ms       in-process: the translate handler, the drawing of its Run and the open tab, consumed to the last
                   output serialized to JSON (figures and the trace payload), 1 thread, median of 5 (see
-                  app_translation: adapt it when ui/handlers.py changes)
+                  app_translation: adapt it when ui/handlers/ changes)
   importance_ms   in-process: the Head importance tab for that translation (every head's ablation, gradient and
                   confidence, and the maps' values the page gets, serialized), 1 thread, median of 5
   capture_ms      decode.py's natural capture of the sentence with the model's own decoding (Translator.translate,
@@ -503,7 +503,7 @@ def in_process_app(checkpoints: Path) -> Handlers:
 
 
 def app_translation(h: Handlers, key: str, own: Decoding) -> Callable[[str], int]:
-    """The one place that calls the app's handlers (ui/handlers.py): adapt it when they change.
+    """The one place that calls the app's handlers (ui/handlers/): adapt it when they change.
 
     Returns a function that runs, as the page's Translate click does on the server, the translate handler to its
     last output (the Run, what the page shows of it and the open tab's data: All heads on a fresh page), and

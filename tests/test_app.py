@@ -171,7 +171,7 @@ def test_translators_are_made_once_under_concurrent_first_use(folders):
 # ---- translating in the UI --------------------------------------------------------------------
 
 def test_translate_streams_then_show_draws_the_run(tiny, monkeypatch):
-    from ui import handlers
+    from ui.handlers import model as handlers
 
     monkeypatch.setattr(handlers, "TEXT_INTERVAL", 0.0)
     p = tiny.page

@@ -257,7 +257,7 @@ def test_export_animation_on_the_page_animates_the_shown_translation_and_view(ti
         assert gif.info["duration"] == 1500
     monkeypatch.setitem(sys.modules, "av", None)
     with pytest.warns(UserWarning, match="PyAV"):
-        zipped = Path(tiny.ask_draw({**values, **asked(ask="animation", animation={"suffix": ".mp4"})})
+        zipped = Path(tiny.ask_draw({**values, **asked(ask="animation", animation={"suffix": ".mp4"})}, None)
                       [p.animation_file]["value"])
     assert zipped.suffix == ".zip" and zipped.stem == path.stem
     for refused, message in (({p.run: None}, "Translate a sentence first"),

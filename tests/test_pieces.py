@@ -73,7 +73,7 @@ def unknowing(tmp_path_factory, tiny):
 
 
 def test_the_stream_writes_the_final_text_piece_by_piece_unknown_pieces_too(unknowing, monkeypatch):
-    from ui import handlers
+    from ui.handlers import model as handlers
 
     monkeypatch.setattr(handlers, "TEXT_INTERVAL", 0.0)
     p = unknowing.page

@@ -681,7 +681,7 @@ export function exportName(payload, view, figure = "") {
  * @typedef {{kind: string, layer: number, head: number, row: number, query: string | string[], keys: string[],
  *   q: number[], k: number[][], v: number[][], visible: boolean[]}} Vectors  one query's q (its row in the kind's
  *   attention, from 0), each key's k and v and which keys the mask lets it see, of one head (layer and head from
- *   1), as the model computed them (ui/handlers.py `walk`)
+ *   1), as the model computed them (ui/handlers/asks.py `walk`)
  */
 
 /**

@@ -52,7 +52,7 @@
       if ('tour' in d) A.tour(d.tour);
       if ('link' in d) A.shared(d.link);
     },
-    // A link to the shown view (its query from the server, ui/handlers.py share), over the page with a copy button.
+    // A link to the shown view (its query from the server, ui/handlers/shown.py share), over the page with a copy button.
     shared(query) {
       const box = document.getElementById('share-url');
       box.querySelector('textarea').value = A.link(query);
@@ -123,7 +123,7 @@
       A.ask(button && button.hasAttribute('data-model') ? 'make' : 'tab');  // ui/values.py Tab.needs_model
       A.draw();
     },
-    // The open tab's tables, texts and server-drawn figures (ui/handlers.py `_tab`), each kept until replaced.
+    // The open tab's tables, texts and server-drawn figures (ui/handlers/shown.py `_tab`), each kept until replaced.
     tabData(d) {
       if (!d) return;
       const html = {importance_list: 'importance-list', compare: 'compare-text', card: 'model-card',
@@ -138,7 +138,7 @@
       }
       A.draw();
     },
-    // What the viewer asks the server (ui/handlers.py ask_model, ask_draw): each ask waits in its kind's line for
+    // What the viewer asks the server (ui/handlers/asks.py ask_model, ask_draw): each ask waits in its kind's line for
     // the event its click starts, which takes it with the view (viewed).
     asks: {model: [], draw: []},
     ask(name) {

@@ -187,10 +187,6 @@ def explorer_html(config: ModelConfig) -> str:
             '</details>')
 
 
-def box(elem_id: str, visible: bool = True) -> gr.HTML:
-    return gr.HTML(BOX, elem_id=elem_id, elem_classes=["anatomy-box"], padding=False, visible=visible)
-
-
 # Export animation's choices: (label, value) and the first chosen
 ANIMATION_LAYOUTS = [("bars: the step's row", "bar"), ("heatmap, row by row", "heatmap")]
 ANIMATION_SIZES = [("1280 × 720", "1280x720"), ("1920 × 1080", "1920x1080")]
@@ -208,8 +204,8 @@ def header_html() -> str:
     return (
         '<div id="header-row"><div id="header-title"><h1>Transformer Anatomy</h1>'
         f'<div class="anatomy-controls">{markdown_html(INTRO)}</div></div>'
-        '<div id="header-tools"><div class="anatomy-header"><div><label id="presenter" class="anatomy-check"><input type="checkbox"> '
-        'Presenter mode</label>'
+        '<div id="header-tools"><div class="anatomy-header"><div><label id="presenter" class="anatomy-check">'
+        '<input type="checkbox"> Presenter mode</label>'
         '<div id="presenter-info" class="anatomy-muted">Large type, figures fit the screen, white page: for talks</div>'
         '</div>'
         '<details id="export"><summary>Export a figure or animation</summary><div class="anatomy-export">'
@@ -240,95 +236,118 @@ def share_html() -> str:
             '</div></div></div>')
 
 
+def _settings(registry: ModelRegistry) -> dict:
+    """The controls a translation is asked with and its buttons, by Page field."""
+    entry0 = registry.get(None)
+    direction = gr.Dropdown(registry.choices(), value=registry.default_key, label="Direction",
+                            elem_id="direction")
+    model_notices = gr.Markdown(registry.status(), visible=bool(registry.status()),
+                                elem_id="model-notices", elem_classes=["anatomy-notice"])
+    # No max_length: the browser would cut a long paste unseen; anatomy.inputs.clean_text cuts it to MAX_CHARS
+    # and says so in the run info.
+    text = gr.Textbox(label="Source text", lines=2, elem_id="source-text",
+                      placeholder=f"e.g. {(entry0.examples or [''])[0]}")
+    # beside the box, not in the run info: drawing the shown translation again must not hide it
+    text_hint = gr.Markdown(visible=False, elem_id="text-hint", elem_classes=["anatomy-notice"])
+    with gr.Row(elem_classes=["anatomy-controls"]):
+        beam = gr.Slider(1, MAX_BEAM, value=entry0.decoding.beam_size, step=1, label="Beam size (1 = greedy)")
+        max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,
+                            label="Max new tokens (0 = automatic: 1.5 × source + 10)")
+    with gr.Accordion("More settings", open=False, elem_classes=["anatomy-controls"]):
+        device = gr.Radio(device_choices(), value="auto", label="Device",
+                          info="cuda is offered only when this machine has a GPU")
+        top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULTS["k"], step=1, label="Top-k pieces to record per step")
+        lp = gr.Slider(0.0, 3.0, value=entry0.decoding.length_penalty, step=0.1,
+                       label="Length penalty α (beam score = log p / length^α)")
+    # slow motion and Stop stay in presenter mode: they are for talks
+    slow = gr.Slider(0.0, MAX_SLOW, value=DEFAULTS["slow"], step=0.1, elem_id="slow",
+                     label="Slow motion: seconds per piece (0 = off; for talks)")
+    with gr.Row():
+        translate_btn = gr.Button("Translate", variant="primary", elem_id="translate", min_width=90)
+        stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", min_width=90)
+        # the guided tour of the shown translation (anatomy/tour.py, viewer/tour.js): one row with the two
+        # above, so that presenter mode's first screen keeps the translation
+        tour_btn = gr.Button("Tour", elem_id="tour-start", min_width=90)
+    return dict(direction=direction, model_notices=model_notices, text=text, text_hint=text_hint, beam=beam,
+                max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow, translate_btn=translate_btn,
+                stop_btn=stop_btn, tour_btn=tour_btn)
+
+
+def _result() -> dict:
+    """What the page shows of a translation beside the viewer, and its files, by Page field."""
+    translation = gr.Textbox(label="Translation", lines=2, interactive=False, buttons=["copy"],
+                             elem_id="translation")
+    ablation = gr.HTML("", elem_id="ablation", visible="hidden")  # shown (and filled) while heads are off
+    run_info = gr.Markdown(elem_id="run-info", elem_classes=["anatomy-controls"])
+    src_chips = gr.HighlightedText(label="Source pieces (what the encoder reads)", show_legend=False,
+                                   show_inline_category=False, combine_adjacent=False,
+                                   color_map={views.PIECE: "#e2e8f0"}, elem_id="source-pieces")
+    out_chips = gr.HighlightedText(label="Output pieces, by the model's probability", show_legend=True,
+                                   show_inline_category=False, combine_adjacent=False,
+                                   color_map=views.CONFIDENCE, elem_id="output-pieces")
+    candidates = gr.Dataframe(headers=["#", "candidate", "score", "log p", "pieces"],
+                              datatype=["number", "str", "number", "number", "number"],
+                              label="Beam candidates (click one to see its attention)", interactive=False,
+                              visible=False, wrap=True, elem_id="candidates",
+                              # every column in the column's width: the candidate wraps, numbers never cut
+                              column_widths=["7%", "49%", "15%", "15%", "14%"])
+    with gr.Accordion("Inspect a translation (teacher forcing)", open=False, elem_id="inspect-panel",
+                      elem_classes=["anatomy-controls"]):
+        forced = gr.Textbox(label="Any translation of the source above: edit it, then Inspect", lines=2,
+                            elem_id="forced")
+        force_btn = gr.Button("Inspect", size="sm", elem_id="inspect")
+    # kept in presenter mode: a talk hands out its page
+    with gr.Row(elem_id="files-row"):
+        download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
+        page_btn = gr.Button("Download page (HTML)", size="sm", elem_id="download-page")
+        gr.HTML(share_html(), elem_id="share-view", padding=False)
+    page_file = gr.File(label="Page of this translation: one HTML file that opens offline", visible=False,
+                        interactive=False, elem_id="page-file")
+    # the file Export animation (in the header) makes
+    animation_file = gr.File(label="Animation of the shown translation and view", interactive=False,
+                             visible=False, elem_id="animation-file")
+    return dict(translation=translation, ablation=ablation, run_info=run_info, src_chips=src_chips,
+                out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn, download=download,
+                offline=PageExport(page_btn, page_file), animation_file=animation_file)
+
+
+def _explorer(config: ModelConfig) -> dict:
+    """The viewer's large view with its controls, heads off, and the buttons the viewer asks the server with, by
+    Page field."""
+    # the viewer's own: its view controls (anatomy/viewer/controls.js makes them in #view-controls; presenter
+    # mode folds them away, the keys move the view, and View settings shows them), the large view and what
+    # the chosen attention shows
+    explorer = gr.HTML(explorer_html(config), elem_id="explorer-view", padding=False)
+    with gr.Accordion("Switch heads off", open=False, elem_id="heads-off-panel",
+                      elem_classes=["anatomy-controls"]) as heads_off_panel:
+        heads_off = gr.CheckboxGroup(ablation_views.head_choices(config), value=[], elem_id="heads-off",
+                                     label="Heads off: each one's output is zeroed before W_o, and the "
+                                           "sentence is translated again (a click on a head in All heads "
+                                           "or Head importance does the same)")
+        reset_heads = gr.Button("Switch every head back on", size="sm", elem_id="reset-heads")
+    # app.js clicks these with what the viewer asks in the view; kept off screen, not hidden, so that they are
+    # in the page to be clicked
+    model_ask = gr.Button("model", elem_id="model-ask", elem_classes=["anatomy-offscreen"])
+    draw_ask = gr.Button("draw", elem_id="draw-ask", elem_classes=["anatomy-offscreen"])
+    return dict(explorer=explorer, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
+                model_ask=model_ask, draw_ask=draw_ask)
+
+
 def build_page(registry: ModelRegistry) -> Page:
     """The components, inside the caller's `with gr.Blocks()`."""
-    entry0 = registry.get(None)
-    c0 = entry0.config
     gr.HTML(header_html(), elem_id="header-view", padding=False)
     # Settings and result beside the large attention view: a translation and its attention above the fold.
     with gr.Row(equal_height=False, elem_id="main-row"):
         with gr.Column(scale=2, min_width=320):
-            direction = gr.Dropdown(registry.choices(), value=registry.default_key, label="Direction",
-                                    elem_id="direction")
-            model_notices = gr.Markdown(registry.status(), visible=bool(registry.status()),
-                                        elem_id="model-notices", elem_classes=["anatomy-notice"])
-            # No max_length: the browser would cut a long paste unseen; anatomy.inputs.clean_text cuts it to MAX_CHARS
-            # and says so in the run info.
-            text = gr.Textbox(label="Source text", lines=2, elem_id="source-text",
-                              placeholder=f"e.g. {(entry0.examples or [''])[0]}")
-            # beside the box, not in the run info: drawing the shown translation again must not hide it
-            text_hint = gr.Markdown(visible=False, elem_id="text-hint", elem_classes=["anatomy-notice"])
-            with gr.Row(elem_classes=["anatomy-controls"]):
-                beam = gr.Slider(1, MAX_BEAM, value=entry0.decoding.beam_size, step=1, label="Beam size (1 = greedy)")
-                max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,
-                                    label="Max new tokens (0 = automatic: 1.5 × source + 10)")
-            with gr.Accordion("More settings", open=False, elem_classes=["anatomy-controls"]):
-                device = gr.Radio(device_choices(), value="auto", label="Device",
-                                  info="cuda is offered only when this machine has a GPU")
-                top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULTS["k"], step=1, label="Top-k pieces to record per step")
-                lp = gr.Slider(0.0, 3.0, value=entry0.decoding.length_penalty, step=0.1,
-                               label="Length penalty α (beam score = log p / length^α)")
-            # slow motion and Stop stay in presenter mode: they are for talks
-            slow = gr.Slider(0.0, MAX_SLOW, value=DEFAULTS["slow"], step=0.1, elem_id="slow",
-                             label="Slow motion: seconds per piece (0 = off; for talks)")
-            with gr.Row():
-                translate_btn = gr.Button("Translate", variant="primary", elem_id="translate", min_width=90)
-                stop_btn = gr.Button("Stop", variant="stop", elem_id="stop", min_width=90)
-                # the guided tour of the shown translation (anatomy/tour.py, viewer/tour.js): one row with the two
-                # above, so that presenter mode's first screen keeps the translation
-                tour_btn = gr.Button("Tour", elem_id="tour-start", min_width=90)
-            translation = gr.Textbox(label="Translation", lines=2, interactive=False, buttons=["copy"],
-                                     elem_id="translation")
-            ablation = gr.HTML("", elem_id="ablation", visible="hidden")  # shown (and filled) while heads are off
-            run_info = gr.Markdown(elem_id="run-info", elem_classes=["anatomy-controls"])
-            src_chips = gr.HighlightedText(label="Source pieces (what the encoder reads)", show_legend=False,
-                                           show_inline_category=False, combine_adjacent=False,
-                                           color_map={views.PIECE: "#e2e8f0"}, elem_id="source-pieces")
-            out_chips = gr.HighlightedText(label="Output pieces, by the model's probability", show_legend=True,
-                                           show_inline_category=False, combine_adjacent=False,
-                                           color_map=views.CONFIDENCE, elem_id="output-pieces")
-            candidates = gr.Dataframe(headers=["#", "candidate", "score", "log p", "pieces"],
-                                      datatype=["number", "str", "number", "number", "number"],
-                                      label="Beam candidates (click one to see its attention)", interactive=False,
-                                      visible=False, wrap=True, elem_id="candidates",
-                                      # every column in the column's width: the candidate wraps, numbers never cut
-                                      column_widths=["7%", "49%", "15%", "15%", "14%"])
-            with gr.Accordion("Inspect a translation (teacher forcing)", open=False, elem_id="inspect-panel",
-                              elem_classes=["anatomy-controls"]):
-                forced = gr.Textbox(label="Any translation of the source above: edit it, then Inspect", lines=2,
-                                    elem_id="forced")
-                force_btn = gr.Button("Inspect", size="sm", elem_id="inspect")
-            # kept in presenter mode: a talk hands out its page
-            with gr.Row(elem_id="files-row"):
-                download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
-                page_btn = gr.Button("Download page (HTML)", size="sm", elem_id="download-page")
-                gr.HTML(share_html(), elem_id="share-view", padding=False)
-            page_file = gr.File(label="Page of this translation: one HTML file that opens offline", visible=False,
-                                interactive=False, elem_id="page-file")
-            # the file Export animation (in the header) makes
-            animation_file = gr.File(label="Animation of the shown translation and view", interactive=False,
-                                     visible=False, elem_id="animation-file")
+            settings = _settings(registry)
+            result = _result()
         with gr.Column(scale=3, min_width=320, elem_id="explorer"):
-            # the viewer's own: its view controls (anatomy/viewer/controls.js makes them in #view-controls; presenter
-            # mode folds them away, the keys move the view, and View settings shows them), the large view and what
-            # the chosen attention shows
-            explorer = gr.HTML(explorer_html(c0), elem_id="explorer-view", padding=False)
-            with gr.Accordion("Switch heads off", open=False, elem_id="heads-off-panel",
-                              elem_classes=["anatomy-controls"]) as heads_off_panel:
-                heads_off = gr.CheckboxGroup(ablation_views.head_choices(c0), value=[], elem_id="heads-off",
-                                             label="Heads off: each one's output is zeroed before W_o, and the "
-                                                   "sentence is translated again (a click on a head in All heads "
-                                                   "or Head importance does the same)")
-                reset_heads = gr.Button("Switch every head back on", size="sm", elem_id="reset-heads")
-            # app.js clicks these with what the viewer asks in the view; kept off screen, not hidden, so that they are
-            # in the page to be clicked
-            model_ask = gr.Button("model", elem_id="model-ask", elem_classes=["anatomy-offscreen"])
-            draw_ask = gr.Button("draw", elem_id="draw-ask", elem_classes=["anatomy-offscreen"])
+            explorer = _explorer(registry.get(None).config)
 
     examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
-    gallery = gr.Examples(examples, inputs=[text, direction], label="Examples (default settings)",
-                          examples_per_page=len(examples), cache_examples=False, elem_id="examples",
-                          example_labels=[f"{registry.get(k).label}: {s}" for s, k in examples]) \
+    gallery = gr.Examples(examples, inputs=[settings["text"], settings["direction"]],
+                          label="Examples (default settings)", examples_per_page=len(examples), cache_examples=False,
+                          elem_id="examples", example_labels=[f"{registry.get(k).label}: {s}" for s, k in examples]) \
         if examples else None
 
     # the viewer's own: the decoding steps and the tabs (anatomy/viewer/tabs.html; tabs.js, host.js draw them)
@@ -340,19 +359,11 @@ def build_page(registry: ModelRegistry) -> Page:
     view = gr.Textbox(label="view", visible=False)
     notice = gr.Textbox(label="notice", visible=False)
 
-    return Page(session=gr.State(Session()), run=Slot("run"), twin=Slot("twin"), signal=Slot("signal"),
-                link=Slot("link"), model_ask=model_ask, draw_ask=draw_ask,
-                judged=Slot("judged"), vectors=Slot("vectors"), explained=Slot("explained"),
-                norms=Slot("norms"), norms_data=Channel("norms"), toured=Slot("toured"), tour_data=Channel("tour"),
-                tour_btn=tour_btn, explorer=explorer, view=view, view_set=Channel("open"), replay=gr.State(0),
-                data=data, trace_data=Channel("payload"), twin_data=Channel("twin"), walk_data=Channel("walk"),
-                animation_file=animation_file, offline=PageExport(page_btn, page_file),
-                direction=direction, model_notices=model_notices, text=text, text_hint=text_hint,
-                beam=beam, max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow,
-                translate_btn=translate_btn, stop_btn=stop_btn, translation=translation, ablation=ablation,
-                run_info=run_info,
-                src_chips=src_chips, out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
-                download=download, link_data=Channel("link"),
-                examples=gallery, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
-                below=below, tab_data=Channel("tab"), explain_data=Channel("explain"),
-                importance_data=Channel("importance"), pe_data=Channel("positional"), notice=notice)
+    return Page(**settings, **result, **explorer, examples=gallery, below=below, data=data, view=view, notice=notice,
+                session=gr.State(Session()), replay=gr.State(0),
+                run=Slot("run"), twin=Slot("twin"), signal=Slot("signal"), link=Slot("link"), judged=Slot("judged"),
+                vectors=Slot("vectors"), explained=Slot("explained"), norms=Slot("norms"), toured=Slot("toured"),
+                trace_data=Channel("payload"), twin_data=Channel("twin"), walk_data=Channel("walk"),
+                norms_data=Channel("norms"), tour_data=Channel("tour"), view_set=Channel("open"),
+                link_data=Channel("link"), tab_data=Channel("tab"), explain_data=Channel("explain"),
+                importance_data=Channel("importance"), pe_data=Channel("positional"))

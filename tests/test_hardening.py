@@ -420,11 +420,11 @@ def test_a_closed_page_is_forgotten_within_the_grace_and_an_open_one_kept(tiny, 
         gone, kept = leaving.session_hash, staying.session_hash
         for client in (leaving, staying):
             client.predict(*page_inputs(client, SENTENCE, "de-en"), api_name="/translate_page")
-        assert all(sessions[s].state_data[tiny.page.run._id] is not None for s in (gone, kept))
+        assert all(sessions[s].state_data[tiny.page.session._id].run is not None for s in (gone, kept))
         leaving.reset_session()  # a new visitor in its place: the page it had is closed
         assert forgotten(sessions, gone)
         time.sleep(2)
-        assert sessions[kept].state_data[tiny.page.run._id] is not None
+        assert sessions[kept].state_data[tiny.page.session._id].run is not None
 
 
 def test_malloc_is_kept_to_two_arenas_unless_the_environment_says_otherwise(monkeypatch):

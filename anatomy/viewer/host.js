@@ -122,6 +122,10 @@ export function createHost(options) {
     view(next) {
       view = next;
     },
+    /** Start loading Plotly.js before a figure needs it (a link's page, while its translation is made). */
+    preload() {
+      plotly();
+    },
     /** @returns {number} how many times `name`'s data has changed (a new translation: "payload") */
     version: (name) => versions[name],
     refresh,

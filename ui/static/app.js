@@ -22,6 +22,10 @@
     // open tab's own data, a view a handler opens and a tour follow.
     data(d) {
       if (!d) return;
+      if (A.preloading) {
+        A.preloading = false;
+        (window.requestIdleCallback || setTimeout)(() => viewer.preload(), {timeout: 2000});
+      }
       const before = viewer.version('payload');
       const drawn = ['payload', 'twin', 'walk', 'positional', 'importance', 'explain', 'norms'].filter(n => n in d);
       drawn.forEach(name => viewer.set(name, d[name]));
@@ -249,6 +253,10 @@
       A.mount();
       const text = (new URLSearchParams(window.location.search).get('text') || '').trim();
       A.ask(text ? 'link' : 'address');
+      // Plotly.js (3.5 MB) parsed while the link's translation is made; for any other page once the page is idle,
+      // after the address's answer, so that it never holds the page's first drawing
+      if (text) viewer.preload();
+      else A.preloading = true;
     },
     // Download page (HTML): the server puts the new file in #id; a click on its link saves it, so that one click on
     // the button downloads the page. Each file has an address of its own: an earlier one is never clicked again.

@@ -354,7 +354,7 @@ def build_page(registry: ModelRegistry) -> Page:
     below = gr.HTML(tabs_html(), elem_id="viewer-below", padding=False)
 
     # what the page's viewer draws and says, never shown
-    data = gr.JSON(None, visible="hidden")  # in the page (not drawn), so that its .change fires
+    data = gr.JSON(None, visible=False)
     # the viewer's view (controls.js), as JSON: an event that reads it has it filled in by the page (wiring.py)
     view = gr.Textbox(label="view", visible=False)
     notice = gr.Textbox(label="notice", visible=False)

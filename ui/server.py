@@ -76,9 +76,10 @@ class QueueGate:
 class SessionConfigs(BlocksConfig):
     """Gradio's BlocksConfig, whose copies remember the configs of the page's own components. Gradio copies it for
     every new session and at once recomputes every component's config for that copy (`SessionState.__init__`):
-    ~45 ms for this page's ~230 components on the event loop, at a visitor's first request. A component that no
-    update has replaced in the session is the page's own, unchanged object, so its config is made once; each copy
-    gets its own dicts, which Gradio changes in place (tests/test_hardening.py holds them equal to Gradio's)."""
+    ~45 ms for a page of ~230 components (the page had that many; 57 now) on the event loop, at a visitor's first
+    request. A component that no update has replaced in the session is the page's own, unchanged object, so its config
+    is made once; each copy gets its own dicts, which Gradio changes in place (tests/test_hardening.py holds them
+    equal to Gradio's)."""
 
     def __init__(self, root_block, made: dict | None = None):
         super().__init__(root_block)

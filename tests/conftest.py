@@ -24,6 +24,7 @@ from transformer import train
 
 # Training runs tokenize their corpora into this cache, not into the user's.
 os.environ.setdefault("ANATOMY_TOKEN_CACHE", tempfile.mkdtemp(prefix="anatomy-token-cache-"))
+os.environ.setdefault("ANATOMY_STRICT_INPUTS", "1")  # reading an undeclared input is an error (ui/values.py)
 
 # A test that uses one of these is slow, whatever it says: a training run, Chromium, Chromium and a server,
 # `python app.py`, the shipped checkpoints.

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import inspect
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from anatomy.inputs import DISPLAYS, parse_link
 from anatomy.run import StopSignal
 from tests.app_fixtures import SENTENCE, configs, run_of
 from ui.layout import Slot
-from ui.values import Session, Tab
+from ui.values import Inputs, Session, Tab
 from ui.wiring import handled
 
 
@@ -325,3 +326,26 @@ def test_the_page_holds_at_most_sixty_components_every_block_counted(shipped):
     count = len(shipped.get_config_file()["components"])
     print(f"components={count}")
     assert count <= 60
+
+
+def test_reading_an_input_the_event_did_not_declare_is_an_error_in_tests(tiny):
+    """In tests ($ANATOMY_STRICT_INPUTS, set by conftest.py), a handler that reads what its event does not declare
+    fails and names it, where the app would read the default; every event's handler, on every branch the page states
+    above reach, reads only what it declares (test_every_event_that_runs_a_model_pass...)."""
+    p = tiny.page
+    assert os.environ.get("ANATOMY_STRICT_INPUTS") == "1"
+
+    def reads_the_run(values):
+        return {p.translation: Inputs.of(p, values).run.trace.text}
+
+    def reads_the_tab(values):
+        return {p.translation: "why" if Inputs.of(p, values).tab == Tab.WHY else ""}
+
+    with pytest.raises(TypeError, match="did not declare what 'run' is read from"):
+        handled(p, reads_the_run, {p.view}, [p.translation])["fn"]({p.view: "{}"})
+    with pytest.raises(TypeError, match="did not declare what 'tab' is read from"):
+        handled(p, reads_the_tab, {p.text}, [p.translation])["fn"]({p.text: ""})
+    assert handled(p, reads_the_tab, {p.view}, [p.translation])["fn"]({p.view: '{"tab": "why"}'}) == \
+        {p.translation: "why"}
+    # a test calling a handler itself passes what it likes; the rest is the default
+    assert reads_the_tab({p.text: ""}) == {p.translation: ""}

@@ -6,6 +6,7 @@ that dict into one frozen Inputs, once, at the top of each handler.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import TYPE_CHECKING, Mapping
@@ -132,9 +133,48 @@ class Session:
     signal: StopSignal = field(default_factory=StopSignal)  # Stop's: read by the running stream or replay
 
 
+class Undeclared:
+    """What an Inputs field holds, in tests ($ANATOMY_STRICT_INPUTS), when its event (ui/wiring.py) did not declare
+    what it is read from: any use of it is an error that names it, where the app would read the default."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(f"the event did not declare what {self.name!r} is read from: add it to the handler's reads "
+                        "in ui/wiring.py")
+
+    __bool__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __iter__ = __len__ = __getitem__ = _refuse
+    __contains__ = __call__ = __str__ = __int__ = __float__ = __index__ = __hash__ = _refuse
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        self._refuse()
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self) -> str:
+        return f"Undeclared({self.name!r})"
+
+
+class Declared(dict):
+    """The values Gradio passes an event (ui/wiring.py handled): all that the event declared, and nothing else."""
+
+
+def strict() -> bool:
+    """Whether reading an undeclared input is an error (tests set $ANATOMY_STRICT_INPUTS) or gives the default."""
+    return os.environ.get("ANATOMY_STRICT_INPUTS") == "1"
+
+
 @dataclass(frozen=True)
 class Inputs:
-    """What one event reads from the page. A component the event does not pass leaves its field at the default."""
+    """What one event reads from the page. A component the event does not pass leaves its field at the default (in
+    tests, Undeclared)."""
 
     settings: PageSettings = PageSettings()
     view: View = View()  # the view controls, read by View.of (not yet fitted to a trace)
@@ -162,8 +202,14 @@ class Inputs:
         session = values.get(page.session)
         if session is not None:  # its Slots, as a test passes them
             values = {**values, **{slot: getattr(session, name) for name, slot in page.slots.items()}}
-        settings = {name: values[c] for name, c in page.settings.items() if c in values}
-        state = {name: values[c] for name, c in page.state.items() if c in values}
+        refuse = isinstance(values, Declared) and strict()
+        settings = {name: values[c] if c in values else Undeclared(name) for name, c in page.settings.items()
+                    if c in values or refuse}
+        state = {name: values[c] if c in values else Undeclared(name) for name, c in page.state.items()
+                 if c in values or refuse}
         viewed = Viewed.of(values.get(page.view))
-        return cls(settings=PageSettings(**settings), view=viewed.view, tab=viewed.tab, foil=viewed.foil,
-                   animation=viewed.animation, ask=viewed.ask, clicked_head=viewed.clicked, **state)
+        read = {"view": viewed.view, "tab": viewed.tab, "foil": viewed.foil, "animation": viewed.animation,
+                "ask": viewed.ask, "clicked_head": viewed.clicked}
+        if refuse and page.view not in values:
+            read = {name: Undeclared(name) for name in read}
+        return cls(settings=PageSettings(**settings), **read, **state)

@@ -10,6 +10,7 @@ import gradio as gr
 
 from .handlers import Handlers
 from .layout import Channel, Page, Slot
+from .values import Declared
 
 # The rule: an event whose handler runs a forward or backward pass of a model (translate, inspect, a beam candidate,
 # a link, the untrained twin, head importance, the softmax walk's q, k, v, heads off, the API) runs in MODEL, one at
@@ -63,7 +64,7 @@ def handled(p: Page, fn, reads: set | list | None, writes: list, ask: str = "") 
         raise ValueError(f"{fn.__name__}: an event that reads or writes the Session takes its inputs as a set")
     outputs = list(dict.fromkeys(p.data if isinstance(c, Channel) else c for c in writes if not isinstance(c, Slot)))
     view = reading_view(p, reads, ask) if isinstance(reads, set) and p.view in reads else {}
-    if not slots and p.data not in outputs:
+    if not slots and p.data not in outputs and not isinstance(reads, set):
         return dict(fn=fn, inputs=reads, outputs=outputs, **view)
 
     def pack(values, out):
@@ -85,18 +86,21 @@ def handled(p: Page, fn, reads: set | list | None, writes: list, ask: str = "") 
                 kept[key] = value
         return {**kept, p.data: {**sent, "sent": next(SENT)}} if sent else kept
 
+    def declared(args: tuple) -> tuple:  # what the event declared, all it may read (ui.values.Inputs.of)
+        return (Declared(args[0]), *args[1:]) if isinstance(reads, set) else args
+
     # the same kind of callable as the handler's, with its signature (Gradio fills in gr.Request, gr.Progress, ...)
     if inspect.isasyncgenfunction(fn):
         async def packed(*args, **kwargs):
-            async for out in fn(*args, **kwargs):
+            async for out in fn(*declared(args), **kwargs):
                 yield pack(args[0], out)
     elif inspect.isgeneratorfunction(fn):
         def packed(*args, **kwargs):
-            for out in fn(*args, **kwargs):
+            for out in fn(*declared(args), **kwargs):
                 yield pack(args[0], out)
     else:
         def packed(*args, **kwargs):
-            return pack(args[0] if args else None, fn(*args, **kwargs))
+            return pack(args[0] if args else None, fn(*declared(args), **kwargs))
     return dict(fn=functools.wraps(fn)(packed), inputs=reads, outputs=outputs, **view)
 
 

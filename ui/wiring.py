@@ -18,9 +18,9 @@ from .values import Declared
 # view changes never wait for a translation (tokenizing alone is not a model pass). tests/test_wiring.py checks it.
 # A model event makes what the page will show of a model with its Run (the twin and importance, for the open tab) and
 # sends the Run's payload and the open tab's data with it, so that a translation is one request; what a tab opened
-# later finds missing, it asks of a model event (make_twin, judge). The page's viewer
+# later finds missing, the viewer asks of a model event (model_ask: make_twin, judge). The page's viewer
 # (anatomy/viewer/host.js) draws the trace's views from its payload: a view change runs in the browser only, and the
-# viewer asks for the softmax walk (walk_btn), whose q, k, v need the model, and for the value norms (norms_btn).
+# viewer asks for the softmax walk (walk), whose q, k, v need the model, and for the value norms (norms).
 MODEL = dict(concurrency_id="model", concurrency_limit=1, api_visibility="undocumented")
 # Drawing figures: no model, no shared limit.
 DRAW = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")

@@ -15,7 +15,7 @@ from anatomy.registry import ModelRegistry, device_choices
 from transformer import ModelConfig
 
 from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WEIGHTS_CHOICES, WHY_HELP
-from .values import Session, Tab
+from .values import ASKS, Session, Tab
 
 # layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
 DEFAULTS = {"max": 0, "k": 5, "slow": 0.0}
@@ -173,8 +173,8 @@ def tabs_html() -> str:
 def explorer_html(config: ModelConfig) -> str:
     """The explorer's part that is the viewer's: anatomy/viewer/controls.js makes the view controls in
     #view-controls, offering before a translation what `data-offer` says (the model's kinds, the weights, each
-    kind's help); the large view; the chosen kind's help."""
-    offer = {"weights": [list(choice) for choice in WEIGHTS_CHOICES],
+    kind's help; and the asks, by button, for app.js); the large view; the chosen kind's help."""
+    offer = {"weights": [list(choice) for choice in WEIGHTS_CHOICES], "asks": ASKS,
              "help": {k.name: markdown_html(attention_views.kind_help(k.name)) for k in PAGE_KINDS},
              "shape": {"kinds": [{"name": k.name, "title": views.name(k.name), "layers": config.n_layers(k.name),
                                   "heads": config.n_heads} for k in PAGE_KINDS],

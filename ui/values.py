@@ -60,6 +60,12 @@ _TAB_LABELS = {Tab.HEADS: "All heads", Tab.STATS: "Head statistics", Tab.PREDICT
                Tab.HELP: "How to read this"}
 
 
+# What the viewer may ask the server (Viewed.ask), by the button that asks it: model (Handlers.ask_model, the model's
+# slot) or draw (Handlers.ask_draw); the page offers them to app.js (ui/layout.py explorer_html).
+ASKS = {"model": ("link", "walk", "norms", "make", "contrast", "toggle"),
+        "draw": ("address", "tab", "animation", "share")}
+
+
 @dataclass(frozen=True)
 class PageSettings:
     """The controls a translation is asked with, as the page holds them: anatomy.inputs.page_request's arguments,

@@ -56,7 +56,7 @@
       if ('tour' in d) A.tour(d.tour);
       if ('link' in d) A.shared(d.link);
     },
-    // A link to the shown view (its query from the server, ui/handlers/shown.py share), over the page with a copy button.
+    // A link to the shown view (its query from the server: ui/handlers/shown.py share), over the page, with Copy.
     shared(query) {
       const box = document.getElementById('share-url');
       box.querySelector('textarea').value = A.link(query);
@@ -146,7 +146,7 @@
     // the event its click starts, which takes it with the view (viewed).
     asks: {model: [], draw: []},
     ask(name) {
-      const kind = ['walk', 'norms', 'make', 'contrast', 'toggle', 'link'].includes(name) ? 'model' : 'draw';
+      const kind = A.mount() && A.offer.asks.model.includes(name) ? 'model' : 'draw';  // ui/values.py ASKS
       A.asks[kind].push(name);
       document.getElementById(kind + '-ask')?.click();
     },

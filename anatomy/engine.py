@@ -1,7 +1,9 @@
 """The only calls into the Translator: load, translate (whole or streamed), teacher-force, the untrained twin.
 
 Kept in one small module so that a change of the Translator's API is a change here only. Every trace made here
-carries its direction key in `trace.settings.direction`.
+carries its direction key in `trace.settings.direction`. Every call that runs a model holds the model's slot
+(anatomy/slot.py: one model pass at a time in the process, first come first served), and long work gives it up
+between its passes (`SLOT.between`): a translation's steps, attribution's and importance's batches of rows.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from transformer.pieces import SPACE_MARK, detokenize, piece_texts, word_groups
 
 from .inputs import Request
 from .run import Ablation, Contrast, Explained, Norms
+from .slot import SLOT
 from .tour import ModelFacts, TourExtras, why_step
 
 
@@ -64,11 +67,13 @@ def _mask(translator: Translator, heads_off: str) -> HeadMask | None:
     return HeadMask.parse(heads_off, translator.config) if heads_off else None
 
 
+@SLOT.holding
 def translate(translator: Translator, request: Request) -> Trace:
     """The whole trace of a request: greedy (beam 1) or beam search with its candidates."""
-    return _tagged(translator.translate(request.text, request.decoding), request)
+    return _tagged(translator.translate(request.text, request.decoding, between=SLOT.between), request)
 
 
+@SLOT.holding
 def ablation(translator: Translator, request: Request, original: Trace, before: Ablation | None = None) -> Ablation:
     """What switching the request's heads off does to `original`, the same request with every head on: the
     log-probability of each of its output pieces with every head on (`before`'s, when it has them for the same
@@ -80,32 +85,43 @@ def ablation(translator: Translator, request: Request, original: Trace, before: 
     return Ablation(original, all_on, off)
 
 
+@SLOT.holding
 def importance(translator: Translator, trace: Trace) -> SentenceImportance:
     """How much the trace's translation needs each head of the model that made it (transformer.heads), judged
     with every head on whatever the trace had off (the page passes the all-heads original of an ablation)."""
-    return sentence_importance(translator, trace)
+    return sentence_importance(translator, trace, SLOT.between)
 
 
 def stream(translator: Translator, request: Request, stopped: Callable[[], bool]) -> Iterator[Step | Trace]:
     """Greedy decoding, one Step per piece as soon as it exists; the last item is the finished Trace of the same
     pass. When `stopped()` turns true between two pieces, decoding ends there and the Trace holds the pieces so
-    far (`settings.stopped`)."""
-    for item in translator.stream(request.text, request.decoding, beam_size=1, stop=stopped):
-        yield _tagged(item, request) if isinstance(item, Trace) else item
+    far (`settings.stopped`). The model's slot is held from the first step to the last, across the yields: the
+    caller makes no other model call until it has the Trace."""
+    steps = translator.stream(request.text, request.decoding, beam_size=1, stop=stopped, between=SLOT.between)
+    held = SLOT.through(steps)
+    for item in held:
+        if isinstance(item, Trace):
+            held.close()  # the slot given up before the caller goes on with the trace (and its own model calls)
+            yield _tagged(item, request)
+            return
+        yield item
 
 
+@SLOT.holding
 def force(translator: Translator, request: Request, target: str) -> Trace:
     """Teacher-forced pass over a given translation."""
     return _tagged(translator.force(request.text, target, top_k=request.decoding.top_k,
                                     head_mask=head_mask(translator, request)), request)
 
 
+@SLOT.holding
 def candidate(translator: Translator, trace: Trace, row: int) -> Trace:
     """Beam candidate `row` of a trace, teacher-forced through the model that made the trace, with the heads that
     were off then; the candidates stay attached so that another one can be picked."""
     return translator.inspect_candidate(trace, row, head_mask=trace_mask(translator, trace))
 
 
+@SLOT.holding
 def untrained(twin: Translator, trace: Trace, max_new: int) -> tuple[Trace, str]:
     """The trace's output teacher-forced through the untrained twin (same pieces, so the attention maps line up
     cell by cell), and what the twin writes on its own; every head of the twin on, whatever the trace had off
@@ -113,16 +129,19 @@ def untrained(twin: Translator, trace: Trace, max_new: int) -> tuple[Trace, str]
     forced = twin.force_output(list(trace.source_ids), list(trace.output_ids), top_k=1)
     # The model's own end marker (opus-mt: 0), not ours: id 3 is an ordinary piece there.
     source = twin.tokenizer.decode([i for i in trace.source_ids if i != twin.config.eos_id])
-    own = twin.translate(source, max_new_tokens=min(len(trace.output_tokens) + 10, max_new), top_k=1)
+    own = twin.translate(source, max_new_tokens=min(len(trace.output_tokens) + 10, max_new), top_k=1,
+                         between=SLOT.between)
     return forced, own.text or f"nothing: its first piece is {own.output_tokens[0] if own.output_tokens else '–'}"
 
 
+@SLOT.holding
 def head_vectors(translator: Translator, trace: Trace, kind: str, layer: int) -> HeadVectors:
     """The per-head q, k, v of one attention kind and layer (from 1) of a trace, from the model that made it with
     the heads that were off then."""
     return translator.head_vectors(trace, kind, layer, trace_mask(translator, trace))
 
 
+@SLOT.holding
 def explain(translator: Translator, trace: Trace,
             progress: Callable[[int, int], None] | None = None) -> Explained:
     """Why the model wrote each piece of a trace, from the model that made it with the heads that were off then:
@@ -131,12 +150,14 @@ def explain(translator: Translator, trace: Trace,
     return Explained(trace, logit_lens(translator, trace), attributions(translator, trace, progress=progress))
 
 
+@SLOT.holding
 def logit_lens(translator: Translator, trace: Trace) -> LogitLens:
     """What each decoder layer would predict at each step of a trace (top 5), from the model that made it with the
     heads that were off then."""
     return translator.logit_lens(trace, 5, trace_mask(translator, trace))
 
 
+@SLOT.holding
 def attribution(translator: Translator, trace: Trace, method: str, *, steps: list[int] | None = None,
                 foil: int | None = None, progress: Callable[[int, int], None] | None = None) -> Attribution:
     """`method`'s attribution (transformer.explain.METHODS) of a trace's steps (all when None), from the model that
@@ -144,15 +165,17 @@ def attribution(translator: Translator, trace: Trace, method: str, *, steps: lis
     return attributions(translator, trace, (method,), steps=steps, foil=foil, progress=progress)[method]
 
 
+@SLOT.holding
 def attributions(translator: Translator, trace: Trace, methods: tuple[str, ...] = tuple(explanation.METHODS), *,
                  steps: list[int] | None = None, foil: int | None = None,
                  progress: Callable[[int, int], None] | None = None) -> dict[str, Attribution]:
     """`attribution` by each of `methods`, the gradient methods from one set of passes (`progress` as they go)."""
     return explanation.attributions(translator, trace.source_ids, trace.output_ids, methods, steps=steps, foil=foil,
                                     words=word_groups(trace.source_tokens), head_mask=trace_mask(translator, trace),
-                                    progress=progress)
+                                    progress=progress, between=SLOT.between)
 
 
+@SLOT.holding
 def value_norms(translator: Translator, trace: Trace) -> Norms:
     """‖v W_o‖ of every head and key of a trace's three attention kinds, from the model that made it with the heads
     that were off then (a head off moves nothing)."""
@@ -177,6 +200,7 @@ def foil_piece(translator: Translator, trace: Trace, step: int, word: str) -> in
     return own[1] if pieces[0] == SPACE_MARK and len(own) > 1 else own[0]
 
 
+@SLOT.holding
 def contrast(translator: Translator, trace: Trace, step: int, asked: str) -> Contrast:
     """Step `step` (from 0) of a trace explained against a foil by each method: the piece the model would write at
     this step to begin the word `asked` (`foil_piece`), or the step's most likely piece after the one written when
@@ -196,6 +220,7 @@ def contrast(translator: Translator, trace: Trace, step: int, asked: str) -> Con
                     attributions(translator, trace, steps=[step], foil=foil))
 
 
+@SLOT.holding
 def tour_extras(translator: Translator, request: Request, trace: Trace, facts: ModelFacts) -> TourExtras:
     """The tour's model passes: integrated gradients of its why stop's piece, and the request translated again with
     the model's most important head off too, with the shown pieces' log p with every head on and with it off."""

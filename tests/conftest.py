@@ -155,8 +155,8 @@ class Served:
 @pytest.fixture(scope="session")
 def served(tmp_path_factory) -> Served:
     """The app as deployed (`python app.py`) on loopback, configured by environment only: one tiny de-en model
-    with max_len 256, a queue of one waiting request (ANATOMY_QUEUE_SIZE), traces kept 2 s
-    (ANATOMY_TRACE_RETENTION) and a temp dir of its own (TMPDIR)."""
+    with max_len 256, two model events at once (ANATOMY_MODEL_EVENTS) and a queue of one waiting request
+    (ANATOMY_QUEUE_SIZE), traces kept 2 s (ANATOMY_TRACE_RETENTION) and a temp dir of its own (TMPDIR)."""
     from tests.app_fixtures import make_checkpoint
 
     root = tmp_path_factory.mktemp("served")
@@ -164,7 +164,8 @@ def served(tmp_path_factory) -> Served:
     (root / "tmp").mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("GRADIO_EXAMPLES_CACHE", "GRADIO_TEMP_DIR",
                                                              "GRADIO_SERVER_PORT", "ANATOMY_HUB_MODELS")}
-    env.update(ANATOMY_CHECKPOINT_DIR=str(root / "checkpoints"), ANATOMY_QUEUE_SIZE="1", ANATOMY_TRACE_RETENTION="2",
+    env.update(ANATOMY_CHECKPOINT_DIR=str(root / "checkpoints"), ANATOMY_QUEUE_SIZE="1", ANATOMY_MODEL_EVENTS="2",
+               ANATOMY_TRACE_RETENTION="2",
                TMPDIR=str(root / "tmp"), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False",
                HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=Path(__file__).resolve().parents[1], env=env,

@@ -173,7 +173,7 @@ def test_a_long_paste_is_cut_by_the_server_which_says_so(page):
 
 
 def test_a_visitor_over_the_queue_bound_is_told_the_app_is_busy(browser, served):
-    """With ANATOMY_QUEUE_SIZE=1 kept full by API clients (one request running, one waiting), Translate answers
+    """With ANATOMY_QUEUE_SIZE=1 kept full by API clients (two requests running, one waiting), Translate answers
     at once with Gradio's busy message, not a spinner that never ends."""
     from gradio_client import Client
 
@@ -240,8 +240,9 @@ def full_queue(client):
         filler.join()
         for job in jobs:  # leave the server idle for the next try or test
             job.exception(timeout=60)
-        # and a page's click that was served: the model's events run one at a time, in order, so once a request
-        # sent now is answered, nothing sent before it is left (a full queue refuses even a page's load events)
+        # and a page's click that was served: the model's slot goes first come first served, so a request sent now
+        # is answered after the click's translation has had its first slice, which holds its whole one-sentence
+        # translation (a full queue refuses even a page's load events)
         deadline = time.monotonic() + 120
         while True:
             try:

@@ -169,13 +169,13 @@ def test_inspect_cleans_the_typed_translation_too(tiny):
 
 @pytest.mark.slow
 def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(served):
-    """ANATOMY_QUEUE_SIZE=1: one request runs, one waits, the rest are refused at once; the two that got in get
-    exactly the answer a lone request gets."""
+    """ANATOMY_MODEL_EVENTS=2, ANATOMY_QUEUE_SIZE=1: two requests run, one waits, the rest are refused at once;
+    those that got in get exactly the answer a lone request gets."""
     from gradio_client import Client
     from gradio_client.utils import QueueError
 
     client = Client(served.url, verbose=False)
-    jobs = [client.submit(**SLOW_REQUEST) for _ in range(4)]
+    jobs = [client.submit(**SLOW_REQUEST) for _ in range(5)]
     start = time.perf_counter()
     wait([j.future for j in jobs], timeout=30, return_when=FIRST_EXCEPTION)
     refused_after = time.perf_counter() - start

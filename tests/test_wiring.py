@@ -1,6 +1,6 @@
-"""The concurrency rule (ui/wiring.py), checked on the real wiring: an event whose handler runs a forward or backward
-pass of a model runs in the model's slot (concurrency_id "model", limit 1), and no other event does (drawing and
-view changes never wait for a translation; tokenizing alone is not a model pass)."""
+"""The concurrency rule (ui/wiring.py), checked on the real wiring: every forward or backward pass of a model holds the
+model's slot (anatomy/slot.py), an event whose handler runs one runs in the model's concurrency group, and no other
+event does either (drawing and view changes never wait for a translation; tokenizing alone is not a model pass)."""
 from __future__ import annotations
 
 import asyncio
@@ -22,17 +22,35 @@ from gradio.helpers import special_args
 
 from anatomy.inputs import DISPLAYS, parse_link
 from anatomy.run import StopSignal
+from anatomy.slot import SLOT
 from tests.app_fixtures import SENTENCE, configs, run_of
+from ui.handlers import Handlers
 from ui.layout import Slot
 from ui.values import Inputs, Session, Tab
-from ui.wiring import handled
+from ui.wiring import handled, model_events
 
 
-def _passes(fn, args: list) -> bool:
-    """Whether calling the handler `fn` (as Gradio calls it, to its last yield) runs a forward pass of any
-    torch module (every model's modules: ours, the untrained twin, a Hub model; a backward pass needs one)."""
-    seen = []
-    hook = torch.nn.modules.module.register_module_forward_pre_hook(lambda module, inputs: seen.append(module))
+@dataclasses.dataclass
+class Passes:
+    """What calling a handler did with the models: forward passes, those made without holding the model's slot, and
+    the times it took the slot."""
+
+    made: int = 0
+    unheld: int = 0
+    turns: int = 0
+
+
+def _passes(fn, args: list) -> Passes:
+    """What calling the handler `fn` (as Gradio calls it, to its last yield) did with any torch module (every
+    model's modules: ours, the untrained twin, a Hub model; a backward pass needs a forward one)."""
+    seen = Passes()
+
+    def forward(module, inputs):
+        seen.made += 1
+        seen.unheld += not SLOT.mine
+
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(forward)
+    turns = SLOT.turns
     try:
         out = fn(*args)
         if inspect.isgenerator(out):
@@ -49,7 +67,8 @@ def _passes(fn, args: list) -> bool:
         pass  # a refusal (no text, ...) is an answer too
     finally:
         hook.remove()
-    return bool(seen)
+    seen.turns = SLOT.turns - turns
+    return seen
 
 
 # Every request carries the page's address (Gradio's page sends it with each event): a link with text.
@@ -92,14 +111,15 @@ def _inputs(fn, page: dict) -> list:
     return [values] if fn.inputs_as_dict else [values[c] for c in fn.inputs]
 
 
-def test_every_event_that_runs_a_model_pass_runs_in_the_model_s_slot_and_no_other(tiny):
+def test_every_model_pass_holds_the_model_s_slot_and_only_model_events_take_it(tiny):
     """Each Python handler the page and the API wire, called as Gradio calls it on page states that reach each of
-    its branches; a torch forward hook tells which run a model. Those must be in the model's slot (concurrency_id
-    "model", limit 1); every other one outside it (drawing and view changes never wait for a translation)."""
+    its branches; a torch forward hook tells which run a model. Every pass holds the model's slot; an event that
+    makes one runs in the model's group (concurrency_id "model", model_events() at once), and every other one outside
+    it and without taking the slot (drawing and view changes never wait for a translation)."""
     pages = list(_pages(tiny))
-    outside, idle, known = [], [], {}
+    outside, idle, unheld, taken, known = [], [], [], [], {}
     for fn in tiny.demo.fns.values():
-        if not getattr(fn.fn, "__qualname__", "").startswith("Handlers."):
+        if not isinstance(getattr(inspect.unwrap(fn.fn or len), "__self__", None), Handlers):
             continue  # the browser's own (js=), or Gradio's (an example's click fills the inputs)
         target = tiny.demo.blocks.get(fn.targets[0][0]) if fn.targets else None
         event = gr.SelectData(target, {"index": 0, "value": "", "row_value": ["", 1, 1]})
@@ -107,17 +127,25 @@ def test_every_event_that_runs_a_model_pass_runs_in_the_model_s_slot_and_no_othe
         if called not in known:
             # the pages that differ in what this event reads
             seen = {tuple(id(page.get(c)) for c in fn.inputs): page for page in pages}.values()
-            known[called] = any(_passes(fn.fn, special_args(fn.fn, _inputs(fn, page), ADDRESS, event)[0])
-                                for page in seen)
-        reached = known[called]
+            known[called] = [_passes(fn.fn, special_args(fn.fn, _inputs(fn, page), ADDRESS, event)[0])
+                             for page in seen]
+        passes = known[called]
         name = fn.name or getattr(fn.fn, "__name__", "?")
-        in_slot = fn.concurrency_id == "model" and fn.concurrency_limit == 1
-        if reached and not in_slot:
+        in_group = fn.concurrency_id == "model" and fn.concurrency_limit == model_events()
+        reached = any(p.made for p in passes)
+        if reached and not in_group:
             outside.append(name)
-        if in_slot and not reached:
+        if in_group and not reached:
             idle.append(name)
-    assert sorted(set(outside)) == [], "a model pass outside the model's slot"
-    assert sorted(set(idle)) == [], "in the model's slot without a model pass"
+        if any(p.unheld for p in passes):
+            unheld.append(name)
+        if any(p.turns and not p.made for p in passes):
+            taken.append(name)
+    assert sorted(set(unheld)) == [], "a model pass without the model's slot"
+    assert sorted(set(outside)) == [], "a model pass outside the model's group"
+    assert sorted(set(idle)) == [], "in the model's group without a model pass"
+    assert sorted(set(taken)) == [], "the model's slot taken without a model pass"
+    assert len(known) >= 15, "the handlers were not found"
 
 
 def test_a_slow_motion_replay_waits_without_a_thread_in_a_group_of_its_own(tiny):
@@ -263,14 +291,15 @@ def test_a_page_load_runs_no_model_event_unless_its_address_has_text_and_then_on
     assert "A.ask(text ? 'link' : 'address')" in (Path(__file__).parents[1] / "ui/static/app.js").read_text()
     draw, model = buttons["draw"], buttons["model"]
     assert draw.concurrency_id != "model" and draw.fn.__wrapped__ == tiny.ask_draw
-    assert (model.concurrency_id, model.concurrency_limit, model.fn.__wrapped__) == ("model", 1, tiny.ask_model)
+    assert (model.concurrency_id, model.concurrency_limit, model.fn.__wrapped__) == ("model", model_events(),
+                                                                                     tiny.ask_model)
     # nothing chained after the link's but the browser's own: its translation is the page's one model event
     assert all(fn.fn is None for fn in tiny.demo.fns.values() if fn.trigger_after in (draw._id, model._id))
     p = tiny.page
     base = {c: getattr(c, "value", None) for c in tiny.demo.blocks.values()}
     base.update({p.signal: StopSignal(), p.view: json.dumps({"ask": "address"})})
     plain = types.SimpleNamespace(query_params={"view": "encoder", "layer": "1"})
-    assert not _passes(tiny.ask_draw, special_args(draw.fn, _inputs(draw, base), plain)[0])
+    assert not _passes(tiny.ask_draw, special_args(draw.fn, _inputs(draw, base), plain)[0]).made
     assert tiny.ask_draw(_inputs(draw, base)[0], plain)[p.view_set]["kind"] == "encoder"
     out = tiny.ask_model(_inputs(model, {**base, p.view: json.dumps({"ask": "link"})})[0], types.SimpleNamespace(
         query_params={"text": SENTENCE, "view": "encoder", "layer": "1", "max": "3", "tour": "2"}))

@@ -39,6 +39,10 @@ METHODS = {"ig": "integrated gradients", "grad": "input × gradient", "occlusion
 IG_STEPS = 16  # points on integrated gradients' path, unless asked otherwise
 _BATCH = 256  # sequences in one batched backward pass, steps × points on the path, at most
 _CHUNK = 8  # steps in one batched backward pass, at most
+# (steps × points on the path) × tokens of the pair in one batched backward pass, and rows × tokens in one occlusion
+# pass, at most: a long input's passes stay short, so that a caller can let other work use the model between them
+_TOKENS = 8192
+_OCCLUSION_TOKENS = 16384
 
 
 @dataclass(frozen=True)
@@ -115,10 +119,11 @@ def attribute(translator: Translator, source_ids: Sequence[int], output_ids: Seq
 def attributions(translator: Translator, source_ids: Sequence[int], output_ids: Sequence[int],
                  methods: Sequence[str] = tuple(METHODS), *, steps: Sequence[int] | None = None,
                  foil: int | None = None, path_steps: int = IG_STEPS, words: Sequence[Sequence[int]] | None = None,
-                 head_mask: HeadMask | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> dict[str, Attribution]:
+                 head_mask: HeadMask | None = None, progress: Callable[[int, int], None] | None = None,
+                 between: Callable[[], None] | None = None) -> dict[str, Attribution]:
     """`attribute` by each of `methods`; input × gradient and integrated gradients share their passes (the input
-    itself is one more point on the path)."""
+    itself is one more point on the path). `between()` is called between two passes (where a caller may let other
+    work use the model)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"unknown attribution method {unknown[0] if unknown else None!r}; "
@@ -144,15 +149,16 @@ def attributions(translator: Translator, source_ids: Sequence[int], output_ids: 
         e_tgt = (model.tgt_embedding or model.embedding)(tgt).float()  # (1, T, d_model)
     found = {}
     if "ig" in methods or "grad" in methods:
-        found.update(_gradient_methods(model, e_src, e_tgt, produced, foil, steps, m, mask, progress))
+        found.update(_gradient_methods(model, e_src, e_tgt, produced, foil, steps, m, mask, progress, between))
     if "occlusion" in methods:
-        found["occlusion"] = _occlusion(model, e_src, e_tgt, produced, foil, steps, words, mask)
+        found["occlusion"] = _occlusion(model, e_src, e_tgt, produced, foil, steps, words, mask, between)
     return {method: found[method] for method in methods}
 
 
 def _gradient_methods(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced: Tensor, foil: int | None,
                       steps: tuple[int, ...], m: int, mask: HeadMask | None,
-                      progress: Callable[[int, int], None] | None) -> dict[str, Attribution]:
+                      progress: Callable[[int, int], None] | None,
+                      between: Callable[[], None] | None) -> dict[str, Attribution]:
     """Input × gradient and, when m > 0, integrated gradients at m points, from one set of passes: the path's
     midpoints and the input (input × gradient's gradient, and f) are one batch."""
     T = produced.size(1)
@@ -161,8 +167,10 @@ def _gradient_methods(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced
     scores = []
     # steps in order, a few at a time: each batch's pass reads the prefix only up to its last step
     order = sorted(set(steps))
-    chunk = max(1, min(_BATCH // (m + 1), _CHUNK))
+    chunk = max(1, min(_BATCH // (m + 1), _CHUNK, _TOKENS // ((m + 1) * (e_src.size(1) + e_tgt.size(1)))))
     for start in range(0, len(order), chunk):
+        if between is not None and start:
+            between()
         part = order[start:start + chunk]
         end = part[-1] + 1
         g_src, g_tgt, f = _gradients(model, alphas[:, None, None] * e_src, alphas[:, None, None] * e_tgt[:, :end],
@@ -228,7 +236,8 @@ def _gradients(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced: Tenso
 
 
 def _occlusion(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced: Tensor, foil: int | None,
-               steps: tuple[int, ...], words: Sequence[Sequence[int]], mask: HeadMask | None) -> Attribution:
+               steps: tuple[int, ...], words: Sequence[Sequence[int]], mask: HeadMask | None,
+               between: Callable[[], None] | None = None) -> Attribution:
     S = e_src.size(1)
     words = tuple(tuple(int(i) for i in w) for w in words)
     if sorted(i for w in words for i in w) != list(range(S)):
@@ -236,8 +245,15 @@ def _occlusion(model: Transformer, e_src: Tensor, e_tgt: Tensor, produced: Tenso
     occluded = e_src.repeat(len(words) + 1, 1, 1)  # (W + 1, S, d): the input, then each word at the baseline
     for w, pieces in enumerate(words):
         occluded[w + 1, list(pieces)] = 0.0
-    f = _scores(model, occluded, e_tgt[:, :max(steps) + 1].expand(len(words) + 1, -1, -1), produced, foil, steps,
-                mask).cpu().numpy().astype(np.float64)  # (W + 1, n)
+    prefix = e_tgt[:, :max(steps) + 1]
+    rows = max(1, _OCCLUSION_TOKENS // (S + prefix.size(1)))
+    parts = []
+    for start in range(0, len(occluded), rows):
+        if between is not None and start:
+            between()
+        part = occluded[start:start + rows]
+        parts.append(_scores(model, part, prefix.expand(len(part), -1, -1), produced, foil, steps, mask))
+    f = torch.cat(parts).cpu().numpy().astype(np.float64)  # (W + 1, n)
     return Attribution("occlusion", steps, (f[0][None, :] - f[1:]).T, None, f[0], None, foil, words)
 
 

@@ -86,10 +86,11 @@ def _one_off_masks(config, kind: str) -> torch.Tensor:
     return (1 - torch.eye(n)).view(n, L, config.n_heads)
 
 
-def ablation_log_probs(translator: Translator, source_ids: Sequence[int],
-                       output_ids: Sequence[int]) -> tuple[float, HeadScores]:
+def ablation_log_probs(translator: Translator, source_ids: Sequence[int], output_ids: Sequence[int],
+                       between: Callable[[], None] | None = None) -> tuple[float, HeadScores]:
     """log p(output | source) with every head on, and with each head alone switched off, teacher-forced: the
-    heads in batches of rows.
+    heads in batches of rows, `between()` called between two batches (where a caller may let other work use the
+    model).
 
     The decoder-side rows share one encoder pass (the encoder is whole in them).
     """
@@ -103,6 +104,8 @@ def ablation_log_probs(translator: Translator, source_ids: Sequence[int],
     with torch.inference_mode():
         memory = [model.encode(src).memory]
         for start in range(0, len(enc_rows), _ROWS_PER_PASS):
+            if between is not None:
+                between()
             rows = enc_rows[start:start + _ROWS_PER_PASS]
             mask = HeadMask(rows, ones.decoder.expand(len(rows), -1, -1), ones.cross.expand(len(rows), -1, -1))
             memory.append(model.encode(src.expand(len(rows), -1), head_mask=mask).memory)
@@ -117,6 +120,8 @@ def ablation_log_probs(translator: Translator, source_ids: Sequence[int],
                                 torch.zeros(n_dec + len(cross_rows), dtype=torch.long, device=device)])
         log_probs = []
         for start in range(0, len(memory_row), _ROWS_PER_PASS):
+            if between is not None:
+                between()
             part = slice(start, start + _ROWS_PER_PASS)
             n = len(memory_row[part])
             mask = HeadMask(ones.encoder.expand(n, -1, -1), gates_dec[part], gates_cross[part])
@@ -172,10 +177,14 @@ def roles(stats: Sequence[HeadStats]) -> dict[HeadRef, tuple[str, float]]:
     return out
 
 
-def sentence_importance(translator: Translator, trace: Trace) -> SentenceImportance:
-    """Ablation, gradient and confidence maps of every head for a trace's translation (of its own model)."""
-    base, ablated = ablation_log_probs(translator, trace.source_ids, trace.output_ids)
+def sentence_importance(translator: Translator, trace: Trace,
+                        between: Callable[[], None] | None = None) -> SentenceImportance:
+    """Ablation, gradient and confidence maps of every head for a trace's translation (of its own model); `between()`
+    called between two passes."""
+    base, ablated = ablation_log_probs(translator, trace.source_ids, trace.output_ids, between)
     drop = HeadScores(*(base - ablated[kind.name] for kind in KINDS))
+    if between is not None:
+        between()
     return SentenceImportance(base, drop, gradient_importance(translator, trace.source_ids, trace.output_ids),
                               confidence(trace), roles(trace_head_statistics(trace)))
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -111,8 +111,10 @@ class Hypothesis:
 
 @torch.inference_mode()
 def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit: int, length_penalty: float = 1.0,
-                    head_mask: HeadMask | None = None) -> list[list[Hypothesis]]:
-    """Beam search over an encoded (B, S) batch: per sentence, its finished hypotheses best first.
+                    head_mask: HeadMask | None = None,
+                    between: Callable[[], None] | None = None) -> list[list[Hypothesis]]:
+    """Beam search over an encoded (B, S) batch: per sentence, its finished hypotheses best first; `between()` is
+    called between two steps (where a caller may let other work use the model).
 
     A sentence stops when it has `beam_size` hypotheses that chose EOS. At the length limit, by the config's
     `beam_limit_rule`, its live beams become hypotheses too (cut by the limit), or ("top_k", transformers' rule)
@@ -131,6 +133,8 @@ def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit:
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     done = [False] * B
     for t in range(limit):
+        if between is not None and t:
+            between()
         logits = model.decode(tokens, encoded, cache, head_mask=head_mask).logits[:, -1]
         logp = _suppress(logits.float().log_softmax(-1), model)  # (B*K, V)
         last = t == limit - 1

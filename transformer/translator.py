@@ -272,7 +272,7 @@ class Translator:
 
     @torch.inference_mode()
     def stream(self, text: str, decoding: Decoding | None = None, *, stop: Callable[[], bool] | None = None,
-               **changes) -> Iterator[Step | Trace]:
+               between: Callable[[], None] | None = None, **changes) -> Iterator[Step | Trace]:
         """Translate `text` as `decoding` asks (default: greedy, every head on), with `changes` to its fields
         (`beam_size=5`, as Hugging Face's generate takes a GenerationConfig and keyword overrides); the last item is
         the finished Trace.
@@ -280,7 +280,8 @@ class Translator:
         Greedy decoding (beam_size 1) first yields each Step as soon as it exists, and builds the Trace from
         those steps. When `stop()` turns true between two steps, decoding ends there and the Trace holds the
         pieces so far (`settings.stopped`). Beam search yields only the Trace, whose attention is one
-        teacher-forced decoder pass over the best hypothesis. Either way the encoder runs once. Inference mode
+        teacher-forced decoder pass over the best hypothesis. `between()` is called between two decoding steps, greedy
+        or beam (where a caller may let other work use the model). Either way the encoder runs once. Inference mode
         holds only while the generator computes: it may be resumed on another thread (Gradio does). The heads
         switched off (`heads_off`) are off in every pass.
         """
@@ -292,7 +293,7 @@ class Translator:
                                  max_new_tokens=limit, length_penalty=d.length_penalty, head_mask=head_mask)
         encoded = self._encode(src, head_mask)
         if d.beam_size > 1:
-            hyps = beam_hypotheses(self.model, encoded, d.beam_size, limit, d.length_penalty, head_mask)[0]
+            hyps = beam_hypotheses(self.model, encoded, d.beam_size, limit, d.length_penalty, head_mask, between)[0]
             trace = self._forced(src, hyps[0].ids, encoded, d.top_k, settings, notices, head_mask)
             trace.candidates = [Candidate(self.tokenizer.decode(h.ids),
                                           self.tokenizer.pieces(i for i in h.ids if i != self.config.eos_id),
@@ -306,6 +307,8 @@ class Translator:
             if stop is not None and step.token_id != self.config.eos_id and stop():
                 settings = replace(settings, stopped=True)
                 break
+            if between is not None:
+                between()
         yield self._trace_from_steps(src, encoded, steps, settings, notices)
 
     def translate(self, text: str, decoding: Decoding | None = None, **changes) -> Trace:

@@ -5,6 +5,7 @@ import functools
 import inspect
 import itertools
 import json
+import os
 
 import gradio as gr
 
@@ -12,16 +13,33 @@ from .handlers import Handlers
 from .layout import Channel, Page, Slot
 from .values import Declared
 
-# The rule: an event whose handler runs a forward or backward pass of a model (translate, inspect, a beam candidate,
-# a link, the untrained twin, head importance, the softmax walk's q, k, v, heads off, the API) runs in MODEL, one at
-# a time across every visitor (a small CPU runs one model pass well, two badly); no other event does, so drawing and
-# view changes never wait for a translation (tokenizing alone is not a model pass). tests/test_wiring.py checks it.
+# The rule: every model pass holds the model's slot (anatomy/slot.py: one pass at a time across every visitor, first
+# come first served; a small CPU runs one pass well, two badly), and no other work does: anatomy/engine.py, the only
+# calls into a model, holds it, and gives it up between the slices of long work (a translation's steps, attribution's
+# and importance's batches), so that a short translation never waits for a whole explanation. An event whose handler
+# runs a model pass (translate, inspect, a beam candidate, a link, the untrained twin, head importance, the softmax
+# walk's q, k, v, heads off, the API) runs in MODEL, whose events wait for the slot in its threads, at most
+# model_events() at once (the rest wait in Gradio's queue, which shows their place); no other event does, so drawing
+# and view changes never wait for a translation (tokenizing alone is not a model pass). tests/test_wiring.py checks it.
 # A model event makes what the page will show of a model with its Run (the twin and importance, for the open tab) and
 # sends the Run's payload and the open tab's data with it, so that a translation is one request; what a tab opened
 # later finds missing, the viewer asks of a model event (model_ask: make_twin, judge). The page's viewer
 # (anatomy/viewer/host.js) draws the trace's views from its payload: a view change runs in the browser only, and the
 # viewer asks for the softmax walk (walk), whose q, k, v need the model, and for the value norms (norms).
-MODEL = dict(concurrency_id="model", concurrency_limit=1, api_visibility="undocumented")
+DEFAULT_MODEL_EVENTS = 8
+
+
+def model_events() -> int:
+    """Model events running at once (each waits for the model's slot in a thread of its own): $ANATOMY_MODEL_EVENTS,
+    default 8."""
+    try:
+        return max(1, int(os.environ.get("ANATOMY_MODEL_EVENTS") or DEFAULT_MODEL_EVENTS))
+    except ValueError:
+        return DEFAULT_MODEL_EVENTS
+
+
+# with concurrency_limit=model_events(), read when the page is wired
+MODEL = dict(concurrency_id="model", api_visibility="undocumented")
 # Drawing figures: no model, no shared limit.
 DRAW = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")
 # Slow-motion replays: a replay waits between frames without a thread, but each running event holds one of the
@@ -106,6 +124,7 @@ def handled(p: Page, fn, reads: set | list | None, writes: list, ask: str = "") 
 
 def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p = page
+    model = dict(MODEL, concurrency_limit=model_events())
     # Each event says what its handler reads and writes (`ours`, made by `handled`): inputs given as a set reach the
     # handler as one dict keyed by component, which it reads as ui.values.Inputs (no handler depends on the order of
     # its inputs); the view, filled in by the page, carries the open tab too.
@@ -140,7 +159,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # asks for the link's settings and translation (link) or for the settings alone (address).
     answers = [p.vectors, p.walk_data, p.norms, p.norms_data, p.heads_off, *made, *loaded, p.toured, p.tour_data]
     p.model_ask.click(**ours(h.ask_model, {*ablate, p.norms}, list(dict.fromkeys(answers)), "model"),
-                      **MODEL, show_progress_on=[p.below], trigger_mode="multiple").success(
+                      **model, show_progress_on=[p.below], trigger_mode="multiple").success(
         None, js=js("answered()"), show_progress="hidden", api_visibility="private")
     p.draw_ask.click(**ours(h.ask_draw, tab_inputs, [*tab_outputs, p.animation_file, p.link_data, *loaded], "draw"),
                      **dict(DRAW, show_progress="minimal"), show_progress_on=[p.animation_file],
@@ -150,15 +169,15 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
         event.then(None, js=js("explainIfOpen()"), show_progress="hidden", api_visibility="private")
 
     streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
-    explained_after(gr.on([p.translate_btn.click, p.text.submit], **ours(h.translate_page, asked, streamed), **MODEL))
+    explained_after(gr.on([p.translate_btn.click, p.text.submit], **ours(h.translate_page, asked, streamed), **model))
     p.stop_btn.click(**ours(h.stop, {p.signal}, []), concurrency_limit=None, api_visibility="private")
     explained_after(p.force_btn.click(**ours(h.force, {p.run, p.forced, p.judged, p.direction, p.view}, made),
-                                      **MODEL))
-    explained_after(p.candidates.select(**ours(h.candidate, {p.run, p.judged, p.direction, p.view}, made), **MODEL))
+                                      **model))
+    explained_after(p.candidates.select(**ours(h.candidate, {p.run, p.judged, p.direction, p.view}, made), **model))
     if p.examples is not None:
         explained_after(p.examples.load_input_event.then(
             **ours(h.example_settings, [p.direction], [p.beam, p.max_new, p.top_k, p.lp, p.slow, p.view_set]),
-            **DRAW).then(**ours(h.translate_page, asked, streamed), **MODEL))
+            **DRAW).then(**ours(h.translate_page, asked, streamed), **model))
 
     # The viewer draws on any change of its data (a view control is the viewer's own, drawn in the browser), opens a
     # view a handler names (a link, a head picked below) and shows the open tab's contents.
@@ -168,14 +187,14 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     # Heads off: a checkbox, a click on a head (the viewer asks: toggle), or Reset translates the shown request again
     # with the heads now off; the progress shows where the model events show it (their one visible output)
-    ablated = dict(MODEL, **ours(h.ablate, ablate, made), show_progress_on=[p.run_info])
+    ablated = dict(model, **ours(h.ablate, ablate, made), show_progress_on=[p.run_info])
     explained_after(p.heads_off.input(**ablated))
     explained_after(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(**ablated))
 
     demo.load(None, js=js("opened()"), show_progress="hidden", api_visibility="private")
 
     # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
-    p.tour_btn.click(**ours(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data]), **MODEL)
+    p.tour_btn.click(**ours(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data]), **model)
     # The page file is written on the server (no model); app.js then clicks its link: one click downloads it.
     saved = p.offline.button.click(**ours(h.page_html, {p.run, p.explained, p.norms, p.toured, p.view},
                                           [p.offline.file]), **dict(DRAW, show_progress="minimal"))
@@ -185,8 +204,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # on the page's: the text and direction as typed, any JSON value in the one JSON slot (preprocess=False: each
     # value reaches the handler as sent, which answers a bad one with a notice), a file in the page's file.
     slot = p.data
-    api = dict(api_visibility="public", show_progress="hidden", concurrency_id="model", concurrency_limit=1,
-               preprocess=False)
+    api = dict(model, api_visibility="public", show_progress="hidden", preprocess=False)
     gr.on([], h.api_translate, [p.text, p.direction, slot, slot, slot], [p.translation, p.notice, slot],
           api_name="translate", **api)
     gr.on([], h.api_explain, [p.text, p.direction, slot], [p.translation, p.notice, slot], api_name="explain",

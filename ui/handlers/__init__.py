@@ -1,7 +1,8 @@
 """What each event does. Handlers return dicts keyed by component (a component left out is left as it is).
 
-Three kinds of event (see wiring.py for the rule): the model's (one at a time across visitors: translate, inspect, a
-beam candidate, a link, the untrained twin, head importance, the softmax walk, the API), sending a Run to the page
+Three kinds of event (see wiring.py for the rule): the model's (their passes one at a time across visitors, in the
+model's slot: translate, inspect, a beam candidate, a link, the untrained twin, head importance, the softmax walk, the
+API), sending a Run to the page
 (show: its trace payload, which the page's viewer draws, outside the model's slot; switching heads off sends its
 Run in the same event), and slow-motion replays (replay, a bounded group of their own). A view change is drawn in
 the browser and reaches no handler. Direction, text and settings of what is on screen come from the Run, never from

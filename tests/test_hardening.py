@@ -165,6 +165,22 @@ def test_inspect_cleans_the_typed_translation_too(tiny):
         tiny.force(Inputs(run=run, forced="\x1b[0m\x00"))
 
 
+SURROGATE = "Unpaired surrogates (halves of a character, which are not text) were removed"
+
+
+def test_a_lone_surrogate_is_removed_with_a_notice_and_a_pair_is_its_character():
+    """JSON can carry half of a surrogate pair ("\\ud800"), which the tokenizer's C++ binding refused with its own
+    error."""
+    assert clean_text("Ein \ud800 Haus\udc00") == ("Ein Haus", [f"{SURROGATE} from the text."])
+    assert clean_text("Hund \ud83d\udc36") == ("Hund \U0001f436", [])  # a pair as two code points: the dog
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_every_route_translates_text_with_a_lone_surrogate(tiny, route):
+    said = ROUTES[route](tiny, "Zwei \ud800Hunde")
+    assert SURROGATE in said and "RuntimeError" not in said, said
+
+
 # ---- many visitors at once: a bounded queue ---------------------------------------------------------------
 
 @pytest.mark.slow

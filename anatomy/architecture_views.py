@@ -10,7 +10,7 @@ import viz
 from transformer.architecture import paper_total, parameter_breakdown, tensor_shapes
 from transformer.config import ModelConfig
 
-from .registry import ModelEntry, shown_path
+from .registry import ModelEntry, shown_name
 
 
 @lru_cache(maxsize=64)
@@ -33,7 +33,7 @@ def architecture_markdown(entry: ModelEntry) -> str:
         lines.append("> ⚠️ **Untrained: random weights.** Translations are gibberish and attention patterns are "
                      "arbitrary; they show the machinery, not what a trained model learns.")
     else:
-        lines.append(f"Checkpoint `{shown_path(entry.source)}`.")
+        lines.append(f"Checkpoint `{shown_name(entry.source)}`.")
     rows = [("layers N (encoder / decoder)", f"{c.n_encoder_layers} / {c.n_decoder_layers}"), ("d_model", c.d_model),
             ("heads h", f"{c.n_heads} (d_k = d_v = d_model / h = {c.d_k})"), ("d_ff", c.d_ff),
             ("vocabulary V (joint SentencePiece)", f"{c.vocab_size:,}"), ("max_len", c.max_len),

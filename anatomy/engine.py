@@ -28,10 +28,11 @@ from .slot import SLOT
 from .tour import ModelFacts, TourExtras, why_step
 
 
-def load(source: str, local_files_only: bool = False) -> Translator:
-    """A checkpoint folder or hf:// id, on the CPU; with local_files_only, an hf:// id from the Hugging Face cache
-    alone (raises CheckpointError or anything a broken folder causes)."""
-    return on_device(load_checkpoint(source, "cpu", local_files_only=local_files_only), "cpu")
+def load(source: str, name: str, local_files_only: bool = False) -> Translator:
+    """A checkpoint folder or hf:// id, on the CPU, whose traces name it `name`; with local_files_only, an hf:// id
+    from the Hugging Face cache alone (raises CheckpointError or anything a broken folder causes)."""
+    checkpoint = load_checkpoint(source, "cpu", local_files_only=local_files_only)
+    return on_device(dataclasses.replace(checkpoint, id=name), "cpu")
 
 
 def on_device(checkpoint: Checkpoint, device: str) -> Translator:

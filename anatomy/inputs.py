@@ -40,11 +40,18 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[
 
 
 def clean_text(text, what: str = "the text") -> tuple[str, list[str]]:
-    """A visitor's text as the model gets it, from the page and the API alike: terminal escapes and control
-    characters removed, whitespace (newlines too) collapsed, cut to MAX_CHARS; a notice for each change.
+    """A visitor's text as the model gets it, from the page and the API alike: unpaired surrogates, terminal escapes
+    and control characters removed, whitespace (newlines too) collapsed, cut to MAX_CHARS; a notice for each change.
     Empty when nothing is left (the caller refuses it)."""
     text = text if isinstance(text, str) else ""
     notices = []
+    # JSON may send half of a surrogate pair ("\ud800"), which no UTF-8 holds: the tokenizer's C++ binding refuses
+    # the whole text. A pair that came as two code points is the character it encodes; a lone half is removed.
+    paired = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    whole = "".join(ch for ch in paired if unicodedata.category(ch) != "Cs")
+    if whole != paired:
+        notices.append(f"Unpaired surrogates (halves of a character, which are not text) were removed from {what}.")
+    text = whole
     clean = _ANSI.sub("", text)
     # A control character (Cc) may stand between two words; a format character (Cf: zero-width joiners, soft
     # hyphens, direction marks) sits inside a word, which a space would split.

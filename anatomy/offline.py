@@ -31,7 +31,7 @@ from . import architecture_views, attention_views, bundle, head_views, tour, tra
 from .inputs import DISPLAYS, PAGE_KINDS, View
 from .payload import (checkpoint_id, explain_payload, norms_payload, positional, tour_payload,
                       trace_payload)
-from .registry import ModelEntry, shown_path
+from .registry import ModelEntry, shown_name
 from .run import Explained, Norms
 from .tour import Tour
 
@@ -65,7 +65,7 @@ def card_summary(entry: ModelEntry) -> str:
         return head
     sections = [m.start() for m in re.finditer(r"^## ", entry.card, flags=re.M)]
     card = entry.card[:sections[1]] if len(sections) > 1 else entry.card
-    where = f"\n\nThe whole model card: `{shown_path(entry.source)}/README.md`." if entry.source else ""
+    where = f"\n\nThe whole model card: `{shown_name(entry.source)}/README.md`." if entry.source else ""
     return f"{head}\n\n---\n\n{card.strip()}{where}"
 
 

@@ -24,7 +24,7 @@ from transformer.pieces import piece_texts
 
 from . import views
 from .attention_views import KEY_TITLES, QUERY_TITLES, STEP_COLORS, merge_labels, stepped, word_labels
-from .registry import ModelEntry, shown_path
+from .registry import ModelEntry, shown_name
 from .run import Explained, Norms
 from .tour import Tour
 
@@ -45,9 +45,10 @@ def packed(weights: np.ndarray) -> dict:
 
 
 def checkpoint_id(trace: Trace, entry: ModelEntry) -> str:
-    """The checkpoint as the app names it: its folder relative to the repository, or its hf:// id."""
+    """The checkpoint as the app names it: its folder's name (of a trace read from an older file too, which named
+    its path), or its hf:// id."""
     source = trace.checkpoint or entry.source
-    return shown_path(source) if source else "none (untrained: random init)"
+    return shown_name(source) if source else "none (untrained: random init)"
 
 
 def settings(trace: Trace) -> dict:

@@ -167,21 +167,31 @@ def direction_label(src: str, tgt: str) -> str:
     return f"{LANGUAGE_NAMES.get(src, src)} → {LANGUAGE_NAMES.get(tgt, tgt)}"
 
 
-def shown_path(source: str) -> str:
-    """A path as notices show it: relative to the repository when inside it; an hf:// id as it is."""
-    if source.startswith("hf://"):
-        return source
-    try:
-        return str(Path(source).resolve().relative_to(ROOT))
-    except ValueError:
-        return source
-
-
 def source_name(source: str) -> str:
     """A source's own name: the folder's, or `name` of hf://owner/name[@revision]."""
     if source.startswith("hf://"):
         return source[len("hf://"):].split("@", 1)[0].rstrip("/").rsplit("/", 1)[-1]
     return Path(source).name
+
+
+def shown_name(source: str) -> str:
+    """A source as the app's answers name it (notices, pages, traces): a folder by its name, never its path on this
+    machine; an hf:// id as it is (public)."""
+    return source if source.startswith("hf://") else source_name(source)
+
+
+# An absolute path in a message: "/" not inside a word, a URL, an hf:// id or a relative path
+_PATH = re.compile(r"(?<![\w:/.~-])/[^\s'\"`,;()<>\[\]]+")
+
+
+def unpathed(text: str, source: str = "") -> str:
+    """`text` naming no path on this machine: `source`'s folder by its name, any other absolute path by its last
+    part."""
+    if source and not source.startswith("hf://"):
+        folders = {str(Path(source).resolve()), str(Path(source))}
+        for folder in sorted((f for f in folders if "/" in f), key=len, reverse=True):  # never "." alone
+            text = text.replace(folder, source_name(source))
+    return _PATH.sub(lambda m: m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
 
 
 def checkpoint_dir() -> Path:
@@ -255,7 +265,7 @@ def random_checkpoints(sources: list[str]) -> tuple[list[Checkpoint], str]:
         path = Path(source) / "tokenizer.model"
         if path.is_file():
             try:
-                tokenizer, where = Tokenizer.load(path), shown_path(str(path))
+                tokenizer, where = Tokenizer.load(path), f"`{shown_name(source)}/tokenizer.model`"
                 break
             except (RuntimeError, ValueError, OSError):
                 continue
@@ -275,7 +285,7 @@ class Skipped:
     """A source that could not be loaded, and why."""
 
     source: str
-    reason: str
+    reason: str  # as the error said it, paths and all: for the log of whoever runs the app
 
     @property
     def name(self) -> str:
@@ -283,8 +293,17 @@ class Skipped:
         return source_name(self.source)
 
     @property
+    def said(self) -> str:
+        """The reason as the page and the API give it: no path on this machine (unpathed)."""
+        return unpathed(self.reason, self.source)
+
+    @property
     def notice(self) -> str:
-        return f"Skipped `{shown_path(self.source)}`: {self.reason}"
+        return f"Skipped `{shown_name(self.source)}`: {self.said}"
+
+    @property
+    def logged(self) -> str:
+        return f"Skipped {self.source}: {self.reason}"
 
 
 def _load(sources: list[str], cached: frozenset[str] = frozenset()
@@ -298,11 +317,11 @@ def _load(sources: list[str], cached: frozenset[str] = frozenset()
         if source.startswith("hf://") and not local:  # a download can take a while: say so in the log
             print(f"Loading {source} from the Hugging Face Hub (once per process)", flush=True)
         try:
-            translator = engine.load(source, local_files_only=local)
+            translator = engine.load(source, shown_name(source), local_files_only=local)
         except Exception as err:  # a broken folder or a failed download must never take the app down
             skipped.append(Skipped(source, str(err) if isinstance(err, CheckpointError)
                                    else f"{type(err).__name__}: {err}"))
-            log.warning(skipped[-1].notice)
+            log.warning(skipped[-1].logged)
             continue
         try:
             folder = resolve(source, local_files_only=local)
@@ -392,7 +411,7 @@ class ModelRegistry:
                 skipped = self._join(source)
             except Exception as err:  # a model the app cannot use must never leave the page waiting for it
                 skipped = [Skipped(source, f"{type(err).__name__}: {err}")]
-                log.exception(skipped[0].notice)
+                log.exception(skipped[0].logged)
             finally:  # the notice with the end of `pending`, so that whoever sees the one sees the other
                 with self._lock:
                     self.notices = [*self.notices, *(s.notice for s in skipped)]

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import viz
 from transformer.checkpoint import HF_PREFIX
 
-from .registry import ModelEntry, shown_path
+from .registry import ModelEntry, shown_name
 
 FIGURE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")  # a Markdown image: ![alt](target)
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
@@ -33,7 +33,7 @@ def training_markdown(entry: ModelEntry) -> str:
     local = entry.source and not entry.source.startswith(HF_PREFIX)
     card = card_figures(entry.card, Path(entry.source) if local else None)
     return "\n\n".join([training_summary(entry), "", "---", "",
-                        card or f"No model card (README.md) in `{shown_path(entry.source)}`."])
+                        card or f"No model card (README.md) in `{shown_name(entry.source)}`."])
 
 
 def card_figures(card: str, folder: Path | None) -> str:

@@ -2,6 +2,7 @@
 random-weight checkpoints and the app built on them. And the two sets of tests: `slow` and `unit` (pytest.ini)."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import random
@@ -153,7 +154,7 @@ class Served:
 
 
 @pytest.fixture(scope="session")
-def served(tmp_path_factory) -> Served:
+def served(tmp_path_factory) -> Iterator[Served]:
     """The app as deployed (`python app.py`) on loopback, configured by environment only: one tiny de-en model
     with max_len 256, two model events at once (ANATOMY_MODEL_EVENTS) and a queue of one waiting request
     (ANATOMY_QUEUE_SIZE), traces kept 2 s (ANATOMY_TRACE_RETENTION) and a temp dir of its own (TMPDIR)."""
@@ -161,6 +162,14 @@ def served(tmp_path_factory) -> Served:
 
     root = tmp_path_factory.mktemp("served")
     make_checkpoint(root / "checkpoints" / "tiny-de-en", "de", "en", max_len=256)
+    with serving(root) as app:
+        yield app
+
+
+@contextlib.contextmanager
+def serving(root: Path) -> Iterator[Served]:
+    """`python app.py` on loopback as `served` runs it, on the checkpoint folders in root/checkpoints, with
+    root/tmp for its temp dir."""
     (root / "tmp").mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("GRADIO_EXAMPLES_CACHE", "GRADIO_TEMP_DIR",
                                                              "GRADIO_SERVER_PORT", "ANATOMY_HUB_MODELS")}

@@ -187,6 +187,13 @@ def test_a_contrast_explains_the_step_against_the_word_typed_or_the_runner_up(ti
         tiny.contrast(Inputs(view=view))
 
 
+def test_the_word_to_compare_against_is_cleaned_as_text_is(tiny):
+    """A lone surrogate in the typed word is removed (the tokenizer's C++ binding refused it with its own error)."""
+    run = run_of(tiny, max_new=6)
+    made = tiny.contrast(Inputs(run=run, view=View.of("cross", 1, "mean", False, 2), foil="\ud800Hund\x1b[0m"))
+    assert made.contrast.asked == "Hund"
+
+
 def strip(text: str) -> str:
     return text.replace("<b>", "").replace("</b>", "")
 

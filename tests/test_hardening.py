@@ -165,6 +165,22 @@ def test_inspect_cleans_the_typed_translation_too(tiny):
         tiny.force(Inputs(run=run, forced="\x1b[0m\x00"))
 
 
+SURROGATE = "Unpaired surrogates (halves of a character, which are not text) were removed"
+
+
+def test_a_lone_surrogate_is_removed_with_a_notice_and_a_pair_is_its_character():
+    """JSON can carry half of a surrogate pair ("\\ud800"), which the tokenizer's C++ binding refused with its own
+    error."""
+    assert clean_text("Ein \ud800 Haus\udc00") == ("Ein Haus", [f"{SURROGATE} from the text."])
+    assert clean_text("Hund \ud83d\udc36") == ("Hund \U0001f436", [])  # a pair as two code points: the dog
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_every_route_translates_text_with_a_lone_surrogate(tiny, route):
+    said = ROUTES[route](tiny, "Zwei \ud800Hunde")
+    assert SURROGATE in said and "RuntimeError" not in said, said
+
+
 # ---- many visitors at once: a bounded queue ---------------------------------------------------------------
 
 @pytest.mark.slow
@@ -668,6 +684,7 @@ def test_invisible_format_characters_are_deleted_not_read_as_spaces(tiny):
 
 
 def test_a_skipped_model_is_logged_and_an_api_call_naming_it_hears_why(tiny, folders, caplog, monkeypatch):
+    """The log names the folder by its path, for whoever runs the app; the page and the API by its name alone."""
     import huggingface_hub
 
     def offline(*args, **kwargs):
@@ -676,9 +693,71 @@ def test_a_skipped_model_is_logged_and_an_api_call_naming_it_hears_why(tiny, fol
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
     caplog.set_level(logging.WARNING, logger="anatomy.registry")
     registry = ModelRegistry.discover([str(folders / "tiny-de-en"), str(folders / "broken"), "hf://owner/name"])
-    assert [r.getMessage() for r in caplog.records] == registry.notices
-    assert registry.notices[1].startswith("Skipped `hf://owner/name`: could not fetch")
+    broken = folders / "broken"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"Skipped {broken}: {broken / 'model.safetensors'} cannot be read (Error while deserializing header: header "
+        "too large); it is truncated or corrupt: download or copy it again",
+        "Skipped hf://owner/name: could not fetch owner/name from the Hugging Face Hub: no network"]
+    assert registry.notices == ["Skipped `broken`: broken/model.safetensors cannot be read (Error while deserializing "
+                                "header: header too large); it is truncated or corrupt: download or copy it again",
+                                "Skipped `hf://owner/name`: could not fetch owner/name from the Hugging Face Hub: "
+                                "no network"]
     translation, notice, trace = tiny.api_translate(SENTENCE, "broken", 1, 3)
     assert (translation, trace) == ("", None)
+    assert notice == "The model 'broken' was skipped, it could not be loaded: broken/model.safetensors cannot be " \
+        "read (Error while deserializing header: header too large); it is truncated or corrupt: download or copy " \
+        "it again Directions available: de-en, en-de."
+    assert str(folders) not in tiny.registry.status()
+
+
+def test_a_message_names_no_absolute_path_and_leaves_ids_and_urls_whole():
+    from anatomy.registry import unpathed
+
+    said = "no hf://owner/name (https://hf.co/owner/name): No such file: '/root/.cache/hub/x/model.safetensors'. 1/2"
+    assert unpathed(said) == "no hf://owner/name (https://hf.co/owner/name): No such file: 'model.safetensors'. 1/2"
+    assert unpathed("/srv/models/ckpt/config.json is not JSON", "/srv/models/ckpt") == "ckpt/config.json is not JSON"
+
+
+def test_answers_name_a_checkpoint_by_its_folder_not_its_path(tiny, folders):
+    """The trace (API, download, page payload) and the model's notes name the folder a model came from, not where
+    it is on the server; a trace from an older file, which named the path, is shown by the folder too."""
+    from anatomy import architecture_views, payload
+    from transformer import Trace
+    from ui import traces
+
+    entry = tiny.registry.get("de-en")
+    trace = Trace.from_dict(tiny.api_translate(SENTENCE, "de-en", 1, 3)[2])
+    assert trace.checkpoint == "tiny-de-en"
+    assert json.loads(Path(traces.trace_file(trace)).read_text())["checkpoint"] == "tiny-de-en"
+    older = Trace.from_dict({**trace.to_dict(), "checkpoint": str(folders / "tiny-de-en")})
+    for made in (trace, older):
+        assert payload.trace_payload(made, entry)["model"]["checkpoint"] == "tiny-de-en"
+    assert "Checkpoint `tiny-de-en`." in architecture_views.architecture_markdown(entry)
+
+
+API = {"translate": lambda tiny, text, direction: tiny.api_translate(text, direction, 1, 3)[1],
+       "explain": lambda tiny, text, direction: tiny.api_explain(text, direction, "grad")[1],
+       "animate": lambda tiny, text, direction: tiny.api_animate(text, direction)[1],
+       "export_html": lambda tiny, text, direction: tiny.api_export_html(text, direction)[1]}
+
+
+@pytest.mark.parametrize("endpoint", API)
+def test_every_endpoint_says_why_a_skipped_model_was_skipped(tiny, endpoint):
+    notice = API[endpoint](tiny, SENTENCE, "broken")
     assert notice.startswith("The model 'broken' was skipped, it could not be loaded: ") and "model.safetensors" \
-        in notice and notice.endswith("Directions available: de-en, en-de.")
+        in notice and notice.endswith("Directions available: de-en, en-de."), notice
+    assert API[endpoint](tiny, SENTENCE, "nowhere").startswith("Unknown direction 'nowhere'; available: de-en, en-de.")
+
+
+@pytest.mark.parametrize("endpoint", ["animate", "export_html"])
+def test_an_endpoint_failing_on_the_server_says_so_without_the_error(tiny, endpoint, tmp_path, monkeypatch, caplog):
+    """The folder its file goes to cannot be made (a file holds its place): the caller hears that it failed, not
+    the error, which names a path on the server; the log names the error's type, not its message."""
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))
+    (tmp_path / "transformer-anatomy-traces").write_text("in the way")
+    caplog.set_level(logging.ERROR, logger="ui.handlers.files")
+    notice = API[endpoint](tiny, SENTENCE, "de-en")
+    assert notice.endswith(" failed: an error on the server, logged there."), notice
+    assert str(tmp_path) not in notice and "Error" not in notice
+    [logged] = caplog.records
+    assert "NotADirectoryError" in logged.getMessage() and str(tmp_path) not in logged.getMessage()

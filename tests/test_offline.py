@@ -83,7 +83,7 @@ def test_the_page_says_what_made_it_and_which_heads_were_off(trace, entry):
     data, page = made["payload"], made["page"]
     assert data["settings"]["heads_off"] == "cross:2.1" and data["settings"]["max_new_tokens"] == STEPS
     assert {k["name"]: k["off"] for k in data["kinds"]} == {"cross": [[2, 1]], "encoder": [], "decoder": []}
-    assert data["model"]["checkpoint"] == off.checkpoint  # outside the repository: the folder as it is
+    assert data["model"]["checkpoint"] == off.checkpoint == "tiny-de-en"  # its folder by name, not path
     assert page["about"].startswith("German → English (de-en) · checkpoint ")
     assert "heads off: cross:2.1" in page["about"]
     assert page["view"] == {"kind": "decoder", "layer": 1, "head": "2", "step": 3, "merge": True, "plain": False,
@@ -368,7 +368,7 @@ def test_a_20_word_sentence_on_the_shipped_model_is_within_6_mb_and_works_offlin
     assert done.returncode == 0, done.stderr
     assert out.stat().st_size <= MAX_BYTES
     data = data_of(out.read_text(encoding="utf-8"))["payload"]
-    assert data["model"]["checkpoint"] == "checkpoints/general-de-en" and data["settings"]["beam_size"] == 5
+    assert data["model"]["checkpoint"] == "general-de-en" and data["settings"]["beam_size"] == 5
     page = open_offline(browser, out)
     assert page.locator("#grid .heatmaplayer image").count() == 12
     assert not page.refused

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Mapping
 import gradio as gr
 
 from anatomy import attention_views, engine, views
-from anatomy.inputs import View
+from anatomy.inputs import View, clean_text
 from anatomy.payload import norms_payload
 from anatomy.run import Run, Vectors
 from transformer import HeadVectors, Trace
@@ -114,7 +114,8 @@ class Asking:
         explained = i.explained if i.explained is not None and i.explained.of is trace else self._explained(i.run)
         translator = self.registry.get(i.run.request.key).cpu
         try:
-            contrast = engine.contrast(translator, trace, views.fitted(i.view, trace).step - 1, str(i.foil or ""))
+            contrast = engine.contrast(translator, trace, views.fitted(i.view, trace).step - 1,
+                                       clean_text(str(i.foil or ""))[0])
         except ValueError as err:
             raise gr.Error(f"{str(err)[0].upper()}{str(err)[1:]}.") from None
         return dataclasses.replace(explained, contrast=contrast)

@@ -3,12 +3,14 @@
 """
 from __future__ import annotations
 
+import logging
+import traceback
 from typing import TYPE_CHECKING
 
 import gradio as gr
 
 from anatomy import engine, export, offline, views
-from anatomy.inputs import api_request
+from anatomy.inputs import Request, api_request
 from anatomy.payload import attribution_payload, lens_payload, shares_payload
 from transformer.explain import METHODS
 
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
 
     from ..layout import Page
 
+log = logging.getLogger(__name__)
+
 
 class Files:
     """Files of the shown translation (Export animation, Download page) and the API (/translate, /explain, /animate,
@@ -28,6 +32,21 @@ class Files:
 
     registry: ModelRegistry
     page: Page
+
+    def _api_request(self, text, direction, beam_size=None, max_new_tokens=None) -> tuple[Request | None, str]:
+        """An API call's text and direction (and numbers) as a Request, or None and why not: one rule for every
+        endpoint, a skipped model named with the reason it was skipped."""
+        return api_request(text, direction, beam_size, max_new_tokens,
+                           {key: e.decoding for key, e in self.registry.entries.items()},
+                           {s.name: s.said for s in self.registry.skipped})
+
+    @staticmethod
+    def _failed(what: str, err: Exception) -> str:
+        """The notice of an API call that failed on the server. The caller hears none of the error's text (it may
+        name a path or a library's internals), the log all but its message (which may quote what was sent)."""
+        log.error("%s failed: %s (message not logged: it may quote what was sent)\n%s", what, type(err).__name__,
+                  "".join(traceback.format_tb(err.__traceback__)))
+        return f"{what} failed: an error on the server, logged there."
 
     def animate_page(self, values: Inputs | dict) -> dict:
         """Export animation (run, view, animation settings): the shown translation's decoding, drawn from its trace
@@ -63,8 +82,7 @@ class Files:
         hide_special, hide_marker: true or false, as the page's checkboxes.
         """
         try:
-            request, problem = api_request(text, direction, None, None,
-                                           {key: e.decoding for key, e in self.registry.entries.items()})
+            request, problem = self._api_request(text, direction)
             if request is None:
                 return None, problem
             formats = [suffix[1:] for suffix in export.FORMATS]
@@ -82,8 +100,8 @@ class Files:
                 export.file_name(request.key, animation, f".{file_format}")))
             notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
             return str(done.path), " ".join([*notices, *([done.notice] if done.notice else [])])
-        except Exception as err:  # the API never raises: it says what went wrong
-            return None, f"Animation failed: {type(err).__name__}: {err}"
+        except Exception as err:  # the API never raises: it says that something went wrong
+            return None, self._failed("Animation", err)
 
     def page_html(self, values: Inputs | dict) -> dict:
         """Download page (HTML) (run, explained, norms, view): the shown translation as one HTML file that opens
@@ -108,9 +126,7 @@ class Files:
         (empty when all is well; the page shows it too).
         """
         try:
-            request, problem = api_request(text, direction, None, None,
-                                           {key: e.decoding for key, e in self.registry.entries.items()},
-                                           {s.name: s.reason for s in self.registry.skipped})
+            request, problem = self._api_request(text, direction)
             if request is None:
                 return None, problem
             entry = self.registry.get(request.key)
@@ -120,8 +136,8 @@ class Files:
             written = offline.write(trace, entry, request.text, notices,
                                     traces.animation_path(offline.file_name(request.key)))
             return str(written.path), " ".join(notices)
-        except Exception as err:  # the API never raises: it says what went wrong
-            return None, f"Page failed: {type(err).__name__}: {err}"
+        except Exception as err:  # the API never raises: it says that something went wrong
+            return None, self._failed("Page", err)
 
     def api_explain(self, text: str, direction: str = "de-en",
                     attribution: str | None = None) -> tuple[str, str, dict | None]:
@@ -139,9 +155,7 @@ class Files:
             attribution = "ig" if attribution is None else attribution
             if not isinstance(attribution, str) or attribution not in METHODS:
                 return "", f"attribution must be one of {', '.join(METHODS)}; got {attribution!r}", None
-            request, problem = api_request(text, direction, None, None,
-                                           {key: e.decoding for key, e in self.registry.entries.items()},
-                                           {s.name: s.reason for s in self.registry.skipped})
+            request, problem = self._api_request(text, direction)
             if request is None:
                 return "", problem, None
             translator, notice = self.registry.translator(request.key, request.device)
@@ -157,8 +171,8 @@ class Files:
             if attribution == "ig":
                 out["shares"] = shares_payload(found)
             return trace.text, " ".join(notices), out
-        except Exception as err:  # the API never raises: it says what went wrong
-            return "", f"Explanation failed: {type(err).__name__}: {err}", None
+        except Exception as err:  # the API never raises: it says that something went wrong
+            return "", self._failed("Explanation", err), None
 
     def api_translate(self, text: str, direction: str = "de-en", beam_size: int | None = None,
                       max_new_tokens: int | None = None, heads_off: str | None = None) -> tuple[str, str, dict | None]:
@@ -174,9 +188,7 @@ class Files:
         a notice.
         """
         try:
-            request, problem = api_request(text, direction, beam_size, max_new_tokens,
-                                           {key: e.decoding for key, e in self.registry.entries.items()},
-                                           {s.name: s.reason for s in self.registry.skipped})
+            request, problem = self._api_request(text, direction, beam_size, max_new_tokens)
             if request is None:
                 return "", problem, None
             request = self._with_heads_off(request, heads_off)
@@ -185,5 +197,5 @@ class Files:
             notices = views.run_notices(self.registry.get(request.key), trace,
                                         [*request.notices, *([notice] if notice else [])])
             return trace.text, " ".join(notices), trace.to_dict()
-        except Exception as err:  # the API never raises: it says what went wrong
-            return "", f"Translation failed: {type(err).__name__}: {err}", None
+        except Exception as err:  # the API never raises: it says that something went wrong
+            return "", self._failed("Translation", err), None

@@ -107,11 +107,12 @@ def wait_for_app(proc: subprocess.Popen, url: str, log, timeout: float = 180) ->
 
 class PageSession:
     """One visitor's page, talking to the server as the page's JavaScript does (over HTTP, by event id), in a
-    session of its own: gradio_client refuses the page's events, which are private (ui/wiring.py)."""
+    session of its own (or `session`, a gradio_client Client's, whose heartbeat keeps it open): gradio_client refuses
+    the page's events, which are private (ui/wiring.py)."""
 
-    def __init__(self, url: str, timeout: float = 120):
+    def __init__(self, url: str, session: str | None = None, timeout: float = 120):
         self.url = url.rstrip("/") + "/"
-        self.session = uuid.uuid4().hex[:11]
+        self.session = session or uuid.uuid4().hex[:11]
         self.http = httpx.Client(timeout=timeout)
         self.config = self.http.get(self.url + "config").json()
         self.components = {c["id"]: c for c in self.config["components"]}
@@ -122,16 +123,17 @@ class PageSession:
         return next(d["api_name"] for d in self.config["dependencies"]
                     if [cid, trigger] in d["targets"] and d.get("backend_fn"))
 
-    def values(self, event: str, **sent) -> list:
+    def values(self, event: str, sent: dict | None = None) -> list:
         """What a fresh page sends to `event` (its api_name): each input's value on a fresh page (None for
-        gr.State: the server keeps those per session), but those whose elem_id `sent` names (elem_id with "_"
-        for "-")."""
+        gr.State: the server keeps those per session), but those `sent` names by elem_id or by the beginning of
+        their label."""
         values = []
         for cid in self._event(event)["inputs"]:
             component = self.components[cid]
-            elem_id = (component["props"].get("elem_id") or "").replace("-", "_")
-            values.append(None if component["type"] == "state" else
-                          sent[elem_id] if elem_id in sent else component["props"].get("value"))
+            props = component["props"]
+            named = [value for name, value in (sent or {}).items()
+                     if name == props.get("elem_id") or (props.get("label") or "").startswith(name)]
+            values.append(None if component["type"] == "state" else named[0] if named else props.get("value"))
         return values
 
     def call(self, event: str, values: list | None = None) -> list:

@@ -70,7 +70,7 @@ def test_a_trace_is_written_when_asked_for_under_a_name_no_one_can_guess(capped)
     visitors = [PageSession(capped.url) for _ in range(2)]
     for visitor in visitors:
         event = visitor.on("translate")
-        visitor.call(event, visitor.values(event, source_text=SENTENCE))
+        visitor.call(event, visitor.values(event, {"source-text": SENTENCE}))
     assert [p.name for p in capped.tmp.rglob("trace-*")] == []
     paths = [visitor.call(visitor.on("download"))[0]["value"]["path"] for visitor in visitors]
     assert paths[0] != paths[1]

@@ -387,7 +387,7 @@ def test_gradio_client_translate_endpoint(tiny):
     try:
         client = Client(url, verbose=False)
         api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
-        # the UI's own events stay undocumented
+        # the UI's own events are private: out of the API
         assert list(api) == ["/translate", "/explain", "/animate", "/export_html"]
         params = [p["parameter_name"] for p in api["/translate"]["parameters"]]
         assert params == ["text", "direction", "beam_size", "max_new_tokens", "heads_off"]

@@ -8,7 +8,8 @@ $ANATOMY_HUB_MODELS (comma-separated hf://owner/name); see anatomy/registry.py f
 that cannot be loaded is skipped with a notice (on the page and in the log); with no usable checkpoint at all, a
 random-init model of the same shape keeps the app usable, labelled "untrained". $ANATOMY_THREADS sets torch's CPU
 threads (default 1), $ANATOMY_QUEUE_SIZE the requests that may wait (64), $ANATOMY_TRACE_RETENTION how long trace
-downloads are kept (900 s), $ANATOMY_SESSION_GRACE how long a closed page's session is kept (60 s).
+downloads are kept (900 s), $ANATOMY_FILES_MB how much they may hold in all (1024 MB), $ANATOMY_SESSION_GRACE how long a
+closed page's session is kept (60 s), $ANATOMY_MONITORING=1 turns Gradio's /monitoring on (off).
 
 The app: anatomy/ (models, inputs, figures of a trace; no Gradio), ui/ (layout, handlers, wiring), viz/ (figures).
 """

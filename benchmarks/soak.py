@@ -26,7 +26,7 @@ from gradio_client import Client
 if not __package__:  # run as a file (python benchmarks/soak.py): put the repo root on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, start_app  # noqa: E402
+from benchmarks.common import ROOT, PageSession, start_app  # noqa: E402
 from benchmarks.load import SENTENCES, same  # noqa: E402
 
 
@@ -36,24 +36,6 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for process {pid}")
-
-
-def page_inputs(client: Client, text: str, direction: str) -> list:
-    """The values the page's Translate event sends (its inputs but gr.State, which the client leaves out), each
-    the component's value on a fresh page, but the source text and direction; found by elem_id, so a change of
-    the page's layout does not break them."""
-    config = client.config
-    event = next(d for d in config["dependencies"] if d.get("api_name") == "translate_page")
-    components = {c["id"]: c for c in config["components"]}
-    values = []
-    for cid in event["inputs"]:
-        component = components[cid]
-        if component["type"] == "state":
-            continue
-        elem_id = component["props"].get("elem_id")
-        values.append(text if elem_id == "source-text" else direction if elem_id == "direction"
-                      else component["props"].get("value"))
-    return values
 
 
 def main() -> None:
@@ -88,7 +70,10 @@ def main() -> None:
                     visitor = done // args.per_visitor
                     if args.page_every and visitor % args.page_every == 0:
                         text, direction = jobs[visitor % len(jobs)]
-                        client.predict(*page_inputs(client, text, direction), api_name="/translate_page")
+                        page = PageSession(url, client.session_hash)  # the page's event, in this visitor's session
+                        event = page.on("translate")
+                        page.call(event, page.values(event, {"source-text": text, "direction": direction}))
+                        page.close()
                         pages += 1
                 job = jobs[done % len(jobs)]
                 answer = client.predict(text=job[0], direction=job[1], api_name="/translate")

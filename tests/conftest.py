@@ -153,30 +153,21 @@ class Served:
     output: list[str]
 
 
-@pytest.fixture(scope="session")
-def served(tmp_path_factory) -> Iterator[Served]:
-    """The app as deployed (`python app.py`) on loopback, configured by environment only: one tiny de-en model
-    with max_len 256, two model events at once (ANATOMY_MODEL_EVENTS) and a queue of one waiting request
-    (ANATOMY_QUEUE_SIZE), traces kept 2 s (ANATOMY_TRACE_RETENTION) and a temp dir of its own (TMPDIR)."""
+@contextlib.contextmanager
+def serve(root: Path, **settings: str) -> Iterator[Served]:
+    """`python app.py` on loopback, configured by environment only: on the checkpoint folders in root/checkpoints
+    (one tiny de-en model with max_len 256 when there is none), with a temp dir of its own (root/tmp) and `settings`
+    (ANATOMY_... variables)."""
     from tests.app_fixtures import make_checkpoint
 
-    root = tmp_path_factory.mktemp("served")
-    make_checkpoint(root / "checkpoints" / "tiny-de-en", "de", "en", max_len=256)
-    with serving(root) as app:
-        yield app
-
-
-@contextlib.contextmanager
-def serving(root: Path) -> Iterator[Served]:
-    """`python app.py` on loopback as `served` runs it, on the checkpoint folders in root/checkpoints, with
-    root/tmp for its temp dir."""
+    if not (root / "checkpoints").exists():
+        make_checkpoint(root / "checkpoints" / "tiny-de-en", "de", "en", max_len=256)
     (root / "tmp").mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("GRADIO_EXAMPLES_CACHE", "GRADIO_TEMP_DIR",
                                                              "GRADIO_SERVER_PORT", "ANATOMY_HUB_MODELS")}
-    env.update(ANATOMY_CHECKPOINT_DIR=str(root / "checkpoints"), ANATOMY_QUEUE_SIZE="1", ANATOMY_MODEL_EVENTS="2",
-               ANATOMY_TRACE_RETENTION="2",
-               TMPDIR=str(root / "tmp"), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False",
-               HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    env.update(ANATOMY_CHECKPOINT_DIR=str(root / "checkpoints"), TMPDIR=str(root / "tmp"),
+               GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1",
+               PYTHONUNBUFFERED="1", **settings)
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=Path(__file__).resolve().parents[1], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output: list[str] = []
@@ -198,3 +189,12 @@ def serving(root: Path) -> Iterator[Served]:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory) -> Iterator[Served]:
+    """The app as deployed (`python app.py`, serve), with two model events at once (ANATOMY_MODEL_EVENTS), a queue
+    of one waiting request (ANATOMY_QUEUE_SIZE) and traces kept 2 s (ANATOMY_TRACE_RETENTION)."""
+    with serve(tmp_path_factory.mktemp("served"), ANATOMY_QUEUE_SIZE="1", ANATOMY_MODEL_EVENTS="2",
+               ANATOMY_TRACE_RETENTION="2") as app:
+        yield app

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.app_fixtures import SENTENCE, make_checkpoint
-from tests.conftest import Served, serving
+from tests.conftest import Served, serve
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def skipping(tmp_path_factory) -> Served:
     folder = make_checkpoint(root / "checkpoints" / "tiny-de-en", "de", "en", max_len=256)
     shutil.copytree(folder, root / "checkpoints" / "broken")
     (root / "checkpoints" / "broken" / "model.safetensors").write_bytes(b"not safetensors")
-    with serving(root) as app:
+    with serve(root) as app:
         yield app
 
 

@@ -428,14 +428,16 @@ def test_a_closed_page_is_forgotten_within_the_grace_and_an_open_one_kept(tiny, 
     open keeps its run however long it idles."""
     from gradio_client import Client
 
-    from benchmarks.soak import page_inputs
+    from benchmarks.common import PageSession
 
     monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.5")
     with short_grace(tiny, monkeypatch) as (url, sessions):
         leaving, staying = (Client(url, verbose=False, download_files=False) for _ in range(2))
         gone, kept = leaving.session_hash, staying.session_hash
-        for client in (leaving, staying):
-            client.predict(*page_inputs(client, SENTENCE, "de-en"), api_name="/translate_page")
+        for client in (leaving, staying):  # the page's event, in the client's session (its heartbeat)
+            page = PageSession(url, client.session_hash)
+            event = page.on("translate")
+            page.call(event, page.values(event, {"source-text": SENTENCE, "direction": "de-en"}))
         assert all(sessions[s].state_data[tiny.page.session._id].run is not None for s in (gone, kept))
         leaving.reset_session()  # a new visitor in its place: the page it had is closed
         assert forgotten(sessions, gone)
@@ -494,14 +496,16 @@ def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
     nothing in the server's output, and the one file that holds it (the trace download) is gone after 2 s."""
     from gradio_client import Client
 
+    from benchmarks.common import PageSession
+
     client = Client(served.url, verbose=False, download_files=False)
     assert client.predict(text=SECRET, direction="de-en", max_new_tokens=3, api_name="/translate")[2] is not None
-    # inputs given as a set go in the order the page makes them: the settings, the heads off, then the viewer's view
-    # (its JSON, which the page fills in)
-    view = json.dumps({"kind": "cross", "display": "heatmap"})
-    # the Run comes with what the page shows of it: the trace download among it
-    page = client.predict("de-en", SECRET, 1, 3, "cpu", 5, 1.0, 0.0, [], view, api_name="/translate_page")
-    assert any(isinstance(v, dict) and str(v.get("path", "")).endswith(".json") for v in page)
+    page = PageSession(served.url)
+    translate = page.on("translate")
+    page.call(translate, page.values(translate, {"source-text": SECRET, "direction": "de-en", "Beam size": 1,
+                                                 "Max new tokens": 3}))
+    [trace] = page.call(page.on("download"))  # Download trace: the file of the shown translation, written now
+    assert trace["value"]["path"].endswith(".json")
     link = httpx.get(served.url, params={"direction": "de-en", "text": SECRET}, timeout=30)
     assert link.status_code == 200
     kept = _holding_the_text(served.tmp)

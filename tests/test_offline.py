@@ -22,7 +22,7 @@ from anatomy import attention_views, bundle, export, offline, payload, views
 from anatomy.inputs import MAX_CHARS, View, clean_text
 from tests.app_fixtures import SENTENCE, run_of, tiny_entry
 from tests.browser import needs_chromium
-from transformer import Translator
+from transformer import Trace, Translator
 from transformer.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -388,6 +388,21 @@ def test_download_page_in_the_app_saves_the_shown_translation(browser, url, ship
     saved = Path(download.value.path())
     data = data_of(saved.read_text(encoding="utf-8"))["payload"]
     assert saved.stat().st_size <= MAX_BYTES and data["text"] == presenter.SENTENCE and data["model"]["key"] == key
+    assert not page.errors, page.errors
+    page.context.close()
+
+
+@needs_chromium
+def test_download_trace_in_the_app_saves_the_shown_translation_s_trace(browser, url, shipped):
+    """One click on Download trace downloads the trace of the shown translation, written by that click."""
+    from tests import test_browser_presenter as presenter
+
+    page = presenter.open_page(browser, url, shipped.anatomy.registry.default_key, 1600, 1000)
+    with page.expect_download() as download:
+        page.locator("#download").click()
+    assert download.value.suggested_filename.startswith("trace-")
+    trace = Trace.from_json(Path(download.value.path()).read_text(encoding="utf-8"))
+    assert trace.settings.direction == shipped.anatomy.registry.default_key and trace.text
     assert not page.errors, page.errors
     page.context.close()
 

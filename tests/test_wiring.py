@@ -156,38 +156,23 @@ def test_a_slow_motion_replay_waits_without_a_thread_in_a_group_of_its_own(tiny)
     assert replay.concurrency_id == "replay" and 1 <= replay.concurrency_limit <= tiny.demo.max_threads // 4
 
 
-def _values(client, api_name: str, **settings) -> list:
-    """What a fresh page sends to the event `api_name` (gr.State left out: the server keeps it per session), but
-    the controls whose label begins as `settings` names them (slow: "Slow motion", ...)."""
-    labels = {"slow": "Slow motion", "max_new": "Max new tokens", "text": "Source text", "beam": "Beam size"}
-    config = client.config
-    event = next(d for d in config["dependencies"] if d.get("api_name") == api_name.strip("/"))
-    components = {c["id"]: c for c in config["components"]}
-    values = []
-    for cid in event["inputs"]:
-        if components[cid]["type"] == "state":
-            continue
-        props = components[cid]["props"]
-        chosen = [v for name, v in settings.items() if (props.get("label") or "").startswith(labels[name])]
-        values.append(chosen[0] if chosen else props.get("value"))
-    return values
-
-
 REPLAYING = """
-import sys, time
+import sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
-from gradio_client import Client
-from tests.test_wiring import SENTENCE, _values
+from benchmarks.common import PageSession
+from tests.test_wiring import SENTENCE
 
 def translated(_):
-    client = Client(sys.argv[1], verbose=False, download_files=False)
-    client.predict(*_values(client, "/translate_page", text=SENTENCE, beam=1, slow=0.5, max_new=12),
-                   api_name="/translate_page")
-    return client
+    page = PageSession(sys.argv[1])
+    event = page.on("translate")
+    page.call(event, page.values(event, {"Source text": SENTENCE, "Beam size": 1, "Slow motion": 0.5,
+                                         "Max new tokens": 12}))
+    return page
 
 with ThreadPoolExecutor(4) as pool:
     visitors = list(pool.map(translated, range(20)))
-jobs = [client.submit(*_values(client, "/replay"), api_name="/replay") for client in visitors]
+for page in visitors:  # what the page does when its Run is a slow-motion one
+    threading.Thread(target=page.call, args=("replay",), daemon=True).start()
 print("replaying", flush=True)
 time.sleep(60)
 """

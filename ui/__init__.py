@@ -80,12 +80,14 @@ def page_script() -> str:
 
 def launch_options() -> dict:
     """What demo.launch(...) takes besides the server settings: theme, CSS, JavaScript, footer, the one file it
-    serves besides its own (Plotly.js), the server's middleware and what it runs beside (see server.py)."""
+    serves besides its own (Plotly.js), the server's middleware and what it runs beside, Gradio's monitoring (see
+    server.py)."""
     return dict(theme=_light_only(gr.themes.Soft(primary_hue="blue", secondary_hue="orange", neutral_hue="slate")),
                 css_paths=[STATIC / "app.css"], js=page_script(),
                 allowed_paths=[str(offline.PLOTLY_JS)],
                 footer_links=["api", "settings"],
-                app_kwargs={"middleware": server.MIDDLEWARE, "lifespan": server.lifespan})
+                app_kwargs={"middleware": server.MIDDLEWARE, "lifespan": server.lifespan},
+                enable_monitoring=server.monitoring())
 
 
 def set_threads() -> None:

@@ -38,8 +38,9 @@ class Slot:
 
 
 @dataclass
-class PageExport:
-    """Download page (HTML): the button and the file it makes (the /export_html endpoint's too)."""
+class Download:
+    """A button whose click writes a file on the server, and the file component it writes into, whose link the page
+    then clicks (app.js `save`): one click downloads the file."""
 
     button: gr.Button
     file: gr.File
@@ -73,7 +74,7 @@ class Page:
     tour_btn: gr.Button
     # header
     animation_file: gr.File  # Export animation's (the /animate endpoint's too)
-    offline: PageExport
+    offline: Download  # Download page (HTML) (its file the /export_html endpoint's too)
     # settings
     direction: gr.Dropdown
     model_notices: gr.Markdown  # skipped models, Hub models still loading
@@ -96,7 +97,7 @@ class Page:
     candidates: gr.Dataframe
     forced: gr.Textbox
     force_btn: gr.Button
-    download: gr.DownloadButton
+    trace: Download  # Download trace (JSON)
     link_data: Channel  # the query of a link to the shown view (Handlers.share): the viewer shows it with its address
     examples: gr.Examples | None
     # attention explorer
@@ -298,17 +299,22 @@ def _result() -> dict:
         force_btn = gr.Button("Inspect", size="sm", elem_id="inspect")
     # kept in presenter mode: a talk hands out its page
     with gr.Row(elem_id="files-row"):
-        download = gr.DownloadButton("Download trace (JSON)", size="sm", elem_id="download")
+        # a Button, not a gr.DownloadButton: that one downloads the file it holds at the click, before the click's
+        # event answers (Gradio 6.31), so it would need a trace written at every translation
+        download = gr.Button("Download trace (JSON)", size="sm", elem_id="download")
         page_btn = gr.Button("Download page (HTML)", size="sm", elem_id="download-page")
         gr.HTML(share_html(), elem_id="share-view", padding=False)
+    trace_file = gr.File(label="Trace of this translation (JSON)", visible=False, interactive=False,
+                         elem_id="trace-file")
     page_file = gr.File(label="Page of this translation: one HTML file that opens offline", visible=False,
                         interactive=False, elem_id="page-file")
     # the file Export animation (in the header) makes
     animation_file = gr.File(label="Animation of the shown translation and view", interactive=False,
                              visible=False, elem_id="animation-file")
     return dict(translation=translation, ablation=ablation, run_info=run_info, src_chips=src_chips,
-                out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn, download=download,
-                offline=PageExport(page_btn, page_file), animation_file=animation_file)
+                out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
+                trace=Download(download, trace_file), offline=Download(page_btn, page_file),
+                animation_file=animation_file)
 
 
 def _explorer(config: ModelConfig) -> dict:
@@ -347,7 +353,8 @@ def build_page(registry: ModelRegistry) -> Page:
     examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
     gallery = gr.Examples(examples, inputs=[settings["text"], settings["direction"]],
                           label="Examples (default settings)", examples_per_page=len(examples), cache_examples=False,
-                          elem_id="examples", example_labels=[f"{registry.get(k).label}: {s}" for s, k in examples]) \
+                          elem_id="examples", example_labels=[f"{registry.get(k).label}: {s}" for s, k in examples],
+                          api_visibility="private") \
         if examples else None
 
     # the viewer's own: the decoding steps and the tabs (anatomy/viewer/tabs.html; tabs.js, host.js draw them)

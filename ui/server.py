@@ -1,6 +1,7 @@
 """What the app adds to Gradio's server: over-long links shortened before Gradio reads them, failed requests that
-never print what a visitor sent, a full queue's refusals answered before FastAPI reads them, sessions forgotten soon
-after their page is closed, and glibc's allocator kept to two arenas."""
+never print what a visitor sent, a full queue's refusals answered before FastAPI reads them, uploads refused,
+Gradio's monitoring off unless asked for, sessions forgotten soon after their page is closed, and glibc's allocator
+kept to two arenas."""
 from __future__ import annotations
 
 import asyncio
@@ -17,7 +18,7 @@ from gradio.blocks import Block, BlocksConfig
 from gradio.exceptions import ComponentProcessingError
 from gradio.route_utils import API_PREFIX
 from starlette.middleware import Middleware
-from starlette.responses import JSONResponse, RedirectResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse
 
 from anatomy.inputs import MAX_QUERY, shorten_query
 
@@ -31,6 +32,9 @@ def overrides_apply() -> bool:
     """Whether the installed Gradio is the release the overrides below were written for."""
     return gr.__version__ == OVERRIDDEN_GRADIO
 HEARTBEAT = f"{API_PREFIX}/heartbeat/"
+# Gradio's routes that write what a visitor sends to disk: any file (kept in its upload folder, never deleted) and a
+# screen recording (its temp folder)
+UPLOADS = (f"{API_PREFIX}/upload", f"{API_PREFIX}/process_recording")
 
 
 class ShortLinks:
@@ -71,6 +75,27 @@ class QueueGate:
                 await JSONResponse({"detail": detail}, status_code=503)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+class NoUploads:
+    """ASGI middleware: every upload is refused (HTTP 403) before Gradio reads it. The app takes no file from
+    anyone (no component or endpoint reads one), and Gradio's /upload keeps any file of any size, unpruned, on the
+    Space's disk."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["path"].rstrip("/") in UPLOADS:
+            await PlainTextResponse("This app takes no uploads.", status_code=403)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def monitoring() -> bool:
+    """Whether Gradio's /monitoring pages are on: $ANATOMY_MONITORING=1; off by default, since anyone may read
+    them (per-endpoint counts, and a request to /monitoring prints the dashboard's key to the log)."""
+    return os.environ.get("ANATOMY_MONITORING", "").strip().lower() in ("1", "true", "yes")
 
 
 class SessionConfigs(BlocksConfig):
@@ -230,7 +255,7 @@ async def lifespan(app):
         task.cancel()
 
 
-MIDDLEWARE = [Middleware(ShortLinks), Middleware(QueueGate), Middleware(Heartbeats)]
+MIDDLEWARE = [Middleware(ShortLinks), Middleware(NoUploads), Middleware(QueueGate), Middleware(Heartbeats)]
 
 
 # ---- memory ----------------------------------------------------------------------------------------------------

@@ -38,16 +38,18 @@ def model_events() -> int:
         return DEFAULT_MODEL_EVENTS
 
 
-# with concurrency_limit=model_events(), read when the page is wired
-MODEL = dict(concurrency_id="model", api_visibility="undocumented")
+# The page's events are "private", out of /info and gradio_client (which refuses them); the page calls them all
+# the same, as can any raw HTTP client: only the API's endpoints below are public. With
+# concurrency_limit=model_events(), read when the page is wired.
+MODEL = dict(concurrency_id="model", api_visibility="private")
 # Drawing figures: no model, no shared limit.
-DRAW = dict(concurrency_limit=None, api_visibility="undocumented", show_progress="hidden")
+DRAW = dict(concurrency_limit=None, api_visibility="private", show_progress="hidden")
 # Slow-motion replays: a replay waits between frames without a thread, but each running event holds one of the
 # queue's max_threads (40) slots, and each frame's payload is made in Python beside the model's run: at most REPLAYS
 # replay at once (the rest wait their turn), so that they never hold every slot and a translation still runs at near
 # its idle pace. tests/test_wiring.py checks it.
 REPLAYS = 4
-REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility="undocumented",
+REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility="private",
               show_progress="hidden")
 
 
@@ -135,7 +137,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # what a translation is asked with; the view (with the open tab) for the walk's q, k, v and the tab's data
     asked = {*p.settings.values(), p.signal, p.view}
     tab_inputs = {p.run, p.twin, p.judged, p.explained, p.direction, p.view}
-    shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.download,
+    shown = [p.translation, p.ablation, p.run_info, p.src_chips, p.out_chips, p.candidates, p.forced, p.trace.file,
              p.offline.file, p.run, p.trace_data]
     tab_outputs = [p.tab_data, p.explain_data, p.importance_data, p.twin_data, p.pe_data]
     # a model event sends its Run, what the page shows of it and the open tab's data in one event (Handlers._made)
@@ -195,7 +197,10 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
     p.tour_btn.click(**ours(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data]), **model)
-    # The page file is written on the server (no model); app.js then clicks its link: one click downloads it.
+    # The trace and page files are written on the server when asked (no model); app.js then clicks the file's link:
+    # one click downloads it.
+    traced = p.trace.button.click(**ours(h.trace_json, {p.run}, [p.trace.file]), **dict(DRAW, show_progress="minimal"))
+    traced.success(None, None, None, js=js("save('trace-file')"))
     saved = p.offline.button.click(**ours(h.page_html, {p.run, p.explained, p.norms, p.toured, p.view},
                                           [p.offline.file]), **dict(DRAW, show_progress="minimal"))
     saved.success(None, None, None, js=js("save('page-file')"))

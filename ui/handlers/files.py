@@ -1,5 +1,5 @@
-"""Files of the shown translation (Export animation, Download page) and the API (/translate, /explain, /animate,
-/export_html), which translates first.
+"""Files of the shown translation (Download trace, Export animation, Download page) and the API (/translate,
+/explain, /animate, /export_html), which translates first.
 """
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ log = logging.getLogger(__name__)
 
 
 class Files:
-    """Files of the shown translation (Export animation, Download page) and the API (/translate, /explain, /animate,
-    /export_html), which translates first: a part of ui.handlers.Handlers, which holds the registry and the
-    page."""
+    """Files of the shown translation (Download trace, Export animation, Download page) and the API (/translate,
+    /explain, /animate, /export_html), which translates first: a part of ui.handlers.Handlers, which holds the
+    registry and the page."""
 
     registry: ModelRegistry
     page: Page
@@ -48,6 +48,13 @@ class Files:
                   "".join(traceback.format_tb(err.__traceback__)))
         return f"{what} failed: an error on the server, logged there."
 
+    def trace_json(self, values: Inputs | dict) -> dict:
+        """Download trace (JSON) (run): the shown translation's trace, as a JSON file of its own written now."""
+        i = Inputs.of(self.page, values)
+        if i.run is None:
+            raise gr.Error("Translate a sentence first: the trace is its decoding.")
+        return {self.page.trace.file: gr.update(value=traces.trace_file(i.run.trace), visible=True)}
+
     def animate_page(self, values: Inputs | dict) -> dict:
         """Export animation (run, view, animation settings): the shown translation's decoding, drawn from its trace
         (no model), as a file named after what it shows; an MP4 without PyAV comes as PNG frames, with a warning."""
@@ -61,8 +68,8 @@ class Files:
         except ValueError as err:
             raise gr.Error(f"{str(err)[0].upper()}{str(err)[1:]}.") from None
         suffix = a.suffix if a.suffix in export.FORMATS else export.FORMATS[0]
-        done = export.export(i.run.trace, animation,
-                             traces.animation_path(export.file_name(i.run.request.key, animation, suffix)))
+        with traces.new_file(export.file_name(i.run.request.key, animation, suffix)) as path:
+            done = export.export(i.run.trace, animation, path)
         if done.notice:
             gr.Warning(done.notice)
         return {self.page.animation_file: gr.update(value=str(done.path), visible=True)}
@@ -96,8 +103,8 @@ class Files:
                 return None, problem
             translator, notice = self.registry.translator(request.key, request.device)
             trace = engine.translate(translator, request)
-            done = export.export(trace, animation, traces.animation_path(
-                export.file_name(request.key, animation, f".{file_format}")))
+            with traces.new_file(export.file_name(request.key, animation, f".{file_format}")) as path:
+                done = export.export(trace, animation, path)
             notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
             return str(done.path), " ".join([*notices, *([done.notice] if done.notice else [])])
         except Exception as err:  # the API never raises: it says that something went wrong
@@ -112,9 +119,9 @@ class Files:
         if run is None:
             raise gr.Error("Translate a sentence first: the page shows its translation.")
         key = run.request.key
-        written = offline.write(run.trace, self.registry.get(key), run.request.text, list(run.notices),
-                                traces.animation_path(offline.file_name(key)), i.view, i.explained, i.norms,
-                                i.toured)
+        with traces.new_file(offline.file_name(key)) as path:
+            written = offline.write(run.trace, self.registry.get(key), run.request.text, list(run.notices), path,
+                                    i.view, i.explained, i.norms, i.toured)
         return {self.page.offline.file: gr.update(value=str(written.path), visible=True)}
 
     def api_export_html(self, text: str, direction: str = "de-en") -> tuple[str | None, str]:
@@ -133,8 +140,8 @@ class Files:
             translator, notice = self.registry.translator(request.key, request.device)
             trace = engine.translate(translator, request)
             notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
-            written = offline.write(trace, entry, request.text, notices,
-                                    traces.animation_path(offline.file_name(request.key)))
+            with traces.new_file(offline.file_name(request.key)) as path:
+                written = offline.write(trace, entry, request.text, notices, path)
             return str(written.path), " ".join(notices)
         except Exception as err:  # the API never raises: it says that something went wrong
             return None, self._failed("Page", err)

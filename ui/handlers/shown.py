@@ -17,7 +17,6 @@ from anatomy.offline import markdown_html
 from anatomy.payload import explain_payload, positional, trace_payload
 from anatomy.run import Run, Twin, Vectors
 
-from .. import traces
 from ..figures import figure_json
 from ..layout import DEFAULTS
 from ..values import Inputs, Tab
@@ -61,8 +60,9 @@ class Showing:
         info.append(f"{viz.escape(run.showing)}: {len(trace.source_tokens)} source pieces → {T} output pieces"
                     f"{timing} on `{views.made_on(trace)}` · "
                     f"[link to this view]({build_link(run.request, view)})")
-        # a page saved of the last translation is not one of this one
-        out.update({p.run_info: "\n\n".join(info), p.forced: trace.text, p.download: traces.trace_file(trace),
+        # a trace or page saved of the last translation is not one of this one
+        out.update({p.run_info: "\n\n".join(info), p.forced: trace.text,
+                    p.trace.file: gr.update(value=None, visible=False),
                     p.offline.file: gr.update(value=None, visible=False),
                     p.candidates: gr.update(value=views.candidate_rows(trace), visible=bool(trace.candidates))})
         return out

@@ -258,8 +258,9 @@
       if (text) viewer.preload();
       else A.preloading = true;
     },
-    // Download page (HTML): the server puts the new file in #id; a click on its link saves it, so that one click on
-    // the button downloads the page. Each file has an address of its own: an earlier one is never clicked again.
+    // Download trace (JSON), Download page (HTML): the server puts the new file in #id; a click on its link saves
+    // it, so that one click on the button downloads the file. Each file has an address of its own: an earlier one is
+    // never clicked again.
     save(id) {
       const asked = Date.now();
       const look = () => {

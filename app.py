@@ -8,7 +8,8 @@ $ANATOMY_HUB_MODELS (comma-separated hf://owner/name); see anatomy/registry.py f
 that cannot be loaded is skipped with a notice (on the page and in the log); with no usable checkpoint at all, a
 random-init model of the same shape keeps the app usable, labelled "untrained". $ANATOMY_THREADS sets torch's CPU
 threads (default 1), $ANATOMY_QUEUE_SIZE the requests that may wait (64), $ANATOMY_TRACE_RETENTION how long trace
-downloads are kept (900 s), $ANATOMY_SESSION_GRACE how long a closed page's session is kept (60 s).
+downloads are kept (900 s), $ANATOMY_SESSION_GRACE how long a closed page's session is kept (60 s);
+$ANATOMY_EXPORTS, $ANATOMY_PAGE_EXPORTS and $ANATOMY_EXPORT_MEGAPIXELS bound the exports (docs/limits-exports.md).
 
 The app: anatomy/ (models, inputs, figures of a trace; no Gradio), ui/ (layout, handlers, wiring), viz/ (figures).
 """
@@ -28,7 +29,7 @@ def main() -> None:
     import ui
 
     demo = ui.create_app()
-    ui.start()
+    ui.start(demo)
     demo.launch(**ui.launch_options())
 
 

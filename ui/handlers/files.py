@@ -16,6 +16,7 @@ from .. import traces
 from ..values import Inputs
 
 if TYPE_CHECKING:
+    from anatomy.exports import Exporter
     from anatomy.registry import ModelRegistry
 
     from ..layout import Page
@@ -28,6 +29,7 @@ class Files:
 
     registry: ModelRegistry
     page: Page
+    exporter: Exporter
 
     def animate_page(self, values: Inputs | dict) -> dict:
         """Export animation (run, view, animation settings): the shown translation's decoding, drawn from its trace
@@ -41,9 +43,15 @@ class Files:
             animation.check()
         except ValueError as err:
             raise gr.Error(f"{str(err)[0].upper()}{str(err)[1:]}.") from None
+        refused = self.exporter.refusal(i.run.trace, animation)
+        if refused:
+            raise gr.Error(refused)
         suffix = a.suffix if a.suffix in export.FORMATS else export.FORMATS[0]
-        done = export.export(i.run.trace, animation,
-                             traces.animation_path(export.file_name(i.run.request.key, animation, suffix)))
+        try:
+            done = self.exporter.export(i.run.trace, animation, traces.animation_path(
+                export.file_name(i.run.request.key, animation, suffix)))
+        except RuntimeError as err:
+            raise gr.Error(f"Animation failed: {err}.") from None
         if done.notice:
             gr.Warning(done.notice)
         return {self.page.animation_file: gr.update(value=str(done.path), visible=True)}
@@ -78,9 +86,12 @@ class Files:
                 return None, problem
             translator, notice = self.registry.translator(request.key, request.device)
             trace = engine.translate(translator, request)
-            done = export.export(trace, animation, traces.animation_path(
-                export.file_name(request.key, animation, f".{file_format}")))
             notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
+            refused = self.exporter.refusal(trace, animation)
+            if refused:
+                return None, " ".join([*notices, refused])
+            done = self.exporter.export(trace, animation, traces.animation_path(
+                export.file_name(request.key, animation, f".{file_format}")))
             return str(done.path), " ".join([*notices, *([done.notice] if done.notice else [])])
         except Exception as err:  # the API never raises: it says what went wrong
             return None, f"Animation failed: {type(err).__name__}: {err}"

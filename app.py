@@ -9,7 +9,9 @@ that cannot be loaded is skipped with a notice (on the page and in the log); wit
 random-init model of the same shape keeps the app usable, labelled "untrained". $ANATOMY_THREADS sets torch's CPU
 threads (default 1), $ANATOMY_QUEUE_SIZE the requests that may wait (64), $ANATOMY_TRACE_RETENTION how long trace
 downloads are kept (900 s), $ANATOMY_FILES_MB how much they may hold in all (1024 MB), $ANATOMY_SESSION_GRACE how long a
-closed page's session is kept (60 s), $ANATOMY_MONITORING=1 turns Gradio's /monitoring on (off).
+closed page's session is kept (60 s), $ANATOMY_MONITORING=1 turns Gradio's /monitoring on (off); $ANATOMY_MODEL_SLICE
+and $ANATOMY_MODEL_EVENTS share the model between visitors, $ANATOMY_EXPORTS, $ANATOMY_PAGE_EXPORTS and
+$ANATOMY_EXPORT_MEGAPIXELS bound the exports (docs/limits.md).
 
 The app: anatomy/ (models, inputs, figures of a trace; no Gradio), ui/ (layout, handlers, wiring), viz/ (figures).
 """
@@ -29,7 +31,7 @@ def main() -> None:
     import ui
 
     demo = ui.create_app()
-    ui.start()
+    ui.start(demo)
     demo.launch(**ui.launch_options())
 
 

@@ -24,10 +24,11 @@ import zipfile
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 import torch
-from PIL import Image
+from PIL import GifImagePlugin, Image, ImageChops
 
 import viz
 from transformer import Trace
@@ -161,11 +162,12 @@ def _heatmap_frames(trace: Trace, view: View) -> list[anim.Frame]:
     return out
 
 
-def pictures(trace: Trace, animation: Animation) -> list[Image.Image]:
-    """Every frame as an RGB picture, all in one layout."""
+def pictures(trace: Trace, animation: Animation) -> Iterator[Image.Image]:
+    """Every frame as an RGB picture, all in one layout, each drawn when the writer takes it: a 1920×1080 picture
+    is 6 MB, an animation up to one per piece (257)."""
     shown = frames(trace, animation)
     geometry = anim.geometry(shown, animation.size)
-    return [anim.draw(frame, geometry) for frame in shown]
+    return (anim.draw(frame, geometry) for frame in shown)
 
 
 def durations(n: int, seconds: float) -> list[float]:
@@ -176,62 +178,119 @@ def durations(n: int, seconds: float) -> list[float]:
     return out
 
 
-def write(images: list[Image.Image], path: Path, frame_seconds: float) -> Exported:
-    """The pictures as `path`'s format (FORMATS); an MP4 without PyAV as PNGs in a ZIP beside it, with a notice."""
+def write(images: Iterable[Image.Image], path: Path, frame_seconds: float) -> Exported:
+    """The pictures as `path`'s format (FORMATS), each written as it comes and let go (the writer holds one or two);
+    an MP4 without PyAV as PNGs in a ZIP beside it, with a notice."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"unknown format {path.suffix or path.name!r}; expected one of {', '.join(FORMATS)}")
     path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".gif":
-        _gif(images, path, frame_seconds)
-    elif suffix == ".zip":
-        _zip(images, path)
-    elif not _mp4(images, path, frame_seconds):
-        zipped = path.with_suffix(".zip")
-        _zip(images, zipped)
-        return Exported(zipped, len(images), NO_MP4.format(zip=zipped.name))
-    return Exported(path, len(images), "")
+        return Exported(path, _gif(images, path, frame_seconds), "")
+    if suffix == ".mp4" and _h264():
+        return Exported(path, _mp4(images, path, frame_seconds), "")
+    zipped = path.with_suffix(".zip")
+    return Exported(zipped, _zip(images, zipped), "" if suffix == ".zip" else NO_MP4.format(zip=zipped.name))
 
 
-def _gif(images: list[Image.Image], path: Path, seconds: float) -> None:
-    frames = anim.paletted(images)
+@dataclass
+class _Held:
+    """A GIF frame not written yet: the next may be the same picture, which adds its time to this one's."""
+
+    picture: Image.Image  # what changed since the last frame (the whole first picture)
+    offset: tuple[int, int]
+    ms: int
+
+
+def _gif(images: Iterable[Image.Image], path: Path, seconds: float) -> int:
+    """The pictures as a looping GIF, as Pillow's save_all writes them (the same bytes: each frame stored as the box
+    that changed since the last, a frame the same as the last adds its time to it), but written one frame behind
+    the pictures instead of after all of them, which Pillow holds. Returns the pictures written."""
     # optimize=False: Pillow's palette optimisation takes ~40 ms a frame in Python for a GIF ~4× smaller, which
     # is small already (the frames share one palette, and each is stored as its difference from the last).
-    frames[0].save(path, save_all=True, append_images=frames[1:], loop=0, optimize=False,
-                   duration=[round(1000 * d) for d in durations(len(frames), seconds)])
+    step, held_ms = round(1000 * seconds), round(1000 * HOLD * seconds)
+    n, first, last, held = 0, None, None, None
+    with open(path, "wb") as out:
+        for picture in anim.paletted(images):
+            ms = held_ms if n == 0 else step
+            n += 1
+            if last is None:
+                first = held = _Held(picture, (0, 0), ms)
+            elif (box := ImageChops.subtract_modulo(picture, last).getbbox(alpha_only=False)) is None:
+                held.ms += ms
+            else:
+                if held is first:
+                    header, _ = GifImagePlugin.getheader(first.picture, None, {"loop": 0, "duration": first.ms})
+                    out.writelines(header)
+                _frame(out, held, held is not first)
+                held = _Held(picture.crop(box), box[:2], ms)
+            last = picture
+        if n > 1:
+            held.ms += held_ms - step  # the last picture is held as long as the first
+        if held is first:  # one picture (or all the same): Pillow writes a GIF of one frame as a still, interlaced
+            out.close()
+            first.picture.save(path, "GIF", loop=0, optimize=False, duration=first.ms)
+            return n
+        _frame(out, held, True)
+        out.write(b";")
+    return n
 
 
-def _zip(images: list[Image.Image], path: Path) -> None:
+def _frame(out, held: _Held, delta: bool) -> None:
+    """One GIF frame: its time, place and pixels; a delta has its own colour table, as Pillow writes it."""
+    out.writelines(GifImagePlugin.getdata(held.picture, held.offset, duration=held.ms, loop=0, optimize=False,
+                                          **({"include_color_table": True} if delta else {})))
+
+
+def _zip(images: Iterable[Image.Image], path: Path) -> int:
+    n = 0
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:  # PNGs are compressed already
-        for n, image in enumerate(images):
+        for n, image in enumerate(images, 1):
             data = io.BytesIO()
             image.save(data, "PNG", optimize=False)
-            archive.writestr(f"frame-{n:03d}.png", data.getvalue())
+            archive.writestr(f"frame-{n - 1:03d}.png", data.getvalue())
+    return n
 
 
-def _mp4(images: list[Image.Image], path: Path, seconds: float) -> bool:
-    """H.264 through PyAV; False when PyAV (or its H.264 encoder) is missing. At a constant rate of one frame per
-    `seconds` (what every player and slide program plays), the held frames repeated: H.264 stores a repeat in a
-    few bytes."""
+def _h264() -> bool:
+    """Whether PyAV and its H.264 encoder are installed."""
     try:
         import av
     except ImportError:
         return False
-    if "libx264" not in av.codecs_available:
-        return False
-    held = [images[0]] * (HOLD - 1) + images + [images[-1]] * (HOLD - 1) if len(images) > 1 else images * HOLD
+    return "libx264" in av.codecs_available
+
+
+def _mp4(images: Iterable[Image.Image], path: Path, seconds: float) -> int:
+    """H.264 through PyAV, at a constant rate of one frame per `seconds` (what every player and slide program
+    plays), the first and last pictures repeated to be held: H.264 stores a repeat in a few bytes. Returns the
+    pictures written."""
+    import av
+
+    n, pts, last, stream = 0, 0, None, None
     with av.open(str(path), "w", format="mp4", options={"movflags": "+faststart"}) as container:
-        stream = container.add_stream("libx264", rate=1 / Fraction(str(seconds)))
-        stream.width, stream.height = images[0].size
-        stream.pix_fmt = "yuv420p"
-        stream.options = {"crf": "18", "preset": "veryfast"}
-        for n, image in enumerate(held):
-            frame = av.VideoFrame.from_image(image)
-            frame.pts = n
-            container.mux(stream.encode(frame))
-        container.mux(stream.encode())
-    return True
+        def encode(image: Image.Image, times: int) -> None:
+            nonlocal pts
+            for _ in range(times):
+                frame = av.VideoFrame.from_image(image)
+                frame.pts = pts
+                pts += 1
+                container.mux(stream.encode(frame))
+
+        for image in images:
+            if stream is None:
+                stream = container.add_stream("libx264", rate=1 / Fraction(str(seconds)))
+                stream.width, stream.height = image.size
+                stream.pix_fmt = "yuv420p"
+                stream.options = {"crf": "18", "preset": "veryfast"}
+            encode(image, HOLD if n == 0 else 1)
+            n, last = n + 1, image
+        if n > 1:
+            encode(last, HOLD - 1)
+        if stream is not None:
+            container.mux(stream.encode())
+    return n
 
 
 def api_animation(kind, layer, head, layout, size, frame_seconds, merge_words, hide_special, hide_marker,

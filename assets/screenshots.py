@@ -83,7 +83,7 @@ def main(out: Path, only_tour: bool = False) -> None:
     from playwright.sync_api import sync_playwright
 
     demo = ui.create_app()
-    ui.start()
+    ui.start(demo)
     out.mkdir(parents=True, exist_ok=True)
     entry = demo.anatomy.registry.get(None)
     L = entry.config.n_decoder_layers

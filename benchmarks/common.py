@@ -74,17 +74,18 @@ def _die_with_parent() -> None:
         pass
 
 
-def start_app(checkpoints: Path, log, timeout: float = 180) -> tuple[subprocess.Popen, str]:
-    """`python app.py` on a free loopback port; returns the process and its URL once it answers."""
-    proc, url = spawn_app(checkpoints, log)
+def start_app(checkpoints: Path, log, timeout: float = 180, env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    """`python app.py` on a free loopback port (`env`: settings besides this process's environment); returns the
+    process and its URL once it answers."""
+    proc, url = spawn_app(checkpoints, log, env)
     wait_for_app(proc, url, log, timeout)
     return proc, url
 
 
-def spawn_app(checkpoints: Path, log) -> tuple[subprocess.Popen, str]:
+def spawn_app(checkpoints: Path, log, env: dict | None = None) -> tuple[subprocess.Popen, str]:
     """`python app.py` on a free loopback port, just started (it takes seconds to answer: wait_for_app)."""
     port = free_port()
-    env = {**os.environ, "ANATOMY_CHECKPOINT_DIR": str(checkpoints), "GRADIO_SERVER_NAME": "127.0.0.1",
+    env = {**os.environ, **(env or {}), "ANATOMY_CHECKPOINT_DIR": str(checkpoints), "GRADIO_SERVER_NAME": "127.0.0.1",
            "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                             preexec_fn=_die_with_parent)

@@ -4,7 +4,9 @@ command."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import dataclasses
+import gc
 import importlib.util
 import inspect
 import json
@@ -70,6 +72,57 @@ def test_a_gif_has_an_opening_frame_and_one_per_generated_piece_the_first_and_la
             seconds.append(gif.info["duration"] / 1000)
         assert gif.info["loop"] == 0 and gif.convert("RGB").getpixel((0, 0)) == (255, 255, 255)  # white, exactly
     assert seconds == [export.HOLD * 0.5] + [0.5] * (STEPS - 1) + [export.HOLD * 0.5]
+
+
+def _streamed_like_pillow(pictures: list[Image.Image], path: Path, seconds: float) -> bytes:
+    """What Pillow's save_all writes of the pictures, all in memory (as export.write did before it streamed)."""
+    frames = list(anim.paletted(pictures))
+    frames[0].save(path, save_all=True, append_images=frames[1:], loop=0, optimize=False,
+                   duration=[round(1000 * d) for d in export.durations(len(frames), seconds)])
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("layout", anim.LAYOUTS)
+def test_a_gif_written_a_frame_at_a_time_is_the_gif_pillow_writes_of_all_its_pictures(trace, layout, tmp_path):
+    """Byte for byte: every picture, one, repeated pictures (a repeat adds its time to the frame before), and all
+    the same (Pillow's still)."""
+    pictures = list(export.pictures(trace, export.Animation(layout=layout, frame_seconds=0.3)))
+    white = Image.new("RGB", pictures[0].size, "white")
+    for shown in (pictures, pictures[:1], [pictures[0], *pictures[:3], pictures[2], pictures[2]], [white, white],
+                  [white, *pictures[1:3], pictures[2]]):
+        done = export.write(iter(shown), tmp_path / "streamed.gif", 0.3)
+        assert done.frames == len(shown)
+        assert done.path.read_bytes() == _streamed_like_pillow(shown, tmp_path / "pillow.gif", 0.3)
+
+
+def _peak_growth_mb(write) -> float:
+    """How far this process's resident memory rose above what it was while `write()` ran, in MB (Linux)."""
+    def status(key: str) -> float:
+        return next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+                    if line.startswith(key + ":")) / 1024
+
+    gc.collect()
+    ctypes.CDLL(None).malloc_trim(0)  # what earlier tests freed back to the system: not reused unseen
+    Path("/proc/self/clear_refs").write_text("5")  # the peak (VmHWM) from now on
+    before = status("VmRSS")
+    write()
+    return status("VmHWM") - before
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="reads Linux's peak resident memory")
+@pytest.mark.parametrize("suffix", export.FORMATS)
+def test_an_animation_s_memory_does_not_grow_with_its_frames(checkpoints, suffix, tmp_path):
+    """35 frames more of 1280×720 add less than a byte a pixel of each to the peak memory of writing an animation
+    (each frame is drawn, written and let go: all of them held took 4.6 MB a frame)."""
+    translator = Translator.from_checkpoint(checkpoints / "tiny-de-en", device="cpu")
+    long = translator.translate(SENTENCE, max_new_tokens=50)
+    short = views.prefix(long, 15)
+    assert views.steps(long) - views.steps(short) == 35
+    animation = export.Animation()
+    export.export(short, animation, tmp_path / f"warm{suffix}")  # fonts, the palette, PyAV loaded
+    grown = [_peak_growth_mb(lambda: export.export(t, animation, tmp_path / f"{n}{suffix}"))
+             for n, t in (("short", short), ("long", long))]
+    assert grown[1] - grown[0] < 35 * 1280 * 720 / 2 ** 20, grown
 
 
 def test_heatmap_frame_k_shows_exactly_the_rows_of_steps_1_to_k_in_the_gif_too(trace, tmp_path):
@@ -257,7 +310,7 @@ def test_export_animation_on_the_page_animates_the_shown_translation_and_view(ti
         assert gif.info["duration"] == 1500
     monkeypatch.setitem(sys.modules, "av", None)
     with pytest.warns(UserWarning, match="PyAV"):
-        zipped = Path(tiny.ask_draw({**values, **asked(ask="animation", animation={"suffix": ".mp4"})}, None)
+        zipped = Path(tiny.animate_page({**values, **asked(ask="animation", animation={"suffix": ".mp4"})})
                       [p.animation_file]["value"])
     assert zipped.suffix == ".zip" and zipped.stem == path.stem
     for refused, message in (({p.run: None}, "Translate a sentence first"),
@@ -315,7 +368,8 @@ def test_translations_with_nothing_to_show_still_animate(trace, layout):
     """No step at all, or only </s> with special tokens hidden: the frames are drawn, blank where nothing is."""
     only_end = dataclasses.replace(views.prefix(trace, 1), output_tokens=["</s>"])
     for shown, n in ((views.prefix(trace, 0), 1), (only_end, 2)):
-        pictures = export.pictures(shown, export.Animation(View.of("cross", 1, "mean", False, hide=True), layout))
+        animation = export.Animation(View.of("cross", 1, "mean", False, hide=True), layout)
+        pictures = list(export.pictures(shown, animation))
         assert len(pictures) == n and pictures[-1].size == (1280, 720)
 
 

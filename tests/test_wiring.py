@@ -253,7 +253,7 @@ def test_a_view_control_or_new_data_draws_in_the_browser_only(tiny):
         if p.view in fn.inputs:  # filled in at its place among the inputs, by the viewer
             assert fn.js and f"args[{fn.inputs.index(p.view)}] = window.anatomy.viewed(" in fn.js, fn.name
     # what the viewer asks goes with the event of its kind's button
-    for button, kind in ((p.model_ask, "model"), (p.draw_ask, "draw")):
+    for button, kind in ((p.model_ask, "model"), (p.draw_ask, "draw"), (p.export_ask, "export")):
         [fn] = [fn for fn in tiny.demo.fns.values() if fn.targets and fn.targets[0][0] == button._id]
         assert f'window.anatomy.viewed("{kind}")' in fn.js and fn.trigger_mode == "multiple"
 

@@ -3,7 +3,7 @@ event runs which handler), server (what the app adds to Gradio's server).
 
 create_app() builds it (loading the models); launch_options() are the theme, CSS and JavaScript that
 `demo.launch(...)` takes; start() does what launching needs besides (malloc's arenas, the trace pruner, torch's
-threads).
+threads, the animations' worker processes).
 """
 from __future__ import annotations
 
@@ -100,8 +100,10 @@ def set_threads() -> None:
         torch.set_num_threads(1)
 
 
-def start() -> None:
-    """Besides launching: malloc's arenas, the trace-file pruner and torch's thread count."""
+def start(demo: gr.Blocks) -> None:
+    """Besides launching `demo` (create_app's): malloc's arenas, the trace-file pruner, torch's thread count, and its
+    animations drawn in worker processes."""
     server.bound_malloc()
     traces.start_pruning()
     set_threads()
+    demo.anatomy.exporter.start()

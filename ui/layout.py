@@ -58,6 +58,7 @@ class Page:
     link: Slot  # anatomy.inputs.Link read from the page's address (open_link's, never kept)
     model_ask: gr.Button  # clicked by app.js: what the viewer asks of a model (Handlers.ask_model, its view's `ask`)
     draw_ask: gr.Button  # clicked by app.js: what the viewer asks the server to draw or write (Handlers.ask_draw)
+    export_ask: gr.Button  # clicked by app.js: Export animation's file (Handlers.animate_page), a bounded group
     judged: Slot  # anatomy.run.Judged | None: head importance of the shown translation
     vectors: Slot  # anatomy.run.Vectors | None: the softmax walk's q, k, v of the shown translation
     explained: Slot  # anatomy.run.Explained | None: why the shown translation's pieces (Why this word tab)
@@ -335,8 +336,9 @@ def _explorer(config: ModelConfig) -> dict:
     # in the page to be clicked
     model_ask = gr.Button("model", elem_id="model-ask", elem_classes=["anatomy-offscreen"])
     draw_ask = gr.Button("draw", elem_id="draw-ask", elem_classes=["anatomy-offscreen"])
+    export_ask = gr.Button("export", elem_id="export-ask", elem_classes=["anatomy-offscreen"])
     return dict(explorer=explorer, heads_off_panel=heads_off_panel, heads_off=heads_off, reset_heads=reset_heads,
-                model_ask=model_ask, draw_ask=draw_ask)
+                model_ask=model_ask, draw_ask=draw_ask, export_ask=export_ask)
 
 
 def build_page(registry: ModelRegistry) -> Page:

@@ -61,9 +61,10 @@ _TAB_LABELS = {Tab.HEADS: "All heads", Tab.STATS: "Head statistics", Tab.PREDICT
 
 
 # What the viewer may ask the server (Viewed.ask), by the button that asks it: model (Handlers.ask_model, the model's
-# slot) or draw (Handlers.ask_draw); the page offers them to app.js (ui/layout.py explorer_html).
+# slot), draw (Handlers.ask_draw) or export (Handlers.animate_page, a few at once: ui/wiring.py EXPORT); the page
+# offers them to app.js (ui/layout.py explorer_html).
 ASKS = {"model": ("link", "walk", "norms", "make", "contrast", "toggle"),
-        "draw": ("address", "tab", "animation", "share")}
+        "draw": ("address", "tab", "share"), "export": ("animation",)}
 
 
 @dataclass(frozen=True)

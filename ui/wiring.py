@@ -9,6 +9,8 @@ import os
 
 import gradio as gr
 
+from anatomy.exports import ExportLimits
+
 from .handlers import Handlers
 from .layout import Channel, Page, Slot
 from .values import Declared
@@ -51,6 +53,16 @@ DRAW = dict(concurrency_limit=None, api_visibility="private", show_progress="hid
 REPLAYS = 4
 REPLAY = dict(concurrency_id="replay", concurrency_limit=REPLAYS, api_visibility="private",
               show_progress="hidden")
+
+
+def exporting(limits: ExportLimits) -> tuple[dict, dict]:
+    """The page's exports' groups: animations (each drawn in a worker process, anatomy/exports.py) and offline pages
+    (written in the server's process), each a few at once, the rest waiting their turn in the queue (which holds no
+    thread for them): six 1920×1080 animations at once took the server from 1 GB to 11.7 GB, each holding all its
+    frames. docs/limits.md#exports; tests/test_abuse_exports.py checks it."""
+    files = dict(api_visibility="undocumented", show_progress="minimal")
+    return (dict(concurrency_id="export", concurrency_limit=limits.animations, **files),
+            dict(concurrency_id="page", concurrency_limit=limits.pages, **files))
 
 
 # Each `data` value new, so that its .change fires even for data sent before (a view opened twice).
@@ -155,17 +167,19 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # the open tab shows of a model (when it opens, and Why this word of a new Run while its tab is open: seconds of
     # model passes, so an event of its own after the Run's, whose translation the page shows first; a closed tab adds
     # no event to a translation), Why this word's comparison, a clicked head off or on, an address's translation;
-    # and drawn, a tab's contents, the animation's file, a link, an address's settings. Asked any number of times
-    # while one runs; a model's progress over the tabs.
+    # and drawn, a tab's contents, a link, an address's settings; and Export animation's file, in a group of its
+    # own (exporting). Asked any number of times while one runs; a model's progress over the tabs.
     # A page load runs no model event unless its address has text, and then exactly one, its first: app.js `opened`
     # asks for the link's settings and translation (link) or for the settings alone (address).
     answers = [p.vectors, p.walk_data, p.norms, p.norms_data, p.heads_off, *made, *loaded, p.toured, p.tour_data]
     p.model_ask.click(**ours(h.ask_model, {*ablate, p.norms}, list(dict.fromkeys(answers)), "model"),
                       **model, show_progress_on=[p.below], trigger_mode="multiple").success(
         None, js=js("answered()"), show_progress="hidden", api_visibility="private")
-    p.draw_ask.click(**ours(h.ask_draw, tab_inputs, [*tab_outputs, p.animation_file, p.link_data, *loaded], "draw"),
-                     **dict(DRAW, show_progress="minimal"), show_progress_on=[p.animation_file],
-                     trigger_mode="multiple")
+    p.draw_ask.click(**ours(h.ask_draw, tab_inputs, [*tab_outputs, p.link_data, *loaded], "draw"),
+                     **dict(DRAW, show_progress="minimal"), trigger_mode="multiple")
+    animations, pages = exporting(h.exporter.limits)
+    p.export_ask.click(**ours(h.animate_page, {p.run, p.view}, [p.animation_file], "export"), **animations,
+                       show_progress_on=[p.animation_file], trigger_mode="multiple")
 
     def explained_after(event) -> None:
         event.then(None, js=js("explainIfOpen()"), show_progress="hidden", api_visibility="private")
@@ -202,7 +216,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     traced = p.trace.button.click(**ours(h.trace_json, {p.run}, [p.trace.file]), **dict(DRAW, show_progress="minimal"))
     traced.success(None, None, None, js=js("save('trace-file')"))
     saved = p.offline.button.click(**ours(h.page_html, {p.run, p.explained, p.norms, p.toured, p.view},
-                                          [p.offline.file]), **dict(DRAW, show_progress="minimal"))
+                                          [p.offline.file]), **pages)
     saved.success(None, None, None, js=js("save('page-file')"))
 
     # The API: non-streaming endpoints without components of their own (none shown, none triggered by the page),

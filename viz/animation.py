@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -113,13 +114,13 @@ def palette() -> np.ndarray:
     return np.array(colors, dtype=np.uint8)
 
 
-def paletted(pictures: list[Image.Image]) -> list[Image.Image]:
+def paletted(pictures: Iterable[Image.Image]) -> Iterator[Image.Image]:
     """RGB pictures as palette pictures of one shared palette (`palette`): each colour the palette has kept
-    exactly (Pillow's own mapping takes white for a near-white), each other one its nearest (by RGB distance)."""
+    exactly (Pillow's own mapping takes white for a near-white), each other one its nearest (by RGB distance).
+    Each as it comes: a writer that takes one at a time holds one picture, not the animation."""
     colors = palette()
     flat = colors.ravel().tolist()
     index = np.full(1 << 24, 255, dtype=np.uint8)  # by 0xRRGGBB; 255: not looked up yet (the palette has < 255)
-    out = []
     for picture in pictures:
         rgb = np.asarray(picture.convert("RGB"), dtype=np.int32)
         keys = (rgb[..., 0] << 16) | (rgb[..., 1] << 8) | rgb[..., 2]
@@ -131,8 +132,7 @@ def paletted(pictures: list[Image.Image]) -> list[Image.Image]:
             found = index[keys]
         image = Image.fromarray(found, "P")
         image.putpalette(flat)
-        out.append(image)
-    return out
+        yield image
 
 
 @lru_cache(maxsize=16)

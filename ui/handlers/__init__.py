@@ -10,6 +10,7 @@ the controls, which may have changed since.
 """
 from __future__ import annotations
 
+from anatomy.exports import Exporter, ExportLimits
 from anatomy.registry import ModelRegistry
 
 from ..layout import Page
@@ -27,3 +28,4 @@ class Handlers(Translating, Asking, Showing, Files):
     def __init__(self, registry: ModelRegistry, page: Page):
         self.registry = registry
         self.page = page
+        self.exporter = Exporter(ExportLimits.from_env())

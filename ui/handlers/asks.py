@@ -58,15 +58,13 @@ class Asking:
 
     def ask_draw(self, values: Inputs | dict, request: gr.Request):
         """What the viewer asks the server to draw or write, named by its view's `ask`: the open tab's contents
-        (tab), Export animation's file (animation), a link to the view (share), the settings the page's address
-        names (address: a page load without text)."""
+        (tab), a link to the view (share), the settings the page's address names (address: a page load without
+        text)."""
         p, i = self.page, Inputs.of(self.page, values)
         if i.ask == "address":
             return self.load_link(request)
         if i.ask == "tab":
             return self.tab_view(i)
-        if i.ask == "animation":
-            return self.animate_page(i)
         if i.ask == "share":
             return {p.link_data: self.share(i)}
         return gr.skip()

@@ -18,6 +18,7 @@ from .. import traces
 from ..values import Inputs
 
 if TYPE_CHECKING:
+    from anatomy.exports import Exporter
     from anatomy.registry import ModelRegistry
 
     from ..layout import Page
@@ -32,6 +33,7 @@ class Files:
 
     registry: ModelRegistry
     page: Page
+    exporter: Exporter
 
     def _api_request(self, text, direction, beam_size=None, max_new_tokens=None) -> tuple[Request | None, str]:
         """An API call's text and direction (and numbers) as a Request, or None and why not: one rule for every
@@ -67,9 +69,15 @@ class Files:
             animation.check()
         except ValueError as err:
             raise gr.Error(f"{str(err)[0].upper()}{str(err)[1:]}.") from None
+        refused = self.exporter.refusal(i.run.trace, animation)
+        if refused:
+            raise gr.Error(refused)
         suffix = a.suffix if a.suffix in export.FORMATS else export.FORMATS[0]
         with traces.new_file(export.file_name(i.run.request.key, animation, suffix)) as path:
-            done = export.export(i.run.trace, animation, path)
+            try:
+                done = self.exporter.export(i.run.trace, animation, path)
+            except RuntimeError as err:
+                raise gr.Error(f"Animation failed: {err}.") from None
         if done.notice:
             gr.Warning(done.notice)
         return {self.page.animation_file: gr.update(value=str(done.path), visible=True)}
@@ -103,9 +111,12 @@ class Files:
                 return None, problem
             translator, notice = self.registry.translator(request.key, request.device)
             trace = engine.translate(translator, request)
-            with traces.new_file(export.file_name(request.key, animation, f".{file_format}")) as path:
-                done = export.export(trace, animation, path)
             notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
+            refused = self.exporter.refusal(trace, animation)
+            if refused:
+                return None, " ".join([*notices, refused])
+            with traces.new_file(export.file_name(request.key, animation, f".{file_format}")) as path:
+                done = self.exporter.export(trace, animation, path)
             return str(done.path), " ".join([*notices, *([done.notice] if done.notice else [])])
         except Exception as err:  # the API never raises: it says that something went wrong
             return None, self._failed("Animation", err)

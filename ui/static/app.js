@@ -144,9 +144,10 @@
     },
     // What the viewer asks the server (ui/handlers/asks.py ask_model, ask_draw): each ask waits in its kind's line for
     // the event its click starts, which takes it with the view (viewed).
-    asks: {model: [], draw: []},
+    asks: {model: [], draw: [], export: []},
     ask(name) {
-      const kind = A.mount() && A.offer.asks.model.includes(name) ? 'model' : 'draw';  // ui/values.py ASKS
+      A.mount();
+      const kind = Object.keys(A.asks).find(k => A.offer.asks[k].includes(name)) || 'draw';  // ui/values.py ASKS
       A.asks[kind].push(name);
       document.getElementById(kind + '-ask')?.click();
     },

@@ -36,9 +36,9 @@ from gradio_client import Client
 if not __package__:  # run as a file (python benchmarks/exports.py): put the repo root on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import ROOT, default_checkpoint, languages, sentence, start_app  # noqa: E402
+from benchmarks.common import ROOT, PageSession, default_checkpoint, languages, sentence, start_app  # noqa: E402
 from benchmarks.load import SENTENCES  # noqa: E402
-from benchmarks.soak import page_inputs, rss_mb  # noqa: E402
+from benchmarks.soak import rss_mb  # noqa: E402
 
 ANIMATION_FILE, PAGE_FILE, PAGE_BUTTON = "animation-file", "page-file", "download-page"
 
@@ -101,68 +101,68 @@ def long_text(chars: int, lang: str) -> str:
     return text[:chars].rsplit(" ", 1)[0] if len(text) > chars else text.strip()
 
 
-def translated(url: str, text: str, direction: str) -> Client:
-    """A visitor whose page shows the translation of `text`."""
-    client = Client(url, verbose=False, download_files=False)
-    client.predict(*page_inputs(client, text, direction), api_name="/translate_page")
-    return client
+def translated(url: str, text: str, direction: str) -> PageSession:
+    """A visitor whose page shows the translation of `text` (the page's events are private: gradio_client refuses
+    them, any HTTP client can call them as the page does)."""
+    page = PageSession(url)
+    page.call("translate_page", page.values("translate_page", {"source-text": text, "direction": direction}))
+    return page
 
 
-def page_event(client: Client, writes: str, clicked: str | None = None) -> dict:
+def page_event(page: PageSession, writes: str, clicked: str | None = None) -> dict:
     """The page's one button-click event that writes the component with elem_id `writes` (and is a click of the one
     with elem_id `clicked`, when given), whatever its name."""
-    config = client.config
-    ids = {c["id"]: c["props"].get("elem_id") for c in config["components"]}
-    found = [d for d in config["dependencies"] if d.get("api_visibility") != "public"
+    ids = {c: component["props"].get("elem_id") for c, component in page.components.items()}
+    found = [d for d in page.config["dependencies"] if d.get("api_visibility") != "public"
              and any(ids.get(i) == writes for i in d["outputs"]) and d["targets"]
              and all(t[1] == "click" and (clicked is None or ids.get(t[0]) == clicked) for t in d["targets"])]
     assert len(found) == 1, f"{len(found)} page events write #{writes}"
     return found[0]
 
 
-def event_values(client: Client, event: dict, view: dict) -> list:
+def event_values(page: PageSession, event: dict, view: dict) -> list:
     """What a page sends with `event`: `view` as the viewer's view (JSON), every other control as on a fresh page
-    (gr.State left out: the server keeps it per session)."""
-    components = {c["id"]: c for c in client.config["components"]}
+    (None for gr.State: the server keeps it per session)."""
     values = []
     for cid in event["inputs"]:
-        component = components[cid]
-        if component["type"] == "state":
-            continue
-        values.append(json.dumps(view) if component["props"].get("label") == "view"
-                      else component["props"].get("value"))
+        component = page.components[cid]
+        values.append(None if component["type"] == "state" else json.dumps(view)
+                      if component["props"].get("label") == "view" else component["props"].get("value"))
     return values
 
 
-def ask(client: Client, event: dict, view: dict):
-    """The event asked as the page asks it (a Job: .result() waits for the answer)."""
-    return client.submit(*event_values(client, event, view), api_name="/" + event["api_name"])
+def ask(page: PageSession, event: dict, view: dict) -> list:
+    """The event asked as the page asks it: its outputs (RuntimeError: the page's error)."""
+    return page.call(event["api_name"], event_values(page, event, view))
 
 
-def written(client: Client, event: dict, answer, writes: str) -> Path | None:
+def written(page: PageSession, event: dict, answer: list, writes: str) -> Path | None:
     """The file an answer of `event` sets in the component with elem_id `writes`, on this machine (the server's)."""
-    ids = {c["id"]: c["props"].get("elem_id") for c in client.config["components"]}
-    outputs = [ids.get(i) for i in event["outputs"]]
-    value = answer[outputs.index(writes)] if len(outputs) > 1 else answer
+    outputs = [page.components[i]["props"].get("elem_id") for i in event["outputs"]]
+    value = answer[outputs.index(writes)]
     value = value.get("value", value) if isinstance(value, dict) and "__type__" in value else value
     path = value.get("path") if isinstance(value, dict) else value
     return Path(path) if path else None
 
 
-def exports(visitors: list[Client], animation: dict) -> tuple[list, int]:
-    """Every visitor's animation and page, asked at once; the answers (None: refused) and how many were refused."""
-    events = [(page_event(c, ANIMATION_FILE), page_event(c, PAGE_FILE, PAGE_BUTTON)) for c in visitors]
-    jobs = [(c, e, ask(c, e, view), writes) for c, pair in zip(visitors, events)
-            for e, view, writes in ((pair[0], {"ask": "animation", "animation": animation}, ANIMATION_FILE),
-                                    (pair[1], {}, PAGE_FILE))]
-    answers, refused = [], 0
-    for client, event, job, writes in jobs:
-        try:
-            answers.append((writes, written(client, event, job.result(), writes)))
-        except Exception:  # gradio_client's AppError: the page's error (the budget's refusal)
-            answers.append((writes, None))
-            refused += 1
-    return answers, refused
+def exports(visitors: list[PageSession], animation: dict) -> tuple[list, int]:
+    """Every visitor's animation, then page, the visitors at once; the answers (None: refused) and how many were
+    refused. A visitor asks one after the other: its page's events share one stream of answers (Gradio sends a
+    session's messages to one reader)."""
+    def visitor(page: PageSession) -> list:
+        made = []
+        for writes, view, clicked in ((ANIMATION_FILE, {"ask": "animation", "animation": animation}, None),
+                                      (PAGE_FILE, {}, PAGE_BUTTON)):
+            event = page_event(page, writes, clicked)
+            try:
+                made.append((writes, written(page, event, ask(page, event, view), writes)))
+            except RuntimeError:  # the page's error (the budget's refusal)
+                made.append((writes, None))
+        return made
+
+    with ThreadPoolExecutor(max(1, len(visitors))) as pool:
+        answers = [a for made in pool.map(visitor, visitors) for a in made]
+    return answers, sum(path is None for _, path in answers)
 
 
 def translation_s(client: Client, text: str, direction: str) -> float:
@@ -223,6 +223,8 @@ def main() -> None:
             time.sleep(1)
             after = memory_mb(proc.pid)
             other.close()
+            for page in visitors:
+                page.close()
         finally:
             proc.terminate()
             proc.wait(timeout=30)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
 
 from anatomy import engine
 from anatomy.inputs import Request

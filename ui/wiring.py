@@ -60,7 +60,7 @@ def exporting(limits: ExportLimits) -> tuple[dict, dict]:
     (written in the server's process), each a few at once, the rest waiting their turn in the queue (which holds no
     thread for them): six 1920×1080 animations at once took the server from 1 GB to 11.7 GB, each holding all its
     frames. docs/limits.md#exports; tests/test_abuse_exports.py checks it."""
-    files = dict(api_visibility="undocumented", show_progress="minimal")
+    files = dict(api_visibility="private", show_progress="minimal")
     return (dict(concurrency_id="export", concurrency_limit=limits.animations, **files),
             dict(concurrency_id="page", concurrency_limit=limits.pages, **files))
 

@@ -59,7 +59,7 @@ class Shown:
     def page(self) -> str:
         """The whole offline page, ~5 MB (Plotly.js inlined)."""
         return offline.page(offline.payload(self.trace, self.entry, self.text, list(self.notices),
-                                            explained=self.explained, norms=self.norms))
+                                            explained=self.explained, norms=self.norms), self.entry.config)
 
     def save(self, path: str | Path) -> Path:
         """The page written to `path` (.html), as `python -m anatomy.export html` writes it."""

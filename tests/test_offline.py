@@ -61,7 +61,7 @@ def data_of(html: str) -> dict:
 
 def test_attention_travels_as_uint8_within_1_510_of_the_trace(trace, entry):
     made = offline.payload(trace, entry, SENTENCE, [])
-    data, page = made["payload"], made["page"]
+    data = made["payload"]
     assert data == payload.trace_payload(trace, entry, SENTENCE, [])  # the one payload every viewer reads
     assert {k["name"] for k in data["kinds"]} == {"cross", "encoder", "decoder"}
     for kind in data["kinds"]:
@@ -71,9 +71,10 @@ def test_attention_travels_as_uint8_within_1_510_of_the_trace(trace, entry):
         assert np.array_equal(stored, payload.quantised(exact))
         assert np.abs(stored / 255 - exact).max() <= 1 / 510 + 1e-7
     assert len(data["top_k"]) == STEPS and all(len(row) == 5 for row in data["top_k"])
-    assert len(page["stats"]["rows"]) == sum(np.prod(trace.attention(k.name).weights.shape[:2]) for k in KINDS)
-    assert page["positional"] == {"d_model": 32, "max_len": 64, "layout": "interleaved", "dims": [4, 5, 8, 12, 16],
-                                  "source": None}  # the rows of the payload's source
+    # what the app's server sends the tabs, carried by the file
+    assert len(made["tab"]["stats"]["rows"]) == sum(np.prod(trace.attention(k.name).weights.shape[:2]) for k in KINDS)
+    assert made["positional"] == {"d_model": 32, "max_len": 64, "layout": "interleaved", "dims": [4, 5, 8, 12, 16],
+                                  "source": trace.source_tokens}
     assert data["pieces"]["source"] == trace.source_tokens and data["pieces"]["output"] == trace.output_tokens
 
 
@@ -88,7 +89,9 @@ def test_the_page_says_what_made_it_and_which_heads_were_off(trace, entry):
     assert "heads off: cross:2.1" in page["about"]
     assert page["view"] == {"kind": "decoder", "layer": 1, "head": "2", "step": 3, "merge": True, "plain": False,
                             "hide": False, "display": "heatmap"}
-    assert data["notices"] == ["a notice"] and "Validation" in page["card"] and "<table>" in page["architecture"]
+    assert data["notices"] == ["a notice"] and "Validation" in made["tab"]["training_card"]
+    assert "<table>" in made["tab"]["card"] and set(made["tab"]["figures"]) == {"architecture", "parameters",
+                                                                                 "training"}
 
 
 def test_the_file_holds_plotly_once_and_the_data_inside_script_safely(trace, entry, tmp_path):
@@ -97,7 +100,7 @@ def test_the_file_holds_plotly_once_and_the_data_inside_script_safely(trace, ent
     html = written.path.read_text(encoding="utf-8")
     plotly_js = offline.PLOTLY_JS.read_text(encoding="utf-8")
     assert html.count(plotly_js[:200]) == 1 and html.count("<script") == html.count("</script>") == 3
-    assert "</script" not in bundle.script("page")
+    assert "</script" not in bundle.script("offline")
     assert "</script><script>alert" not in html and "<!-- Hunde" not in html
     data = data_of(html)
     assert data == json.loads(json.dumps(offline.payload(trace, entry, HOSTILE, [HOSTILE])))
@@ -105,10 +108,11 @@ def test_the_file_holds_plotly_once_and_the_data_inside_script_safely(trace, ent
     about = html.split('<p id="about">')[1].split("</p>")[0]
     assert about == offline.about(trace, entry).replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
     assert "checkpoint " in about and "top-k 5" in about
-    # the tiny model's data, page script and figures add ~180 KB to Plotly.js (the script without its comment lines,
-    # ~100 KB: the tour's panel, style and stops ~15 KB of it, the app's fitting of figures (screen.js) and the
-    # link reader ~17 KB)
-    assert written.size == written.path.stat().st_size <= len(plotly_js.encode()) + 195_000
+    # the tiny model's data, the viewer's page and figures add ~240 KB to Plotly.js: the script without its comment
+    # lines ~130 KB (the app's own viewer: page.js, host.js, boxes.js, the tabs, the tour, screen.js, the link
+    # reader), the tabs' and explorer's HTML ~23 KB, the tabs' data ~52 KB (the architecture, parameters and
+    # training figures ~47 KB of it)
+    assert written.size == written.path.stat().st_size <= len(plotly_js.encode()) + 250_000
 
 
 def test_the_command_writes_the_page_and_answers_bad_input_as_the_page_does(entry, tmp_path, monkeypatch, capsys,
@@ -182,8 +186,9 @@ def test_the_page_template_travels_with_the_space():
 
     shipped = {path for path, _ in hub.plan(ROOT, hub.SPACE_PATTERNS)}
     viewer = {f"anatomy/viewer/{p.name}" for p in bundle.VIEWER.iterdir()}
-    assert {"anatomy/viewer/offline.html", "anatomy/viewer/page.js", "anatomy/viewer/offline.css",
-            "anatomy/offline.py", "anatomy/bundle.py"} | viewer <= shipped
+    assert {"anatomy/viewer/offline.html", "anatomy/viewer/page.js", "anatomy/viewer/offline.js",
+            "anatomy/viewer/offline.css", "anatomy/offline.py", "anatomy/layout.py", "anatomy/prose.py",
+            "anatomy/bundle.py"} | viewer <= shipped
 
 
 # ---- in Chromium, with the network refused ----

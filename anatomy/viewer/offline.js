@@ -11,8 +11,10 @@ import {readPayload} from "./payload.js";
 // no `responsive`: Plotly's own resize drops a figure's height (it fell to its div's 40 px); screen.js fits each
 // figure to its width and height on every resize
 const CONFIG = {displaylogo: false};
-export const IN_THE_APP = "needs the app's model: open this translation in Transformer Anatomy (the app) to see it.";
-export const NO_EXPLANATION = "This page was saved without Why this word: in the app, open the Why this word tab " +
+const IN_THE_APP = "needs the app's model: open this translation in Transformer Anatomy (the app) to see it.";
+const NO_ADDRESS = "This page, in a notebook's frame, has no address to link to: save it (shown.save(path)) and " +
+  "open the file, or open the translation in the app.";
+const NO_EXPLANATION = "This page was saved without Why this word: in the app, open the Why this word tab " +
   "(and choose value-norm weights, for those) before Download page; in a notebook, show(..., explain=True).";
 
 /**
@@ -42,7 +44,12 @@ export function showOffline(data) {
       } else if (name === "contrast") note("why-none", "Comparing with another word");
       else if (name === "norms") note("why-none", "Value-norm weights for this translation");
       else if (name === "animation") note("animation-note", "The animation");
-      else if (name === "share") page.shared(viewQuery(page.state()));
+      else if (name === "share") {
+        if (location.protocol === "about:") {  // a notebook's frame
+          page.shared("");
+          $("share-url").querySelector("textarea").value = NO_ADDRESS;
+        } else page.shared(viewQuery(page.state()));
+      }
       else if (name === "toggle") {  // a head clicked: here, opened in the large view
         const [, kind, layer, head] = /^(\w+):(\d+)\.(\d+)$/.exec(page.clickedHead) || [];
         if (kind) {

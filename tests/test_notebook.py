@@ -47,9 +47,9 @@ def test_the_cell_is_an_iframe_whose_srcdoc_is_the_whole_offline_page(trace, ent
     assert (shown.trace, shown.entry, shown.translation) == (trace, entry, trace.text)
     assert shown.text == detokenize(trace.source_tokens) and repr(shown).startswith("Shown(de-en: ")
     frame = attributes(shown._repr_html_())
-    page = offline.page(offline.payload(trace, entry, shown.text, list(shown.notices)))
+    page = offline.page(offline.payload(trace, entry, shown.text, list(shown.notices)), entry.config)
     assert frame["srcdoc"] == notebook.framed(page)
-    # the <base> keeps the page's "#section" links in the frame, and is all that is added
+    # the <base> keeps the page's relative links in the frame, and is all that is added
     assert frame["srcdoc"].replace(notebook.BASE, "", 1) == page and "<head>" + notebook.BASE in frame["srcdoc"]
     assert frame["sandbox"] == "allow-scripts allow-downloads"
     assert "width: 100%" in frame["style"] and f"height: {notebook.HEIGHT}px" in frame["style"]

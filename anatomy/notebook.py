@@ -30,8 +30,8 @@ HEIGHT = 900  # px: the translation, the controls and the large heatmap in view;
 # Scripts (Plotly, the page's own) and Plotly's "download as PNG"; no allow-same-origin: the page needs no storage
 # or cookies of the notebook's origin, and without it cannot reach the notebook's window.
 SANDBOX = "allow-scripts allow-downloads"
-# A srcdoc document resolves relative URLs against the notebook's address, so the page's "#section" links would load
-# the notebook inside the frame; with this base they scroll the page as in the file.
+# A srcdoc document resolves relative URLs against the notebook's address, so a relative link in the page (a model
+# card's, a "#heading") would load the notebook inside the frame; with this base it stays in the page.
 BASE = '<base href="about:srcdoc">'
 
 
@@ -59,7 +59,7 @@ class Shown:
     def page(self) -> str:
         """The whole offline page, ~5 MB (Plotly.js inlined)."""
         return offline.page(offline.payload(self.trace, self.entry, self.text, list(self.notices),
-                                            explained=self.explained, norms=self.norms))
+                                            explained=self.explained, norms=self.norms), self.entry.config)
 
     def save(self, path: str | Path) -> Path:
         """The page written to `path` (.html), as `python -m anatomy.export html` writes it."""

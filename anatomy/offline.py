@@ -2,11 +2,13 @@
 steps, every attention kind × layer × head as the large view, the all-heads grid and lines, head statistics,
 predictions, positional encoding, architecture and model card), drawn in the browser with no server and no network.
 
-The file is anatomy/viewer/offline.html with offline.css, Plotly.js, the page's data and the viewer (anatomy/viewer/,
-bundled by anatomy/bundle.py) inlined; the viewer draws every figure from the data. The data is the trace payload
-(anatomy/payload.py: attention as uint8, each weight within 1/510 of the trace's) and what the page shows besides:
-the output's chips, the tables, the kinds' help, the architecture figures (Plotly JSON), the architecture and the
-model card as HTML made here, and the page's colours.
+The file is anatomy/viewer/offline.html with the viewer's page as the app lays it out (anatomy/layout.py), its CSS,
+Plotly.js, the page's data and the viewer (anatomy/viewer/, bundled by anatomy/bundle.py) inlined; the viewer's page
+(page.js) with the file's host (offline.js) draws every figure from the data. The data is the trace payload
+(anatomy/payload.py: attention as uint8, each weight within 1/510 of the trace's) and what the app's server sends
+besides, made here: the positional encoding, the tabs' tables, texts and figures (Plotly JSON), Why this word and the
+value norms when made, the tour; and the file's own part: the output's chips, the candidates, the view it opens
+at, the page's colours.
 """
 from __future__ import annotations
 
@@ -19,16 +21,16 @@ from pathlib import Path
 
 import plotly
 import plotly.colors as pc
-from markdown_it import MarkdownIt
 
 import viz
-from transformer import Trace
-from transformer.analysis import DEFINITIONS
+from transformer import ModelConfig, Trace
 from viz.common import ATTENTION_STOPS, COLORS, DIVERGING_SCALE, MASKED_COLOR, PROBABILITY_SCALE, TEMPLATE_JSON
 from viz.heads import PANELS, SIGNED
 
 from . import architecture_views, attention_views, bundle, head_views, tour, training_views, views
-from .inputs import DISPLAYS, PAGE_KINDS, View
+from .inputs import DISPLAYS, View
+from .layout import explorer_html, markdown_html, share_html, tabs_html, tools_html
+from .prose import WEIGHTS_CHOICES
 from .payload import (checkpoint_id, explain_payload, norms_payload, positional, tour_payload,
                       trace_payload)
 from .registry import ModelEntry, shown_name
@@ -39,10 +41,6 @@ PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 SUFFIX = ".html"
 ARCHITECTURE_CAPTION = ("Shapes for this translation (the whole output read at once, as in training and in the final "
                         "pass)")
-# Commonmark with tables; raw HTML escaped, images left out (a page that must not reach the network has none); the
-# app's page shows a model card's images (inlined as data: URIs by training_views).
-_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table").disable("image")
-_MARKDOWN_IMAGES = MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
 @dataclass(frozen=True)
@@ -51,10 +49,6 @@ class Written:
 
     path: Path
     size: int  # bytes
-
-
-def markdown_html(text: str, images: bool = False) -> str:
-    return (_MARKDOWN_IMAGES if images else _MARKDOWN).render(text)
 
 
 def card_summary(entry: ModelEntry) -> str:
@@ -108,28 +102,28 @@ def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view
               "norms": norms_payload(norms) if norms is not None and norms.of is trace else None,
               "tour": tour_payload(toured if toured is not None and toured.of is trace else tour.tour(
                   trace, tour.facts_of(c, entry.untrained, entry.corpus_heads()), asked=False))}
-    return {"payload": trace_payload(trace, entry, text, notices), **extras, "page": {
-        "about": about(trace, entry),
-        "chips": [list(chip) for chip in views.output_chips(trace.output_tokens, trace.top_k)],
-        "confidence": views.CONFIDENCE,
-        "candidates": views.candidate_rows(trace),
-        "help": {kind.name: markdown_html(f"**{views.name(kind.name)}.** {attention_views.HELP[kind]}")
-                 for kind in PAGE_KINDS},
-        "view": {"kind": view.kind, "layer": view.layer, "head": view.head, "step": view.step, "merge": view.merge,
-                 "plain": view.plain, "hide": view.hide,
-                 "display": view.display if view.display in DISPLAYS[:2] else DISPLAYS[0]},
-        "stats": {**head_views.table_json(trace),
-                  "keys": list(viz.STAT_LABELS), "panels": list(PANELS), "signed": sorted(SIGNED),
-                  "definitions": [[viz.STAT_LABELS[k], t] for k, t in DEFINITIONS.items()]},
-        "positional": positional(c),  # the rows of the payload's source
-        # a translation stopped before its first piece is drawn as if at step 1 (a tensor has no length 0)
-        "figures": {"architecture": _figure(architecture_views.architecture(
-                        c, max(len(trace.source_tokens), 1), max(len(trace.target_tokens), 1), ARCHITECTURE_CAPTION)),
-                    "parameters": _figure(architecture_views.parameters(entry))},
-        "architecture": markdown_html(architecture_views.architecture_markdown(entry)),
-        "card": markdown_html(card_summary(entry)),
-        "look": look(),
-    }}
+    return {"payload": trace_payload(trace, entry, text, notices), **extras,
+            "positional": positional(c, trace.source_tokens),
+            # what the app's server sends for the tabs (ui/handlers/shown.py _tab), answered here from the file
+            "tab": {"stats": head_views.table_json(trace),
+                    "card": markdown_html(architecture_views.architecture_markdown(entry)),
+                    "training_card": markdown_html(card_summary(entry)),
+                    # a translation stopped before its first piece is drawn as if at step 1 (a tensor has no
+                    # length 0)
+                    "figures": {"architecture": _figure(architecture_views.architecture(
+                                    c, max(len(trace.source_tokens), 1), max(len(trace.target_tokens), 1),
+                                    ARCHITECTURE_CAPTION)),
+                                "parameters": _figure(architecture_views.parameters(entry)),
+                                "training": _figure(training_views.training_curves(entry))}},
+            "page": {
+                "about": about(trace, entry),
+                "chips": [list(chip) for chip in views.output_chips(trace.output_tokens, trace.top_k)],
+                "confidence": views.CONFIDENCE,
+                "candidates": views.candidate_rows(trace),
+                "view": {"kind": view.kind, "layer": view.layer, "head": view.head, "step": view.step,
+                         "merge": view.merge, "plain": view.plain, "hide": view.hide,
+                         "display": view.display if view.display in DISPLAYS[:2] else DISPLAYS[0]},
+                "look": look()}}
 
 
 @lru_cache(maxsize=1)
@@ -143,14 +137,24 @@ def data_json(data: dict) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
-def page(data: dict) -> str:
-    """The page: the template with its style, Plotly.js, the data and the page script in place."""
+# What the offline host (anatomy/viewer/offline.js) is asked, as the app's page offers its asks: all answered from
+# the file, or with a note.
+ASKS = {"model": ("walk", "norms", "make", "contrast", "toggle"), "draw": ("tab", "animation", "share")}
+
+
+def page(data: dict, config: ModelConfig) -> str:
+    """The page of `data` (a translation by a model of `config`): the template with its style, the viewer's page
+    (anatomy/layout.py), Plotly.js, the data and the page script in place."""
     # The bundle is the repository's own code: no "</script" in it (tests/test_offline.py checks).
     style = "\n".join((bundle.VIEWER / name).read_text(encoding="utf-8")
-                      for name in ("offline.css", "controls.css", "tour.css"))
+                      for name in ("offline.css", "controls.css", "tabs.css", "tour.css"))
+    # value-norm weights only when the file carries the norms; the softmax walk needs the model
+    weights = [w for w in WEIGHTS_CHOICES if data["norms"] is not None or w[1] != "value-norm"]
     parts = {"/*STYLE*/": style, "/*PLOTLY*/": _plotly(),
-             "/*DATA*/": data_json(data), "/*SCRIPT*/": bundle.script("page"),
-             "<!--ABOUT-->": html.escape(data["page"]["about"])}
+             "/*DATA*/": data_json(data), "/*SCRIPT*/": bundle.script("offline"),
+             "<!--ABOUT-->": html.escape(data["page"]["about"]), "<!--TOOLS-->": tools_html(),
+             "<!--SHARE-->": share_html(), "<!--EXPLORER-->": explorer_html(config, ASKS, False, weights),
+             "<!--TABS-->": tabs_html()}
     template = (bundle.VIEWER / "offline.html").read_text(encoding="utf-8")
     # One pass: what goes in is never searched for markers again.
     return re.sub("|".join(map(re.escape, parts)), lambda m: parts[m.group(0)], template)
@@ -166,5 +170,6 @@ def write(trace: Trace, entry: ModelEntry, text: str, notices: list[str], path: 
     """The page of a translation, written to `path` (with what `payload` takes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page(payload(trace, entry, text, notices, view, explained, norms, toured)), encoding="utf-8")
+    path.write_text(page(payload(trace, entry, text, notices, view, explained, norms, toured), entry.config),
+                    encoding="utf-8")
     return Written(path, path.stat().st_size)

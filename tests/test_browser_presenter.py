@@ -1,12 +1,13 @@
 """Presenter readiness in a real browser: the large view fits a projector (1280×720, 1920×1080) with readable,
-non-overlapping labels; keyboard stepping; export of any figure by name; above the fold; phone width."""
+non-overlapping labels; above the fold; phone width (keyboard stepping and export of any figure by name:
+tests/test_browser_hosts.py, on the app and the offline file)."""
 from __future__ import annotations
 
 import urllib.parse
 
 import pytest
 
-from tests.browser import TIMEOUT, choose, needs_chromium, open_tab, slide, wait_title
+from tests.browser import TIMEOUT, choose, needs_chromium, open_tab, wait_title
 
 pytestmark = needs_chromium
 SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."
@@ -102,60 +103,6 @@ def test_presenter_stage_fits_the_screen(browser, url, key, width, height):
             const r = document.createRange(); r.selectNodeContents(td);
             return new Set(Array.from(r.getClientRects()).map(b => Math.round(b.bottom))).size; })""")
     assert lines and set(lines) == {1}, lines  # every long number on one line
-    assert not page.errors, page.errors
-    page.context.close()
-
-
-def test_keys_move_step_layer_and_head(browser, url, key, shipped):
-    L = shipped.anatomy.registry.get(None).config.n_decoder_layers
-    page = open_page(browser, url, key, 1600, 1000)
-    assert "← / →" in page.locator("#keys").inner_text()
-    slide(page, "step", 2)
-    wait_title(page, "step-cross", "Step 2 ·")
-    frame = "document.querySelector('#heatmap .js-plotly-plot').layout.shapes[0].y0"
-    page.wait_for_function(f"{frame} === 0.5")
-    page.locator("h2").first.click()  # focus outside any field
-    page.keyboard.press("ArrowRight")
-    wait_title(page, "step-cross", "Step 3 ·")
-    page.wait_for_function(f"{frame} === 1.5")  # the highlight moved one row down
-    page.keyboard.press("[")
-    wait_title(page, "heatmap", f"layer {L - 1}, mean")
-    page.keyboard.press(".")
-    wait_title(page, "heatmap", f"layer {L - 1}, head 1")
-    # typing in a text field types
-    page.locator("#source-text textarea").press("ArrowLeft")
-    page.wait_for_timeout(500)
-    wait_title(page, "step-cross", "Step 3 ·")
-    assert not page.errors, page.errors
-    page.context.close()
-
-
-def test_export_any_figure_by_name(browser, url, key, shipped):
-    L = shipped.anatomy.registry.get(None).config.n_decoder_layers
-    page = open_page(browser, url, key, 1600, 1000)
-    choose(page, "head", 2)
-    wait_title(page, "heatmap", "head 2")
-    page.get_by_text("Export a figure").click()
-    with page.expect_download() as svg:
-        page.locator("#export-svg").click()
-    assert svg.value.suggested_filename == f"{key}_cross-attention_layer{L}_head2.svg"
-    text = open(svg.value.path(), encoding="utf-8").read()
-    assert text.lstrip().startswith("<svg") and "head 2" in text and "rgb(249, 115, 22)" not in text  # no frame
-    page.get_by_label("Keep the orange step frame").check()
-    with page.expect_download() as framed:
-        page.locator("#export-svg").click()
-    assert "rgb(249, 115, 22)" in open(framed.value.path(), encoding="utf-8").read()
-
-    # another figure, as a 16:9 slide
-    page.select_option("#export-figure", label="Step: next-piece probabilities")
-    page.check("#export-wide")
-    with page.expect_download() as png:
-        page.locator("#export-png").click()
-    steps = page.locator("input#step").input_value()
-    assert png.value.suggested_filename == f"{key}_step{steps}_next-piece-probabilities_16x9.png"
-    from tests.test_browser_views import png_size
-
-    assert png_size(png.value.path()) == (1920, 1080)
     assert not page.errors, page.errors
     page.context.close()
 

@@ -47,9 +47,9 @@ def test_the_cell_is_an_iframe_whose_srcdoc_is_the_whole_offline_page(trace, ent
     assert (shown.trace, shown.entry, shown.translation) == (trace, entry, trace.text)
     assert shown.text == detokenize(trace.source_tokens) and repr(shown).startswith("Shown(de-en: ")
     frame = attributes(shown._repr_html_())
-    page = offline.page(offline.payload(trace, entry, shown.text, list(shown.notices)))
+    page = offline.page(offline.payload(trace, entry, shown.text, list(shown.notices)), entry.config)
     assert frame["srcdoc"] == notebook.framed(page)
-    # the <base> keeps the page's "#section" links in the frame, and is all that is added
+    # the <base> keeps the page's relative links in the frame, and is all that is added
     assert frame["srcdoc"].replace(notebook.BASE, "", 1) == page and "<head>" + notebook.BASE in frame["srcdoc"]
     assert frame["sandbox"] == "allow-scripts allow-downloads"
     assert "width: 100%" in frame["style"] and f"height: {notebook.HEIGHT}px" in frame["style"]
@@ -177,19 +177,20 @@ def test_a_notebook_draws_the_page_inline_with_the_network_refused(browser, tmp_
     assert frame.evaluate("document.body.dataset.ready") == "1"
     assert frame.locator("#translation").text_content() == trace.text
     # the default view: cross-attention, the last layer, the mean of its heads
-    z = np.array(frame.evaluate("document.getElementById('heatmap').data[0].z"), dtype=float)
+    z = np.array(frame.evaluate("document.querySelector('#heatmap .anatomy-plot').data[0].z"), dtype=float)
     want = trace.cross_attn[-1].mean(0)
     assert z.shape == want.shape and np.abs(z - want).max() <= 1 / 255
     assert frame.locator("#grid .heatmaplayer image").count() == trace.cross_attn.shape[0] * trace.cross_attn.shape[1]
     # the page in the frame asked for nothing: only nbconvert's own CDN assets were refused
     assert refused and all(url.startswith("https://cdnjs.cloudflare.com/") for url in refused), refused
-    # a "#section" link scrolls the page in its frame and leaves the notebook where it is
-    frame.locator("a[href='#grid-section']").click()
-    frame.wait_for_function("location.hash === '#grid-section' && window.scrollY > 0")
-    assert page.url == path.as_uri() and frame.url == "about:srcdoc#grid-section"
+    # the tabs work in the frame, and the frame has no address to link to: it says what to do instead
+    frame.click("#anatomy-tabs [role=tab][data-tab=architecture]")
+    frame.wait_for_selector("#architecture .main-svg")
+    frame.click("#share")
+    assert "no address" in frame.input_value("#share-url textarea") and page.url == path.as_uri()
     if shot := os.environ.get("ANATOMY_NOTEBOOK_SCREENSHOT"):
         # the cell and, in its frame, the attention explorer (scrolled inside the frame: the notebook stays put)
-        frame.evaluate("window.scrollTo(0, document.getElementById('explorer-section').offsetTop - 8)")
+        frame.evaluate("window.scrollTo(0, document.getElementById('explorer').offsetTop - 8)")
         page.mouse.move(0, 0)
         page.wait_for_timeout(500)
         page.screenshot(path=shot)

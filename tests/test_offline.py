@@ -61,7 +61,7 @@ def data_of(html: str) -> dict:
 
 def test_attention_travels_as_uint8_within_1_510_of_the_trace(trace, entry):
     made = offline.payload(trace, entry, SENTENCE, [])
-    data, page = made["payload"], made["page"]
+    data = made["payload"]
     assert data == payload.trace_payload(trace, entry, SENTENCE, [])  # the one payload every viewer reads
     assert {k["name"] for k in data["kinds"]} == {"cross", "encoder", "decoder"}
     for kind in data["kinds"]:
@@ -71,9 +71,10 @@ def test_attention_travels_as_uint8_within_1_510_of_the_trace(trace, entry):
         assert np.array_equal(stored, payload.quantised(exact))
         assert np.abs(stored / 255 - exact).max() <= 1 / 510 + 1e-7
     assert len(data["top_k"]) == STEPS and all(len(row) == 5 for row in data["top_k"])
-    assert len(page["stats"]["rows"]) == sum(np.prod(trace.attention(k.name).weights.shape[:2]) for k in KINDS)
-    assert page["positional"] == {"d_model": 32, "max_len": 64, "layout": "interleaved", "dims": [4, 5, 8, 12, 16],
-                                  "source": None}  # the rows of the payload's source
+    # what the app's server sends the tabs, carried by the file
+    assert len(made["tab"]["stats"]["rows"]) == sum(np.prod(trace.attention(k.name).weights.shape[:2]) for k in KINDS)
+    assert made["positional"] == {"d_model": 32, "max_len": 64, "layout": "interleaved", "dims": [4, 5, 8, 12, 16],
+                                  "source": trace.source_tokens}
     assert data["pieces"]["source"] == trace.source_tokens and data["pieces"]["output"] == trace.output_tokens
 
 
@@ -88,7 +89,9 @@ def test_the_page_says_what_made_it_and_which_heads_were_off(trace, entry):
     assert "heads off: cross:2.1" in page["about"]
     assert page["view"] == {"kind": "decoder", "layer": 1, "head": "2", "step": 3, "merge": True, "plain": False,
                             "hide": False, "display": "heatmap"}
-    assert data["notices"] == ["a notice"] and "Validation" in page["card"] and "<table>" in page["architecture"]
+    assert data["notices"] == ["a notice"] and "Validation" in made["tab"]["training_card"]
+    assert "<table>" in made["tab"]["card"] and set(made["tab"]["figures"]) == {"architecture", "parameters",
+                                                                                 "training"}
 
 
 def test_the_file_holds_plotly_once_and_the_data_inside_script_safely(trace, entry, tmp_path):
@@ -97,7 +100,7 @@ def test_the_file_holds_plotly_once_and_the_data_inside_script_safely(trace, ent
     html = written.path.read_text(encoding="utf-8")
     plotly_js = offline.PLOTLY_JS.read_text(encoding="utf-8")
     assert html.count(plotly_js[:200]) == 1 and html.count("<script") == html.count("</script>") == 3
-    assert "</script" not in bundle.script("page")
+    assert "</script" not in bundle.script("offline")
     assert "</script><script>alert" not in html and "<!-- Hunde" not in html
     data = data_of(html)
     assert data == json.loads(json.dumps(offline.payload(trace, entry, HOSTILE, [HOSTILE])))
@@ -105,10 +108,11 @@ def test_the_file_holds_plotly_once_and_the_data_inside_script_safely(trace, ent
     about = html.split('<p id="about">')[1].split("</p>")[0]
     assert about == offline.about(trace, entry).replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
     assert "checkpoint " in about and "top-k 5" in about
-    # the tiny model's data, page script and figures add ~180 KB to Plotly.js (the script without its comment lines,
-    # ~100 KB: the tour's panel, style and stops ~15 KB of it, the app's fitting of figures (screen.js) and the
-    # link reader ~17 KB)
-    assert written.size == written.path.stat().st_size <= len(plotly_js.encode()) + 195_000
+    # the tiny model's data, the viewer's page and figures add ~240 KB to Plotly.js: the script without its comment
+    # lines ~130 KB (the app's own viewer: page.js, host.js, boxes.js, the tabs, the tour, screen.js, the link
+    # reader), the tabs' and explorer's HTML ~23 KB, the tabs' data ~52 KB (the architecture, parameters and
+    # training figures ~47 KB of it)
+    assert written.size == written.path.stat().st_size <= len(plotly_js.encode()) + 250_000
 
 
 def test_the_command_writes_the_page_and_answers_bad_input_as_the_page_does(entry, tmp_path, monkeypatch, capsys,
@@ -182,18 +186,21 @@ def test_the_page_template_travels_with_the_space():
 
     shipped = {path for path, _ in hub.plan(ROOT, hub.SPACE_PATTERNS)}
     viewer = {f"anatomy/viewer/{p.name}" for p in bundle.VIEWER.iterdir()}
-    assert {"anatomy/viewer/offline.html", "anatomy/viewer/page.js", "anatomy/viewer/offline.css",
-            "anatomy/offline.py", "anatomy/bundle.py"} | viewer <= shipped
+    assert {"anatomy/viewer/offline.html", "anatomy/viewer/page.js", "anatomy/viewer/offline.js",
+            "anatomy/viewer/offline.css", "anatomy/offline.py", "anatomy/layout.py", "anatomy/prose.py",
+            "anatomy/bundle.py"} | viewer <= shipped
 
 
 # ---- in Chromium, with the network refused ----
 
-FIGURES = ("heatmap", "step-cross", "step-self", "step-topk", "grid", "summary", "topk-table", "pe", "pe-similarity",
-           "pe-rows", "architecture-figure", "parameters")
+# The figures of each tab (the heads tab is open with the page)
+FIGURES = {"heads": ("heatmap", "step-cross", "step-self", "step-topk", "grid"), "stats": ("summary",),
+           "predictions": ("topk-table",), "positional": ("pe", "pe-similarity", "pe-rows"),
+           "architecture": ("architecture", "parameters"), "training": ("training",)}
 HEATMAPS = {"heatmap": 1, "grid": None, "summary": None, "topk-table": 1, "pe": 1, "pe-similarity": 1, "pe-rows": 1}
 
 
-def open_offline(browser, path: Path):
+def open_offline(browser, path: Path, query: str = ""):
     """The page from disk in a context with the network off, every request but file:// refused and recorded."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, offline=True)
     page = context.new_page()
@@ -208,22 +215,37 @@ def open_offline(browser, path: Path):
             request_route.abort()
 
     page.route("**/*", route)
-    page.goto(path.as_uri())
+    page.goto(path.as_uri() + query)
     page.wait_for_function("document.body.dataset.ready", timeout=60_000)
     assert page.evaluate("document.body.dataset.ready") == "1" and not page.errors, page.errors
     return page
 
 
-def drawn(page, n: int) -> None:
-    page.wait_for_function(f"Number(document.body.dataset.drawn) >= {n}")
+def plot(elem_id: str) -> str:
+    """The figure div of a box, in JavaScript."""
+    return f"document.querySelector('#{elem_id} .anatomy-plot')"
+
+
+def open_tab(page, tab: str) -> None:
+    page.click(f"#anatomy-tabs [role=tab][data-tab={tab}]")
+
+
+def until_title(page, fragment: str, elem_id: str = "heatmap", end: bool = False) -> None:
+    """Wait until the figure's title has `fragment` (at its end)."""
+    test = "endsWith" if end else "includes"
+    page.wait_for_function(f"([f]) => ({plot(elem_id)}.layout?.title?.text || '').{test}(f)", arg=[fragment])
 
 
 def z_of(page, elem_id: str = "heatmap") -> np.ndarray:
-    return np.array(page.evaluate(f"document.getElementById('{elem_id}').data[0].z"), dtype=float)
+    return np.array(page.evaluate(f"{plot(elem_id)}.data[0].z"), dtype=float)
 
 
 def title_of(page, elem_id: str = "heatmap") -> str:
-    return page.evaluate(f"document.getElementById('{elem_id}').layout.title.text")
+    return page.evaluate(f"{plot(elem_id)}.layout.title.text")
+
+
+def set_step(page, step: int) -> None:
+    page.eval_on_selector("#step", f"s => {{ s.value = {step}; s.dispatchEvent(new Event('input')); }}")
 
 
 @needs_chromium
@@ -231,26 +253,28 @@ def test_offline_every_view_draws_and_the_controls_draw_the_trace_s_values(brows
     path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
     page = open_offline(browser, path)
     L, H, T = views.shape(trace, "cross")
-    for elem_id in FIGURES:
-        assert page.locator(f"#{elem_id} .main-svg").count(), elem_id
-    for elem_id, n in HEATMAPS.items():
-        images = page.locator(f"#{elem_id} .heatmaplayer image").count()
-        assert images == n if n else images >= 4, elem_id
-    assert page.locator("#grid .heatmaplayer image").count() == L * H
-    assert page.locator("#stats tbody tr").count() == sum(np.prod(trace.attention(k.name).weights.shape[:2])
-                                                          for k in KINDS)
+    for tab, figures in FIGURES.items():
+        open_tab(page, tab)
+        for elem_id in figures:
+            page.wait_for_selector(f"#{elem_id} .main-svg")
+            n = HEATMAPS.get(elem_id, 0)
+            images = page.locator(f"#{elem_id} .heatmaplayer image").count()
+            assert images == n if n is not None else images >= 4, elem_id
+        if tab == "stats":
+            assert page.locator("#head-stats tbody tr").count() == sum(
+                np.prod(trace.attention(k.name).weights.shape[:2]) for k in KINDS)
+    open_tab(page, "heads")
+    page.wait_for_function(f"document.querySelectorAll('#grid .heatmaplayer image').length === {L * H}")
     assert page.locator("#source-pieces .chip").all_inner_texts() == trace.source_tokens
     # the default view: cross-attention, the last layer, the mean of its heads, the last step framed (the viewer
     # computes in float32: within 1e-6)
     q = payload.quantised(trace.cross_attn) / 255
     assert np.abs(z_of(page) - q[-1].mean(0)).max() < 1e-6
     assert title_of(page) == f"Cross-attention · layer {L}, mean of {H} heads"
-    steps = 1
     for kind, layer, head in (("encoder", 2, "1"), ("encoder", 1, "2"), ("decoder", 2, "2"), ("decoder", 1, "mean")):
         for control, value in (("#kind", kind), ("#layer", str(layer)), ("#head", head)):
             page.select_option(control, value)
-            steps += 1
-        drawn(page, steps)
+        until_title(page, f"layer {layer}, " + ("mean of 2 heads" if head == "mean" else f"head {head}"), end=True)
         exact = payload.quantised(trace.attention(kind).weights) / 255
         want = exact[layer - 1].mean(0) if head == "mean" else exact[layer - 1, int(head) - 1]
         z = z_of(page)
@@ -259,14 +283,14 @@ def test_offline_every_view_draws_and_the_controls_draw_the_trace_s_values(brows
             assert np.isnan(z[hidden]).all()
             z, want = z[~hidden], want[~hidden]
         assert np.abs(z - want).max() < 1e-6, (kind, layer, head)
-        assert title_of(page).endswith(f"layer {layer}, " + ("mean of 2 heads" if head == "mean" else f"head {head}"))
     # the step slider: its cross-attention row, the frame on its row
-    page.eval_on_selector("#step", "s => { s.value = 3; s.dispatchEvent(new Event('input')); }")
-    drawn(page, steps + 1)
-    bars = np.array(page.evaluate("document.getElementById('step-cross').data[0].y"), dtype=float)
+    page.select_option("#kind", "cross")
+    until_title(page, "Cross-attention")
+    set_step(page, 3)
+    page.wait_for_function(f"{plot('heatmap')}.layout.shapes[0].y0 === 1.5")
+    until_title(page, "Step 3", "step-cross")
+    bars = np.array(page.evaluate(f"{plot('step-cross')}.data[0].y"), dtype=float)
     assert np.abs(bars - q[0].mean(0)[2]).max() < 1e-6  # layer 1 (chosen above), step 3
-    frame = page.evaluate("document.getElementById('heatmap').layout.shapes[0]")
-    assert (frame["y0"], frame["y1"]) == (1.5, 2.5)
     # hover: the cell under the pointer says its pieces and weight
     cells = page.locator("#heatmap .nsewdrag").first
     cells.scroll_into_view_if_needed()
@@ -278,24 +302,23 @@ def test_offline_every_view_draws_and_the_controls_draw_the_trace_s_values(brows
     # Plotly hovers again where it is after drawing, and the piece there keeps only its lines
     page.mouse.move(0, 0)
     page.select_option("#display", "lines")
-    drawn(page, steps + 2)
-    lines = page.evaluate("document.getElementById('heatmap').data.filter(t => t.meta === 'lines')"
+    page.wait_for_function(f"{plot('heatmap')}.data.some(t => t.meta === 'lines')")
+    lines = page.evaluate(f"{plot('heatmap')}.data.filter(t => t.meta === 'lines')"
                           ".map(t => [t.opacity, t.x.slice(0, 2)])")
     assert lines and all(0 < o <= 1 and x == [0, 1] for o, x in lines)
     # words and special tokens hidden: the app's own matrix and labels (attention_views.matrix) of the stored values
     stored = dataclasses.replace(trace, **{k.trace_field: payload.quantised(trace.attention(k.name).weights) / 255
                                            for k in KINDS})
-    for control, value in (("#display", "heatmap"), ("#kind", "cross"), ("#merge", True), ("#hide", True)):
+    for control, value in (("#display", "heatmap"), ("#merge", True), ("#hide", True)):
         page.check(control) if value is True else page.select_option(control, value)
-    drawn(page, steps + 6)
     shown = attention_views.matrix(stored, View.of("cross", 1, "mean", True, hide=True))
+    page.wait_for_function(f"([ticks]) => JSON.stringify({plot('heatmap')}.layout.yaxis.ticktext) === ticks",
+                           arg=[json.dumps(viz.query_labels(shown.queries), ensure_ascii=False,
+                                           separators=(",", ":"))])
     assert np.abs(z_of(page) - shown.weights).max() < 1e-6
-    ticks = page.evaluate("document.getElementById('heatmap').layout.yaxis.ticktext")
-    assert ticks == viz.query_labels(shown.queries)
     page.evaluate("document.activeElement.blur()")  # the keys step outside the controls, as in the app
     page.keyboard.press(".")  # the next head
-    drawn(page, steps + 7)
-    assert title_of(page).startswith("Cross-attention · layer 1, head 1 · words")
+    until_title(page, "Cross-attention · layer 1, head 1 · words")
     assert not page.errors and not page.refused, (page.errors, page.refused)
     page.context.close()
 
@@ -314,32 +337,59 @@ def test_offline_why_this_word_and_value_norm_weights_travel_with_the_page(brows
         "explain"] is None  # another trace's explanation is never saved with this one
     path = offline.write(trace, entry, SENTENCE, [], tmp_path / "why.html", explained=explained, norms=norms).path
     page = open_offline(browser, path)
+    open_tab(page, "why")
     for elem_id in ("why-step", "why-shares", "why-agree", "why-all", "lens-step", "lens-all"):
-        assert page.locator(f"#{elem_id} .main-svg").count(), elem_id
-    assert title_of(page, "why-step").startswith(f"Why “{trace.output_tokens[-1]}” at step {STEPS}?")
-    assert len(page.evaluate("document.getElementById('why-agree').data")) == 2  # α and value-norm
-    page.eval_on_selector("#step", "s => { s.value = 3; s.dispatchEvent(new Event('input')); }")
-    drawn(page, 2)
+        page.wait_for_selector(f"#{elem_id} .main-svg")
+    until_title(page, f"Why “{trace.output_tokens[-1]}” at step {STEPS}?", "why-step")
+    page.wait_for_function(f"{plot('why-agree')}.data.length === 2")  # α and value-norm
+    set_step(page, 3)
+    until_title(page, "at step 3", "why-step")
     ig = explained.attributions["ig"]
-    bars = np.array(page.evaluate("document.getElementById('why-step').data[0].y"), dtype=float)
+    bars = np.array(page.evaluate(f"{plot('why-step')}.data[0].y"), dtype=float)
     np.testing.assert_allclose(bars, [*ig.source[2], *ig.prefix[2][:3]], atol=1e-4)
-    page.select_option("#method", "occlusion")
-    drawn(page, 3)
-    assert "occlusion" in title_of(page, "why-step")
+    page.select_option("#why-method", "occlusion")
+    until_title(page, "occlusion", "why-step")
     assert page.eval_on_selector_all("#weights option", "os => os.map(o => o.value)") == \
         ["attention", "value-norm", "rollout"]
     page.select_option("#weights", "value-norm")
-    drawn(page, 4)
+    until_title(page, "value-norm weights")
     alpha, n = payload.quantised(trace.cross_attn)[-1].astype(float), norms.norms.cross[-1]
     want = (alpha * n[:, None, :] / (alpha * n[:, None, :]).sum(-1, keepdims=True)).mean(0)  # the last layer's mean
-    assert np.abs(z_of(page) - want).max() < 2e-3 and "value-norm weights" in title_of(page)
+    assert np.abs(z_of(page) - want).max() < 2e-3
     assert not page.errors and not page.refused, (page.errors, page.refused)
     page.context.close()
 
     bare = open_offline(browser, offline.write(trace, entry, SENTENCE, [], tmp_path / "bare.html").path)
-    assert bare.is_hidden("#why-views") and "saved without Why this word" in bare.text_content("#why-none")
+    open_tab(bare, "why")
+    assert bare.is_hidden("#why-step") and "saved without Why this word" in bare.text_content("#why-none")
     assert bare.eval_on_selector_all("#weights option", "os => os.map(o => o.value)") == ["attention", "rollout"]
     bare.context.close()
+
+
+@needs_chromium
+def test_offline_what_needs_a_model_says_so_in_place_and_a_link_is_the_file_s_own(browser, trace, entry, tmp_path):
+    """Head importance, the untrained twin, a comparison with another word and the animation say, where they would
+    be, that they need the app; Link to this view is this file's address with the view, which opens it again."""
+    path = offline.write(trace, entry, SENTENCE, [], tmp_path / "page.html").path
+    page = open_offline(browser, path)
+    for tab, place in (("importance", "#importance-list"), ("compare", "#compare-text")):
+        open_tab(page, tab)
+        page.wait_for_function(f"document.querySelector('{place}').textContent.includes(\"needs the app's model\")")
+    page.click("summary:has-text('Export a figure or animation')")
+    page.click("#export-animation summary")
+    page.click("#animation-make")
+    assert "The animation needs the app's model" in page.text_content("#animation-note")
+    page.select_option("#kind", "encoder")
+    page.select_option("#layer", "1")
+    page.select_option("#head", "2")
+    page.click("#share")
+    link = page.input_value("#share-url textarea")
+    assert link.startswith(path.as_uri() + "?") and "view=encoder" in link and "layer=1" in link and "head=2" in link
+    again = open_offline(browser, path, link[len(path.as_uri()):])
+    assert again.evaluate("[kind.value, layer.value, head.value]") == ["encoder", "1", "2"]
+    assert not page.errors and not again.errors
+    page.context.close()
+    again.context.close()
 
 
 @needs_chromium
@@ -347,10 +397,10 @@ def test_offline_a_translation_with_no_step_still_draws(browser, trace, entry, t
     """Nothing decoded (a trace stopped before its first piece): every figure says so instead of failing."""
     path = offline.write(views.prefix(trace, 0), entry, SENTENCE, [], tmp_path / "empty.html").path
     page = open_offline(browser, path)
-    assert "No decoding step" in page.locator("#step-cross").text_content()
+    page.wait_for_function("document.querySelector('#step-cross').textContent.includes('No decoding step')")
     assert page.locator("#heatmap .heatmaplayer image").count() == 0  # cross-attention: no rows
     page.select_option("#kind", "encoder")
-    drawn(page, 2)
+    page.wait_for_selector("#heatmap .heatmaplayer image")
     assert page.locator("#heatmap .heatmaplayer image").count() == 1 and page.is_disabled("#step")
     assert not page.errors and not page.refused
     page.context.close()

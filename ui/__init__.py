@@ -60,22 +60,17 @@ def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
 
 
 def page_script() -> str:
-    """The page's JavaScript: the viewer's bundle (anatomy/viewer/host.js, controls.js, screen.js, tour.js and what
-    they import), the tour's and the view controls' CSS as a style element of the page, the viewer made with the
-    page's look, then ui/static/app.js given them. Plotly.js comes from the plotly package
-    (launch_options allows that one file)."""
+    """The page's JavaScript: the viewer's page (anatomy/viewer/page.js and what it imports) as one script, the
+    tour's, the view controls' and the tabs' CSS as a style element of the page, then ui/static/app.js given the page
+    maker and the page's look. Plotly.js comes from the plotly package (launch_options allows that one file)."""
     options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": f"gradio_api/file={offline.PLOTLY_JS}"}
     # Gradio scopes the CSS of css_paths to its container, where an @media rule never matches: the tour's panel
     # would not move to the bottom of a phone's screen
     css = "".join((bundle.VIEWER / name).read_text(encoding="utf-8") for name in ("tour.css", "controls.css", "tabs.css"))
-    return ("() => {\n" + bundle.script("host", "controls", "tabs", "screen", "tour") +
+    return ("() => {\n" + bundle.script("page") +
             "document.head.appendChild(Object.assign(document.createElement('style'), "
             f"{{id: 'anatomy-tour-css', textContent: {json.dumps(css)}}}));\n"
-            f"const viewer = viewer_host.createHost(Object.assign({json.dumps(options)}, "
-            "{askWalk: () => window.anatomy.ask('walk'), askNorms: () => window.anatomy.ask('norms'),\n"
-            " loaded: () => window.anatomy.scan()}));\n"
-            f"({(STATIC / 'app.js').read_text(encoding='utf-8')})"
-            "(viewer, viewer_controls, viewer_tabs, viewer_screen, viewer_tour);\n}")
+            f"({(STATIC / 'app.js').read_text(encoding='utf-8')})(viewer_page, {json.dumps(options)});\n}}")
 
 
 def launch_options() -> dict:

@@ -1,21 +1,18 @@
 """The page: every component in a `with gr.Blocks()` layout, returned as one typed Page. No events here."""
 from __future__ import annotations
 
-import html
-import json
 from dataclasses import dataclass
 
 import gradio as gr
 
-from anatomy import ablation_views, attention_views, bundle, head_views, views
-from anatomy.export import HOLD, MIN_SECONDS
-from anatomy.inputs import MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K, PAGE_KINDS
-from anatomy.offline import markdown_html
+from anatomy import ablation_views, views
+from anatomy.inputs import MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K
+from anatomy.layout import explorer_html, markdown_html, share_html, tabs_html, tools_html
+from anatomy.prose import INTRO
 from anatomy.registry import ModelRegistry, device_choices
 from transformer import ModelConfig
 
-from .prose import HOW_TO_READ, INTRO, LENS_HELP, METHOD_LABELS, WEIGHTS_CHOICES, WHY_HELP
-from .values import ASKS, Session, Tab
+from .values import ASKS, Session
 
 # layer: the last; beam and length penalty: the model's own (Checkpoint.decoding)
 DEFAULTS = {"max": 0, "k": 5, "slow": 0.0}
@@ -135,107 +132,11 @@ class Page:
         return dict(self.slots, link=self.link, forced=self.forced)
 
 
-# The figures the export control offers: (label, elem_id).
-EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step: cross-attention", "step-cross"),
-           ("Step: masked self-attention", "step-self"), ("Step: next-piece probabilities", "step-topk"),
-           ("All heads", "grid"), ("Head statistics", "summary"), ("Predictions", "topk-table"),
-           ("Why this word: the step", "why-step"), ("Why this word: source shares", "why-shares"),
-           ("Why this word: every step", "why-all"), ("Does attention agree?", "why-agree"),
-           ("Logit lens at the step", "lens-step"), ("Logit lens over the translation", "lens-all"),
-           ("Head importance", "importance"), ("Heads off: change in log p", "log-probs"),
-           ("Head importance over a corpus", "corpus-importance"), ("Pruning curves", "pruning"),
-           ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
-           ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
-           ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
-KEYS = "Keys (outside text fields): ← / → decoding step · [ / ] layer · , / . head"
-# A box the viewer draws a figure in (anatomy/viewer/host.js): data-testid as gr.Plot's own div has it, which the
-# page's script (ui/static/app.js: presenter mode, export, fitting) and the browser tests look for.
-BOX = '<div class="anatomy-plot" data-testid="plotly"></div>'
-
-
-
-
-def tabs_html() -> str:
-    """The decoding steps and the tabs (anatomy/viewer/tabs.html) with the tabs' names and their help."""
-    buttons = "\n".join(f'    <button type="button" role="tab" data-tab="{tab.value}" '
-                        f'{"data-model " if tab.needs_model else ""}'
-                        f'aria-selected="{str(tab is Tab.HEADS).lower()}">{tab.label}</button>' for tab in Tab)
-    filled = {"STATS_HELP": head_views.stats_help(), "WHY_HELP": WHY_HELP, "LENS_HELP": LENS_HELP,
-              "IMPORTANCE_HELP": ablation_views.IMPORTANCE_HELP, "HOW_TO_READ": HOW_TO_READ}
-    made = {"TABS": buttons, "METHODS": "".join(f'<option value="{name}">{label}</option>'
-                                                   for name, label in METHOD_LABELS.items())}
-    text = (bundle.VIEWER / "tabs.html").read_text(encoding="utf-8")
-    for marker, value in filled.items():
-        text = text.replace(f"<!--{marker}-->", markdown_html(value))
-    for marker, value in made.items():
-        text = text.replace(f"<!--{marker}-->", value)
-    return text
-
-
-def explorer_html(config: ModelConfig) -> str:
-    """The explorer's part that is the viewer's: anatomy/viewer/controls.js makes the view controls in
-    #view-controls, offering before a translation what `data-offer` says (the model's kinds, the weights, each
-    kind's help; and the asks, by button, for app.js); the large view; the chosen kind's help."""
-    offer = {"weights": [list(choice) for choice in WEIGHTS_CHOICES], "asks": ASKS,
-             "help": {k.name: markdown_html(attention_views.kind_help(k.name)) for k in PAGE_KINDS},
-             "shape": {"kinds": [{"name": k.name, "title": views.name(k.name), "layers": config.n_layers(k.name),
-                                  "heads": config.n_heads} for k in PAGE_KINDS],
-                       "steps": 0, "source": [], "target": [], "output": []}}
-    return (f'<div id="view-bar"><button id="view-toggle" type="button">View settings (v)</button>'
-            f'<span id="keys">{KEYS}</span></div>'
-            f'<div id="view-controls" data-offer="{html.escape(json.dumps(offer))}"></div>'
-            f'<div id="heatmap" class="anatomy-box">{BOX}</div>'
-            '<details class="anatomy-controls"><summary>What this attention shows</summary><div id="kind-help"></div>'
-            '</details>')
-
-
-# Export animation's choices: (label, value) and the first chosen
-ANIMATION_LAYOUTS = [("bars: the step's row", "bar"), ("heatmap, row by row", "heatmap")]
-ANIMATION_SIZES = [("1280 × 720", "1280x720"), ("1920 × 1080", "1920x1080")]
-ANIMATION_FORMATS = [("GIF", ".gif"), ("MP4 (H.264)", ".mp4")]
-
-
-def _options(choices: list[tuple[str, str]]) -> str:
-    return "".join(f'<option value="{html.escape(value)}">{html.escape(label)}</option>' for label, value in choices)
-
-
 def header_html() -> str:
-    """The page's header: its title and introduction, and its tools, the viewer's own (app.js): presenter mode, and
-    one panel for both exports (a second one would push the large view below the fold at 1600×1000): a figure (PNG,
-    SVG, drawn in the page) and the decoding's animation (made on the server: the animation button asks for it)."""
-    return (
-        '<div id="header-row"><div id="header-title"><h1>Transformer Anatomy</h1>'
-        f'<div class="anatomy-controls">{markdown_html(INTRO)}</div></div>'
-        '<div id="header-tools"><div class="anatomy-header"><div><label id="presenter" class="anatomy-check">'
-        '<input type="checkbox"> Presenter mode</label>'
-        '<div id="presenter-info" class="anatomy-muted">Large type, figures fit the screen, white page: for talks</div>'
-        '</div>'
-        '<details id="export"><summary>Export a figure or animation</summary><div class="anatomy-export">'
-        f'<label class="anatomy-field">Figure <select id="export-figure">{_options(EXPORTS)}</select></label>'
-        '<label class="anatomy-check"><input id="export-frame" type="checkbox"> Keep the orange step frame</label>'
-        '<label class="anatomy-check"><input id="export-wide" type="checkbox"> 16:9 slide (1920 × 1080, large type)'
-        '</label><div class="anatomy-fields"><button id="export-png" type="button">PNG</button> '
-        '<button id="export-svg" type="button">SVG</button></div>'
-        '<details id="export-animation"><summary>Export animation (GIF / MP4)</summary>'
-        '<label class="anatomy-field">Decoding, one frame per piece, as <select id="animation-layout">'
-        f'{_options(ANIMATION_LAYOUTS)}</select></label>'
-        f'<label class="anatomy-field">Size (16:9 slide) <select id="animation-size">{_options(ANIMATION_SIZES)}'
-        '</select></label>'
-        f'<label class="anatomy-field">Seconds per frame (first and last held {HOLD}×) <input id="animation-seconds" '
-        f'type="number" min="{MIN_SECONDS}" max="3" step="0.1" value="0.8"></label>'
-        f'<label class="anatomy-field">Format <select id="animation-format">{_options(ANIMATION_FORMATS)}</select>'
-        '</label><div class="anatomy-fields"><button id="animation-make" type="button">Make the animation</button>'
-        '</div></details></div></details></div></div></div>')
-
-
-def share_html() -> str:
-    """Link to this view: the viewer's button, and the link it gets (app.js), with a copy button, over the page."""
-    return ('<div id="share-box"><button id="share" type="button" class="anatomy-button">Link to this view</button>'
-            '<div id="share-url" hidden><label>Link to this view (text, settings, attention, layer, head, step)'
-            '<textarea readonly rows="3"></textarea></label><div class="anatomy-fields">'
-            '<button type="button" class="anatomy-button" data-do="copy">Copy</button> '
-            '<button type="button" class="anatomy-button" data-do="close">Close</button>'
-            '</div></div></div>')
+    """The page's header: its title and introduction, and the viewer's tools (anatomy/layout.py tools_html)."""
+    return ('<div id="header-row"><div id="header-title"><h1>Transformer Anatomy</h1>'
+            f'<div class="anatomy-controls">{markdown_html(INTRO)}</div></div>'
+            f'<div id="header-tools">{tools_html()}</div></div>')
 
 
 def _settings(registry: ModelRegistry) -> dict:
@@ -324,7 +225,7 @@ def _explorer(config: ModelConfig) -> dict:
     # the viewer's own: its view controls (anatomy/viewer/controls.js makes them in #view-controls; presenter
     # mode folds them away, the keys move the view, and View settings shows them), the large view and what
     # the chosen attention shows
-    explorer = gr.HTML(explorer_html(config), elem_id="explorer-view", padding=False)
+    explorer = gr.HTML(explorer_html(config, ASKS), elem_id="explorer-view", padding=False)
     with gr.Accordion("Switch heads off", open=False, elem_id="heads-off-panel",
                       elem_classes=["anatomy-controls"]) as heads_off_panel:
         heads_off = gr.CheckboxGroup(ablation_views.head_choices(config), value=[], elem_id="heads-off",

@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field, fields
-from enum import StrEnum
 from typing import TYPE_CHECKING, Mapping
 
 from anatomy.inputs import Link, View
+from anatomy.layout import Tab
 from anatomy.run import Explained, Judged, Norms, Run, StopSignal, Twin, Vectors
 from anatomy.tour import Tour
 
@@ -19,50 +19,9 @@ if TYPE_CHECKING:
     from .layout import Page
 
 
-class Tab(StrEnum):
-    """The tabs below the explorer, by their id (anatomy/viewer/tabs.html's data-tab)."""
-
-    HEADS = "heads"
-    STATS = "stats"
-    PREDICTIONS = "predictions"
-    WHY = "why"
-    IMPORTANCE = "importance"
-    COMPARE = "compare"
-    POSITIONAL = "positional"
-    ARCHITECTURE = "architecture"
-    TRAINING = "training"
-    HELP = "help"
-
-    @classmethod
-    def of(cls, value) -> Tab:
-        """The tab with this id; the first (All heads) for anything else."""
-        return next((tab for tab in cls if tab == value), cls.HEADS)
-
-    @property
-    def label(self) -> str:
-        """The tab's name on the page."""
-        return _TAB_LABELS[self]
-
-    @property
-    def needs_model(self) -> bool:
-        """It shows what a model makes for the shown translation (Handlers.make_tab, in the model's slot)."""
-        return self in (Tab.COMPARE, Tab.IMPORTANCE, Tab.WHY)
-
-    @property
-    def shows_model(self) -> bool:
-        """It shows the chosen model rather than the shown translation: a new Direction redraws it."""
-        return self in (Tab.POSITIONAL, Tab.ARCHITECTURE, Tab.TRAINING)
-
-
-_TAB_LABELS = {Tab.HEADS: "All heads", Tab.STATS: "Head statistics", Tab.PREDICTIONS: "Predictions",
-               Tab.WHY: "Why this word", Tab.IMPORTANCE: "Head importance", Tab.COMPARE: "Trained vs untrained",
-               Tab.POSITIONAL: "Positional encoding", Tab.ARCHITECTURE: "Architecture", Tab.TRAINING: "Training",
-               Tab.HELP: "How to read this"}
-
-
 # What the viewer may ask the server (Viewed.ask), by the button that asks it: model (Handlers.ask_model, the model's
-# slot), draw (Handlers.ask_draw) or export (Handlers.animate_page, a few at once: ui/wiring.py EXPORT); the page
-# offers them to app.js (ui/layout.py explorer_html).
+# slot), draw (Handlers.ask_draw) or export (Handlers.animate_page, a few at once: ui/wiring.py exporting); the page
+# offers them to app.js (anatomy/layout.py explorer_html).
 ASKS = {"model": ("link", "walk", "norms", "make", "contrast", "toggle"),
         "draw": ("address", "tab", "share"), "export": ("animation",)}
 

@@ -109,3 +109,17 @@ export function shapeOf(payload) {
           heads: kinds[0].attention.shape[1], steps: payload.pieces.output.length,
           sources: payload.pieces.source.length};
 }
+
+/**
+ * The query of a link to a view, as the app's links write it (anatomy/inputs.py build_link's view part) and
+ * readView reads it.
+ * @param {LinkView} view
+ * @returns {string}
+ */
+export function viewQuery(view) {
+  const params = {view: view.kind, layer: view.layer, head: view.head, merge: view.merge ? 1 : 0};
+  if (view.step) params.step = view.step;
+  if (view.hide) params.hide = 1;
+  if (view.display !== DISPLAYS[0]) Object.assign(params, {display: view.display, query: view.query});
+  return "?" + new URLSearchParams(params).toString();
+}

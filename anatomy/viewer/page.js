@@ -1,220 +1,276 @@
-// The offline page's host (anatomy/viewer/offline.html): the translation, the controls and the keys, each figure
-// drawn by figures.js from the page's data with Plotly.js, with no server and no network. The data is the trace
-// payload and what the page shows besides it (anatomy/offline.py `payload`), with Why this word's explanation and
-// the value norms when they were made before the page was saved.
+// The viewer's page, one host for every page that shows it (the app's, the offline file's, a notebook's frame):
+// the view controls and the keys, the large view, the decoding steps and the tabs, the tour's panel, presenter
+// mode and the fitting of the figures (screen.js), the line view's hover, figure export and Link to this view, laid
+// out by anatomy/layout.py. What only a model or a server makes (the softmax walk, value norms, why this word, head
+// importance, the untrained twin, heads off, the animation, a share link's query) the page asks its host for
+// through one small interface (`Server`); the host answers through `data`.
 
-import {METHODS, explainsPayload, lensStep, lensTranslation, whyAgreement, whyShares, whyStep, whyTranslation}
-  from "./explain.js";
-import {bindKeys, createControls, shapeOf as controlsShape} from "./controls.js";
-import {fitted, grid, large, positional, stepFigures, steps, summary, topkTable} from "./figures.js";
-import {readPayload} from "./payload.js";
-import {WEIGHTS, hasNorms, setNorms} from "./weights.js";
-import {readView, shapeOf} from "./link.js";
+import {createHost} from "./host.js";
+import {bindKeys, createControls, shapeOf} from "./controls.js";
 import {createScreen} from "./screen.js";
-import {statsTable} from "./tabs.js";
+import {createTabs} from "./tabs.js";
 import {createTour} from "./tour.js";
 
-// no `responsive`: Plotly's own resize drops a figure's height (it fell to its div's 40 px); screen.js fits each
-// figure to its width and height on every resize
-const CONFIG = {displaylogo: false};
-const NO_EXPLANATION = "This page was saved without Why this word: in the app, open the Why this word tab (and choose " +
-  "value-norm weights, for those) before Download page; in a notebook, show(..., explain=True).";
-const $ = (id) => document.getElementById(id);
-// The tour's places (anatomy/tour.py TARGETS) where this page names them otherwise; a stop's tab is the section
-// that holds its target.
-const TOUR_PLACES = {architecture: "architecture-figure"};
-const range = (n) => Array.from({length: n}, (_, i) => i);
+/**
+ * What a page asks of its host.
+ * @typedef {Object} Server
+ * @property {function(string): void} ask  one of the offer's asks (anatomy/layout.py explorer_html: "walk",
+ *   "norms", "make", "contrast", "toggle", "tab", "animation", "share", and the app's "link", "address"); the answer,
+ *   if any, comes back through the page's `data`, and the page's state (`state`) says what it is asked with
+ * @property {function(): string} translation  the shown translation as the host shows it
+ */
 
 /**
- * Draw a page's data into this document: every section, then the figures; `document.body.dataset.ready` is "1"
- * once all are drawn ("error" if one failed), and `dataset.drawn` counts the redraws of the views.
- * @param {{payload: Object, page: Object}} data
+ * The page in `document`, drawn with `options.look` and Plotly's `options.config` (Plotly.js from `options.plotly`
+ * when the page has none); `options.server` answers what it asks. Nothing is drawn before `mount` (a Gradio page
+ * draws #view-controls after the page's script runs) or the first `data`.
+ * @param {Document} document
+ * @param {{look: Object, config: Object, plotly?: string, server: Server}} options
  */
-export function showPage(data) {
-  const P = readPayload(data.payload), G = data.page, look = G.look, T = steps(P);
-  const start = Object.assign({weights: WEIGHTS[0]}, G.view);
-  let method = METHODS[0];
-  // The view this file's address names (?view=encoder&layer=2&step=3&presenter=1&tour=4, as the app's links do),
-  // read as the app reads a link (link.js); a notebook's frame (about:srcdoc) has no address of its own.
-  const query = location.protocol === "about:" ? {} : Object.fromEntries(new URLSearchParams(location.search));
-  const linked = readView(query, shapeOf(P));
-  const FIELDS = {view: "kind", layer: "layer", head: "head", merge: "merge", step: "step", hide: "hide",
-                  display: "display"};
-  for (const [param, field] of Object.entries(FIELDS)) {
-    const value = linked.view[field];
-    // the softmax walk needs the app's model: this page draws heatmaps and lines
-    if (query[param] && value !== null && !(field === "display" && value === "walk")) start[field] = value;
-  }
-  // every figure fitted to where it is drawn as in the app (screen.js), from its first drawing; a click on a head's
-  // thumbnail or cell opens it in the large view
+export function createPage(document, options) {
+  const window = document.defaultView, server = options.server;
+  const $ = (id) => document.getElementById(id);
+  const viewer = createHost({look: options.look, config: options.config, plotly: options.plotly,
+                             askWalk: () => A.ask("walk"), askNorms: () => A.ask("norms"),
+                             loaded: () => A.scan()});
+  // the page's figures; a click on a head asks the host (the app switches it off or on)
   const screen = createScreen(document, {
-    figures: ".figure",
-    room: (gd) => gd,
-    head: (named) => {
-      const [, kind, layer, head] = /^(\w+):(\d+)\.(\d+)$/.exec(named) || [];
-      if (kind) open({kind, layer: +layer, head}, kind !== view.view().kind);
-      return !!kind;
+    figures: "[data-testid=plotly]",
+    refresh: () => viewer.refresh(),
+    head(named) {
+      A.clickedHead = named;
+      A.toggled = true;
+      A.ask("toggle");
+      return true;
     },
   });
-  screen.presenter(!!linked.presenter);
-  const draw = (id, f) => Plotly.react($(id), f.data, f.layout, CONFIG);
-  const E = explainsPayload(data.explain, P) ? data.explain : null;
-  setNorms(P, data.norms || null);
-  const weightChoices = [["attention α", "attention"], ...(hasNorms(P) ? [["value-norm ‖α·v·W_o‖", "value-norm"]] : []),
-                         ["rollout (encoder)", "rollout"]];
-
-  function chips(id, items, colors = {}) {
-    $(id).replaceChildren(...items.map(([piece, category]) => {
-      const span = document.createElement("span");
-      span.className = "chip" + (category === "current" ? " current" : "");
-      span.textContent = piece;
-      if (colors[category]) span.style.background = colors[category];
-      if (category && category !== "current") span.title = category;
-      return span;
-    }));
-  }
-
-  function table(element, headers, rows) {
-    const head = element.createTHead().insertRow();
-    headers.forEach((h) => { head.appendChild(document.createElement("th")).textContent = h; });
-    const body = element.createTBody();
-    rows.forEach((row) => {
-      const tr = body.insertRow();
-      row.forEach((x) => { tr.insertCell().textContent = x === null ? "" : String(x); });
-    });
-  }
-
-  function translation() {
-    $("source-text").textContent = P.text;
-    $("translation").textContent = P.translation || "∅ (empty)";
-    $("notices").replaceChildren(...P.notices.map((n) => {
-      const li = document.createElement("li");
-      li.textContent = "⚠️ " + n;
-      return li;
-    }));
-    chips("source-pieces", P.pieces.source.map((p) => [p, ""]));
-    chips("output-pieces", G.chips, G.confidence);
-    chips("confidence-legend", Object.keys(G.confidence).map((c) => [c, c]), G.confidence);
-    document.title = `${P.model.key}: ${P.translation || P.text} · Transformer Anatomy`;
-    if (G.candidates.length) {
-      $("candidates-box").hidden = false;
-      table($("candidates"), ["#", "candidate", "score", "log p", "pieces"], G.candidates);
-    }
-    $("definitions").replaceChildren(...G.stats.definitions.map(([name, text]) => {
-      const li = document.createElement("li");
-      li.appendChild(document.createElement("b")).textContent = name;
-      li.append(": " + text);
-      return li;
-    }));
-    const scale = P.kinds[0].attention.scale;
-    $("quantised").textContent = `Attention is stored in this page as whole 1/${scale}ths (each weight within ` +
-                                 `1/${2 * scale} of the model's); the mean of heads is the mean of those.`;
-    // HTML made by anatomy/offline.py from the app's markdown, raw HTML escaped
-    $("architecture").innerHTML = G.architecture;
-    $("card").innerHTML = G.card;
-    return Promise.all([draw("architecture-figure", G.figures.architecture), draw("parameters", G.figures.parameters)]);
-  }
-
-  // ---- the head statistics table (tabs.js): sorted by a click on a column, a row opens its head ----
-
-  const stats = statsTable($("stats"), (v) => open(v, true));
-
-  // ---- the views ----
-
-  // the view controls (controls.js), as the app has them: this page has no softmax walk (it needs the model)
-  const view = createControls($("view-controls"), {
-    walk: false, weights: weightChoices, shape: controlsShape(P), view: start,
-    changed: (v, field) => {
-      $("kind-help").innerHTML = G.help[v.kind];
-      update(["kind", "merge", "plain", "hide", "weights"].includes(field));
-    }});
-  function controls() {
-    if (E) options($("method"), METHODS.map((m) => [E.methods[m].label, m]), method);
-    $("kind-help").innerHTML = G.help[view.view().kind];
-  }
-
-  function options(select, items, chosen) {
-    select.replaceChildren(...items.map(([text, val]) => new Option(text, val)));
-    select.value = String(chosen);
-  }
-
-  let drawn = 0;
-
-  // Redraw what the view controls change; `all`: the grid and the head statistics too (kind, words, tokens).
-  function update(all) {
-    const v = Object.assign(view.view(), {method});
-    const s = stepFigures(P, v, look);
-    chips("partial", P.pieces.output.slice(0, v.step).map((piece, i) => [piece, i === v.step - 1 ? "current" : ""]));
-    const jobs = [draw("heatmap", large(P, v, look)), draw("step-cross", s.cross), draw("step-self", s.self),
-                  draw("step-topk", s.topk)];
-    if (all) {
-      jobs.push(draw("grid", grid(P, v, look, "open in the large view")),
-                draw("summary", summary(P, v.kind, look)));
-    }
-    if (E && T) {
-      const f = fitted(P, v);
-      jobs.push(draw("why-step", whyStep(E, P, f, look)), draw("why-shares", whyShares(E, P, f, look)),
-                draw("why-agree", whyAgreement(E, P, f, look)), draw("why-all", whyTranslation(E, P, f, look)),
-                draw("lens-step", lensStep(E.lens, P, f.step, look)),
-                draw("lens-all", lensTranslation(E.lens, P, f.step, look)));
-    }
-    return Promise.all(jobs).then(() => { document.body.dataset.drawn = String(++drawn); });
-  }
-
-  function open(v, all) {
-    view.set(v);
-    controls();
-    update(all);
-    $("explorer-section").scrollIntoView();
-  }
-
-  translation().catch(console.error);
-  const said = [[linked.outside, "Out of range in the link, so the nearest allowed value was used"],
-                [linked.unread, "Not understood in the link, so the default was used"]];
-  $("notices").append(...said.filter(([items]) => items.length).map(([items, what]) => {
-    const li = document.createElement("li");
-    li.textContent = `\u26a0\ufe0f ${what}: ${items.join(", ")}.`;
-    return li;
-  }));
-  controls();
-  $("method").addEventListener("change", () => {
-    method = $("method").value;
-    update(false);
-  });
-  if (!E) {
-    $("why-views").hidden = true;
-    Object.assign($("why-none"), {hidden: false,
-                                  textContent: T ? NO_EXPLANATION : "Nothing was decoded: no piece to explain."});
-  }
-  $("presenter").checked = !!linked.presenter;
-  $("presenter").addEventListener("change", () => screen.presenter($("presenter").checked));
-  bindKeys(document, view);
-  stats.show(G.stats, P.kinds);
-  const tour = createTour(document, {
-    apply: (v) => {
-      view.set({kind: v.kind, layer: v.layer, head: v.head, step: v.step, display: v.display});
-      controls();
-      update(false);
+  const A = {
+    viewer, screen,
+    // The data the host sent, by channel: the viewer draws what changed (anything not in view, once it comes into
+    // view: scan); a new translation fits the view controls and opens at its own view; the open tab's own data, a
+    // view to open and a tour follow.
+    data(d) {
+      if (!d) return;
+      if (A.preloading) {
+        A.preloading = false;
+        (window.requestIdleCallback || setTimeout)(() => viewer.preload(), {timeout: 2000});
+      }
+      const before = viewer.version("payload");
+      const drawn = ["payload", "twin", "walk", "positional", "importance", "explain", "norms"].filter((n) => n in d);
+      drawn.forEach((name) => viewer.set(name, d[name]));
+      const view = A.mount();
+      const {payload, importance, positional} = d;
+      if (payload && viewer.version("payload") !== before) {
+        A.shape = shapeOf(payload);
+        A.kinds = payload.kinds.map((k) => ({name: k.name, label: k.label}));
+        view.fit(A.shape);
+        if (payload.opens_at) view.set(payload.opens_at);
+      }
+      // Head importance's parts that are there only for some translations and models
+      if ("importance" in d) {
+        $("log-probs").hidden = !(importance && importance.changes);
+        $("corpus-row").hidden = !(importance && importance.corpus);
+      }
+      // another model's encoding: its own default curves
+      if (positional && positional.d_model !== A.dModel) {
+        A.dModel = positional.d_model;
+        A.tabView.dims = null;
+        A.tabs.showDims(positional.dims);
+      }
+      // a tour is of one translation: another one on the page ends it
+      if (A.guide && A.guide.isOpen() && JSON.stringify(A.tourData.of) !== viewer.shownKey()) A.guide.close();
+      if (drawn.length) A.changed(view.view());
+      if ("tab" in d) A.tabData(d.tab);
+      if ("open" in d) A.open(d.open);
+      if ("tour" in d) A.tour(d.tour);
+      if ("link" in d) A.shared(d.link);
     },
-    target: (name) => $(TOUR_PLACES[name] || name),
-    // a file's own address; a notebook's frame (about:srcdoc) has none to link to
-    link: (k) => (location.protocol === "about:" ? "" : `${location.pathname}?tour=${k}`),
-  });
-  if (data.tour && data.tour.stops.length) {
-    $("tour-start").hidden = false;
-    $("tour-start").addEventListener("click", () => tour.open(data.tour, 1));
-  }
-  const p = positional(G.positional, P.pieces.source, look);
-  return Promise.all([update(true), draw("topk-table", topkTable(P, look)), draw("pe", p.curves),
-                      draw("pe-similarity", p.similarity), draw("pe-rows", p.rows)]).then(
-    () => {
-      // a link to a stop (?tour=K) opens the tour there
-      if (linked.tour && data.tour) tour.open(data.tour, linked.tour);
-      document.body.dataset.ready = "1";
+    // A link to the shown view (its query from the host), over the page, with Copy.
+    shared(query) {
+      const box = $("share-url");
+      box.querySelector("textarea").value = A.link(query);
+      box.hidden = false;
     },
-    (err) => {
-      document.body.dataset.ready = "error";
-      throw err;
-    });
+    // The view controls (controls.js), made in the page's #view-controls, offering before a translation what the
+    // page says there (anatomy/layout.py explorer_html), and every control of the page bound.
+    mount() {
+      if (A.view) return A.view;
+      const root = $("view-controls");
+      A.offer = JSON.parse(root.dataset.offer);
+      A.shape = A.offer.shape;
+      A.view = createControls(root, {walk: A.offer.walk, weights: A.offer.weights, shape: A.shape,
+                                     changed: A.changed});
+      const redraw = () => A.changed(A.view.view());
+      A.tabs = createTabs($("anatomy-tabs"), {
+        opened: A.openedTab,
+        openHead: (v) => { A.open(v); A.reveal("heatmap"); },
+        dims: (dims) => { A.tabView.dims = dims; redraw(); },
+        method: (method) => { A.tabView.method = method; redraw(); },
+        contrast: (foil) => { A.foil = foil; A.ask("contrast"); },
+      });
+      bindKeys(document, A.view, {v: () => screen.on && A.toggleView()});
+      $("view-toggle").addEventListener("click", () => A.toggleView());
+      // the tools (anatomy/layout.py tools_html): presenter mode, a figure's export, the animation's
+      const presenter = $("presenter").querySelector("input");
+      presenter.addEventListener("change", () => A.presenter(presenter.checked));
+      for (const format of ["png", "svg"]) {
+        $("export-" + format).addEventListener("click", () => A.exportFigure(
+          $("export-figure").value, format, $("export-frame").checked, $("export-wide").checked));
+      }
+      $("share").addEventListener("click", () => A.ask("share"));
+      $("share-url").addEventListener("click", (e) => {
+        const act = e.target.dataset && e.target.dataset.do, box = $("share-url");
+        if (act === "copy") window.navigator.clipboard?.writeText(box.querySelector("textarea").value);
+        if (act === "close") box.hidden = true;
+      });
+      $("animation-make").addEventListener("click", () => {
+        A.animation = {layout: $("animation-layout").value, size: $("animation-size").value,
+                       seconds: Number($("animation-seconds").value), suffix: $("animation-format").value};
+        A.ask("animation");
+      });
+      A.changed(A.view.view());
+      return A.view;
+    },
+    // The view as the controls show it (with the tabs' own: the positional encoding's dimensions, the attribution
+    // method): drawn, and its kind's help shown.
+    changed(v) {
+      viewer.view(Object.assign({}, v, A.tabView));
+      const help = $("kind-help");
+      if (help && A.offer) help.innerHTML = A.offer.help[v.kind] || "";
+      // the all-heads picker offers the shown kind's heads
+      const kind = A.shape.kinds.find((k) => k.name === v.kind);
+      const picks = kind && `${kind.layers}:${kind.heads}`;
+      if (picks && picks !== A.picks) {
+        A.picks = picks;
+        A.tabs.pickHeads(kind.layers, kind.heads);
+      }
+      A.draw();
+    },
+    // The tabs' own view controls: Positional encoding's dimensions, Why this word's method.
+    tabView: {dims: null, method: null},
+    // A tab opened: its contents asked for, after what it shows of a model (the untrained twin, head importance,
+    // why each piece) when it needs one (anatomy/layout.py Tab.needs_model).
+    openedTab(tab) {
+      const button = document.querySelector(`#anatomy-tabs [role=tab][data-tab="${tab}"]`);
+      A.ask(button && button.hasAttribute("data-model") ? "make" : "tab");
+      A.draw();
+    },
+    // The open tab's tables, texts and figures drawn elsewhere, each kept until replaced.
+    tabData(d) {
+      if (!d) return;
+      const html = {importance_list: "importance-list", compare: "compare-text", card: "model-card",
+                    training_card: "training-card"};
+      for (const [key, id] of Object.entries(html)) {
+        if (key in d) $(id).innerHTML = d[key];
+      }
+      if (d.stats) A.tabs.stats(d.stats, A.kinds || []);
+      if (d.figures) {
+        A.figures = Object.assign({}, A.figures, d.figures);
+        viewer.set("figures", A.figures);
+      }
+      A.draw();
+    },
+    ask(name) {
+      A.mount();
+      server.ask(name);
+    },
+    // What an ask is asked with: the view and the page's own choices.
+    state() {
+      return Object.assign(A.mount().view(), {tab: A.tabs.open(), foil: A.foil || "", animation: A.animation || {},
+                                              clicked: A.clickedHead || ""});
+    },
+    // The host's answer to a click on a head came: the comparison where the visitor looks, and Why this word of
+    // the new translation when its tab is open.
+    answered() {
+      if (!A.toggled) return;
+      A.toggled = false;
+      A.echo("ablation");
+      A.explainIfOpen();
+    },
+    // A view to open (a link, a head picked below): the controls set, then drawn.
+    open(v) {
+      if (!v) return;
+      // `asked`: a new value each time, so that the same view opens again; `presenter`: a link's
+      const {asked, presenter, ...fields} = v;
+      const view = A.mount();
+      if (presenter !== undefined) {
+        $("presenter").querySelector("input").checked = presenter;
+        A.presenter(presenter);
+      }
+      view.set(fields);
+      A.changed(view.view());
+    },
+    // A tour (anatomy/payload.py tour_payload), opened at its start stop; each stop opens its tab and view.
+    tour(data) {
+      if (!data || !data.stops) return;
+      A.tourData = data;
+      A.guide = A.guide || createTour(document, {
+        apply: (v) => A.applyView(v),
+        target: (name) => $(name),
+        link: (k) => A.link((A.tourData.query || "?") + "&tour=" + k) + (screen.on ? "&presenter=1" : ""),
+      });
+      A.guide.open(data, data.start);
+    },
+    applyView(v) {
+      A.mount();
+      A.tabs.select(v.tab);
+      A.open({kind: v.kind, layer: v.layer, head: v.head, step: v.step, display: v.display});
+    },
+    // One drawing for the changes that come in one task (the viewer reads a new translation's own step, layer and
+    // head from its payload: their controls' own change events may come later and then change nothing).
+    draw() {
+      if (!A.drawing) A.drawing = Promise.resolve().then(() => { A.drawing = null; A.scan(); });
+    },
+    // Presenter mode (a talk must not wait on a server): the page's class and every figure's type and margins
+    // scaled (screen.js); the first call starts fitting the figures, whenever one is replaced or the page changes.
+    presenter: screen.presenter,
+    // Presenter mode's view controls, folded away so that the first screen holds the large view: shown or folded.
+    toggleView() {
+      document.body.classList.toggle("anatomy-view-open");
+    },
+    // what the viewer's Plotly.js (once loaded) and the export buttons call
+    scan: screen.scan,
+    exportFigure: screen.exportFigure,
+    // A new translation while Why this word is open: its explanation asked for (only then: a closed tab asks
+    // nothing).
+    explainIfOpen() {
+      if (A.tabs && A.tabs.open() === "why") A.ask("make");
+    },
+    // A click far below that opened a head in the large view: the view comes into sight, with a flash.
+    reveal(id) {
+      const el = $(id);
+      if (!el) return;
+      const r = el.getBoundingClientRect();
+      if (r.top < 0 || r.bottom > window.innerHeight) el.scrollIntoView({behavior: "smooth", block: "start"});
+      el.classList.remove("anatomy-flash");
+      void el.offsetWidth;  // the animation starts again
+      el.classList.add("anatomy-flash");
+    },
+    // Heads switched off or on by a click far below (All heads, Head importance): the comparison beside the view,
+    // when out of sight, also at the bottom of the window for a while, with a way up to it.
+    echo(id) {
+      const el = $(id), r = el && el.getBoundingClientRect();
+      if (!el || (r.height && r.bottom > 0 && r.top < window.innerHeight)) return;
+      const shown = el.querySelectorAll(".anatomy-ablation > p");
+      const translation = server.translation();
+      if (!shown.length && !translation) return;
+      const note = $("anatomy-echo") || document.body.appendChild(
+        Object.assign(document.createElement("div"), {id: "anatomy-echo", role: "status"}));
+      const parts = shown.length ? Array.from(shown).slice(0, 2).map((p) => p.cloneNode(true))
+        : [Object.assign(document.createElement("p"), {textContent: "Every head on again: " + translation})];
+      const up = Object.assign(document.createElement("button"), {textContent: "Show beside the view"});
+      up.onclick = () => { note.remove(); A.reveal(el.offsetHeight ? id : "translation"); };
+      note.replaceChildren(...parts, up);
+      clearTimeout(A.echoTimer);
+      A.echoTimer = setTimeout(() => note.remove(), 9000);
+    },
+    // The page's own address with `query`: a link that works behind any proxy or Space, and for a file; a
+    // notebook's frame (about:srcdoc) has none.
+    link(query) {
+      return query && window.location.protocol !== "about:"
+        ? window.location.href.replace(/[?#].*$/, "") + query : "";
+    },
+  };
+  A.presenter(false);  // starts watching the figures: the narrow (phone) layout applies outside presenter mode too
+  return A;
 }
-

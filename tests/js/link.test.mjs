@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import {test} from "node:test";
 
-import {linkNumber, readView} from "../../anatomy/viewer/link.js";
+import {linkNumber, readView, viewQuery} from "../../anatomy/viewer/link.js";
 
 const SHAPE = {kinds: [{name: "cross", label: "cross-attention", layers: 2},
                        {name: "encoder", label: "encoder self-attention", layers: 3},
@@ -53,4 +53,17 @@ test("not understood: the default, named; Gradio's own views left alone", () => 
 test("numbers are read as Python's float reads them", () => {
   assert.deepEqual([" 3 ", "1e3", ".5", "2.", "-Infinity", "nan", "0x10", "", "1_000"].map(linkNumber),
                    [3, 1000, 0.5, 2, -Infinity, null, null, null, 1000]);
+});
+
+test("a view's link query (the offline file's Link to this view) reads back as that view", () => {
+  const views = [{kind: "encoder", layer: 3, head: "2", merge: true, step: 4, hide: true, display: "lines", query: 9},
+                 {kind: "cross", layer: 1, head: "mean", merge: false, step: 6, hide: false, display: "heatmap",
+                  query: 1}];
+  for (const view of views) {
+    const query = viewQuery(view);
+    assert.ok(query.startsWith("?view=" + view.kind));
+    const r = readView(Object.fromEntries(new URLSearchParams(query)), SHAPE);
+    assert.deepEqual(r.view, view);
+    assert.deepEqual([r.outside, r.unread], [[], []]);
+  }
 });

@@ -13,7 +13,7 @@ import gradio as gr
 import viz
 from anatomy import ablation_views, architecture_views, engine, head_views, training_views, views
 from anatomy.inputs import View, build_link, parse_link
-from anatomy.offline import markdown_html
+from anatomy.layout import markdown_html
 from anatomy.payload import explain_payload, positional, trace_payload
 from anatomy.run import Run, Twin, Vectors
 

@@ -1,0 +1,183 @@
+"""One host (anatomy/viewer/page.js) for the app and the offline file: the same browser tests on both, each on the
+same translation by the shipped model: the keys move the view, any figure exports by name, the figures keep their
+size and labels through a resize and the tour, and the tour's panel sits at the bottom of a phone's screen."""
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+
+from anatomy import engine, offline, tour
+from anatomy.inputs import Request
+from tests.browser import TIMEOUT, choose, needs_chromium, slide, wait_title
+
+pytestmark = needs_chromium
+SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."
+HOSTS = ["app", "offline"]
+# The architecture figure's height and its boxes' labels (annotations): how many pairs of them overlap
+ARCHITECTURE = """() => {
+  const gd = document.querySelector('#architecture .anatomy-plot');
+  const boxes = Array.from(gd.querySelectorAll('.annotation-text')).map(t => t.getBoundingClientRect());
+  let overlaps = 0;
+  boxes.forEach((a, i) => boxes.slice(i + 1).forEach(b => {
+    if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 2 &&
+        Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 2) overlaps += 1;
+  }));
+  return {height: gd.getBoundingClientRect().height, labels: boxes.length, overlaps};
+}"""
+# The tour's panel and its Next button, as the screen shows them
+PANEL = """() => {
+  const box = el => { const r = el.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left,
+                                                                   right: r.right}; };
+  return {panel: box(document.querySelector('#anatomy-tour')),
+          next: box(document.querySelector('#anatomy-tour .anatomy-tour-next')),
+          width: window.innerWidth, height: window.innerHeight};
+}"""
+
+
+@pytest.fixture(scope="module")
+def key(shipped):
+    return shipped.anatomy.registry.default_key
+
+
+@pytest.fixture(scope="module")
+def page_file(shipped, key, tmp_path_factory):
+    """The offline file of SENTENCE as the app saves it after a tour (its stops that need the model in it)."""
+    entry = shipped.anatomy.registry.get(key)
+    request = Request(key, SENTENCE, entry.decoding, "cpu")
+    trace = engine.translate(entry.cpu, request)
+    facts = tour.facts_of(entry.config, entry.untrained, entry.corpus_heads())
+    toured = tour.tour(trace, facts, engine.tour_extras(entry.cpu, request, trace, facts))
+    return offline.write(trace, entry, SENTENCE, [], tmp_path_factory.mktemp("hosts") / "page.html",
+                         toured=toured).path
+
+
+@pytest.fixture()
+def opened(request, browser, shipped, key):
+    """open(host, width, height, touch=False, **query): the page of SENTENCE in that host, drawn; `page.errors`
+    collects its errors. The app is asked for SENTENCE by a link, the offline file is of it."""
+    contexts = []
+
+    def open_page(host, width, height, touch=False, **query):
+        context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True,
+                                      has_touch=touch, is_mobile=touch)
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT)
+        page.errors = []
+        page.on("pageerror", lambda e: page.errors.append(str(e)))
+        if host == "app":
+            url = request.getfixturevalue("url")
+            page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key, **query})}",
+                      wait_until="domcontentloaded")
+        else:
+            path = request.getfixturevalue("page_file")
+            page.goto(path.as_uri() + (f"?{urllib.parse.urlencode(query)}" if query else ""))
+            page.wait_for_function("document.body.dataset.ready === '1'")
+        page.wait_for_selector("#heatmap .heatmaplayer image")
+        wait_title(page, "step-topk", "Step ")
+        page.wait_for_timeout(500)  # the relayout of the last figure has landed
+        return page
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_keys_move_step_layer_and_head(opened, shipped, host):
+    L = shipped.anatomy.registry.get(None).config.n_decoder_layers
+    page = opened(host, 1600, 1000)
+    assert "← / →" in page.locator("#keys").inner_text()
+    slide(page, "step", 2)
+    wait_title(page, "step-cross", "Step 2 ·")
+    frame = "document.querySelector('#heatmap .js-plotly-plot').layout.shapes[0].y0"
+    page.wait_for_function(f"{frame} === 0.5")
+    page.locator("h2").first.click()  # focus outside any field
+    page.keyboard.press("ArrowRight")
+    wait_title(page, "step-cross", "Step 3 ·")
+    page.wait_for_function(f"{frame} === 1.5")  # the highlight moved one row down
+    page.keyboard.press("[")
+    wait_title(page, "heatmap", f"layer {L - 1}, mean")
+    page.keyboard.press(".")
+    wait_title(page, "heatmap", f"layer {L - 1}, head 1")
+    # typing in a text field types
+    page.click("#anatomy-tabs [role=tab][data-tab=positional]")
+    page.locator("#pe-dims").press("ArrowLeft")
+    page.wait_for_timeout(500)
+    wait_title(page, "step-cross", "Step 3 ·")
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_export_any_figure_by_name(opened, shipped, key, host):
+    L = shipped.anatomy.registry.get(None).config.n_decoder_layers
+    page = opened(host, 1600, 1000)
+    choose(page, "head", 2)
+    wait_title(page, "heatmap", "head 2")
+    page.get_by_text("Export a figure").click()
+    with page.expect_download() as svg:
+        page.locator("#export-svg").click()
+    assert svg.value.suggested_filename == f"{key}_cross-attention_layer{L}_head2.svg"
+    text = open(svg.value.path(), encoding="utf-8").read()
+    assert text.lstrip().startswith("<svg") and "head 2" in text and "rgb(249, 115, 22)" not in text  # no frame
+    page.get_by_label("Keep the orange step frame").check()
+    with page.expect_download() as framed:
+        page.locator("#export-svg").click()
+    assert "rgb(249, 115, 22)" in open(framed.value.path(), encoding="utf-8").read()
+
+    # another figure, as a 16:9 slide
+    page.select_option("#export-figure", label="Step: next-piece probabilities")
+    page.check("#export-wide")
+    with page.expect_download() as png:
+        page.locator("#export-png").click()
+    steps = page.locator("input#step").input_value()
+    assert png.value.suggested_filename == f"{key}_step{steps}_next-piece-probabilities_16x9.png"
+    from tests.test_browser_views import png_size
+
+    assert png_size(png.value.path()) == (1920, 1080)
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_architecture_keeps_its_size_and_labels_through_a_resize_and_the_tour(opened, host):
+    page = opened(host, 900, 900)
+    page.click("#anatomy-tabs [role=tab][data-tab=architecture]")
+    page.wait_for_selector("#architecture .annotation-text")
+    kept = f"() => {{ const a = ({ARCHITECTURE})(); return a.height > 300 && a.labels > 5 && a.overlaps === 0; }}"
+    page.wait_for_function(kept)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.wait_for_timeout(500)  # Plotly's and the page's answers to the resize
+    page.wait_for_function(kept)
+    page.click("#tour-start")
+    page.wait_for_selector("#anatomy-tour")
+    page.wait_for_timeout(500)
+    page.keyboard.press("Escape")
+    page.wait_for_function("!document.querySelector('#anatomy-tour')")
+    page.click("#anatomy-tabs [role=tab][data-tab=architecture]")
+    page.wait_for_timeout(500)
+    page.wait_for_function(kept)
+    # it fills the wider page again
+    page.wait_for_function("document.querySelector('#architecture .anatomy-plot')._fullLayout.width > 700")
+    assert not page.errors, page.errors
+
+
+def assert_at_the_bottom(shown: dict) -> None:
+    """The panel spans the screen's width at its bottom, below half its height, with its Next button on screen."""
+    panel, button = shown["panel"], shown["next"]
+    assert panel["left"] <= 1 and abs(panel["right"] - shown["width"]) <= 1, shown
+    assert abs(panel["bottom"] - shown["height"]) <= 1 and panel["top"] > shown["height"] / 2, shown
+    assert 0 <= button["top"] and button["bottom"] <= shown["height"] and button["right"] <= shown["width"], shown
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_tour_panel_sits_at_the_bottom_of_a_phone(opened, host):
+    page = opened(host, 390, 844, touch=True, tour=1)
+    page.wait_for_selector("#anatomy-tour .anatomy-tour-next")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing scrolls sideways
+    assert_at_the_bottom(page.evaluate(PANEL))
+    # the panel's buttons work there: Next goes to the second stop
+    page.tap("#anatomy-tour .anatomy-tour-next")
+    page.wait_for_function("document.querySelector('#anatomy-tour')?.dataset.stop === '2'")
+    assert_at_the_bottom(page.evaluate(PANEL))
+    assert not page.errors, page.errors

@@ -228,13 +228,15 @@ def test_load_benchmark_runs_16_clients_that_all_get_the_answer_they_get_alone(f
 
 @pytest.mark.slow
 def test_load_benchmark_ratios_back_off_when_refused_and_serve_every_request(folders):
-    """--ratios against one server whose queue holds one waiting request: the crowd of 4 is refused, backs off and
-    asks again until every request is served, each with the answer it gets alone; the last line is the ratio."""
+    """--ratios against one server that runs one model event at a time and whose queue holds one waiting request: the
+    crowd of 4 is refused, backs off and asks again until every request is served, each with the answer it gets
+    alone; the last line is the ratio."""
     root = Path(__file__).resolve().parents[1]
     run = subprocess.run([sys.executable, "benchmarks/load.py", "--checkpoints", str(folders), "--visitors-nice", "0",
                           "--ratios", "2,4",
                           "--requests", "12", "--backoff", "0.05", "--time-limit", "120"], cwd=root,
-                         capture_output=True, text=True, timeout=300, env={**os.environ, "ANATOMY_QUEUE_SIZE": "1"})
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "ANATOMY_QUEUE_SIZE": "1", "ANATOMY_MODEL_EVENTS": "1"})
     assert run.returncode == 0, run.stderr
     *crowds, last = [dict(pair.split("=") for pair in line.split()) for line in run.stdout.strip().splitlines()]
     assert [c["clients"] for c in crowds] == ["2", "4"] and list(last) == ["served_ratio_4"]

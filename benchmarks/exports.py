@@ -101,10 +101,23 @@ def long_text(chars: int, lang: str) -> str:
     return text[:chars].rsplit(" ", 1)[0] if len(text) > chars else text.strip()
 
 
-def translated(url: str, text: str, direction: str) -> PageSession:
-    """A visitor whose page shows the translation of `text` (the page's events are private: gradio_client refuses
-    them, any HTTP client can call them as the page does)."""
-    page = PageSession(url)
+class Visitor(PageSession):
+    """A visitor's page: its events over HTTP as the page sends them (they are private: gradio_client refuses them),
+    in the session of a gradio_client Client, whose heartbeat keeps it open while the crowd waits (the server forgets
+    a session a minute after its page is gone)."""
+
+    def __init__(self, url: str):
+        self.client = Client(url, verbose=False, download_files=False)
+        super().__init__(url, self.client.session_hash)
+
+    def close(self) -> None:
+        super().close()
+        self.client.close()
+
+
+def translated(url: str, text: str, direction: str) -> Visitor:
+    """A visitor whose page shows the translation of `text`."""
+    page = Visitor(url)
     page.call("translate_page", page.values("translate_page", {"source-text": text, "direction": direction}))
     return page
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import threading
 import time
 from collections import deque
 from typing import Callable, Iterator, TypeVar
+
+from .settings import number
 
 T = TypeVar("T")
 
@@ -24,10 +25,7 @@ DEFAULT_BUDGET_S = 1.0
 
 def budget_s() -> float:
     """Seconds a piece of work holds the slot while others wait: $ANATOMY_MODEL_SLICE, default 1."""
-    try:
-        return max(0.0, float(os.environ.get("ANATOMY_MODEL_SLICE") or DEFAULT_BUDGET_S))
-    except ValueError:
-        return DEFAULT_BUDGET_S
+    return number("ANATOMY_MODEL_SLICE", DEFAULT_BUDGET_S, 0.0, float)
 
 
 class ModelSlot:

@@ -16,6 +16,7 @@ import torch
 
 from anatomy import bundle, offline
 from anatomy.registry import ModelRegistry
+from anatomy.settings import number
 
 from . import server, traces
 from .figures import PLOT_CONFIG
@@ -30,10 +31,7 @@ DEFAULT_QUEUE_SIZE = 64
 
 
 def queue_size() -> int:
-    try:
-        return max(1, int(os.environ.get("ANATOMY_QUEUE_SIZE") or DEFAULT_QUEUE_SIZE))
-    except ValueError:
-        return DEFAULT_QUEUE_SIZE
+    return number("ANATOMY_QUEUE_SIZE", DEFAULT_QUEUE_SIZE, 1)
 
 
 def create_app(sources: list[str] | None = None) -> gr.Blocks:

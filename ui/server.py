@@ -21,6 +21,7 @@ from starlette.middleware import Middleware
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse
 
 from anatomy.inputs import MAX_QUERY, shorten_query
+from anatomy.settings import number
 
 JOIN = f"{API_PREFIX}/queue/join"
 # The Gradio release whose internals SessionConfigs and Blocks.postprocess_data were written against (and tested
@@ -191,10 +192,7 @@ _heartbeats: dict[str, int] = {}  # session hash -> heartbeat streams open now
 
 def session_grace() -> float:
     """Seconds a session is kept with no page connected and no request: $ANATOMY_SESSION_GRACE, default 60."""
-    try:
-        return max(0.0, float(os.environ.get("ANATOMY_SESSION_GRACE") or 60))
-    except ValueError:
-        return 60.0
+    return number("ANATOMY_SESSION_GRACE", 60.0, 0.0, float)
 
 
 class Heartbeats:

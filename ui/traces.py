@@ -11,7 +11,6 @@ gr.update() in the session (Gradio 6.31).
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
 import shutil
 import threading
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import gradio.utils
 
+from anatomy.settings import number
 from transformer import Trace
 
 _written = threading.Event()
@@ -37,18 +37,12 @@ _lock = threading.Lock()  # all of the above
 
 def retention() -> int:
     """Seconds a trace file is kept: $ANATOMY_TRACE_RETENTION, default 900."""
-    try:
-        return max(1, int(os.environ.get("ANATOMY_TRACE_RETENTION") or 900))
-    except ValueError:
-        return 900
+    return number("ANATOMY_TRACE_RETENTION", 900, 1)
 
 
 def files_cap() -> int:
     """Bytes the files may hold in all: $ANATOMY_FILES_MB megabytes (a fraction allowed), default 1024."""
-    try:
-        return max(0, int(float(os.environ.get("ANATOMY_FILES_MB") or 1024) * 1_000_000))
-    except ValueError:
-        return 1024 * 1_000_000
+    return int(number("ANATOMY_FILES_MB", 1024.0, 0.0, float) * 1_000_000)
 
 
 def folder() -> Path:

@@ -5,11 +5,11 @@ import functools
 import inspect
 import itertools
 import json
-import os
 
 import gradio as gr
 
 from anatomy.exports import ExportLimits
+from anatomy.settings import number
 
 from .handlers import Handlers
 from .layout import Channel, Page, Slot
@@ -34,10 +34,7 @@ DEFAULT_MODEL_EVENTS = 8
 def model_events() -> int:
     """Model events running at once (each waits for the model's slot in a thread of its own): $ANATOMY_MODEL_EVENTS,
     default 8."""
-    try:
-        return max(1, int(os.environ.get("ANATOMY_MODEL_EVENTS") or DEFAULT_MODEL_EVENTS))
-    except ValueError:
-        return DEFAULT_MODEL_EVENTS
+    return number("ANATOMY_MODEL_EVENTS", DEFAULT_MODEL_EVENTS, 1)
 
 
 # The page's events are "private", out of /info and gradio_client (which refuses them); the page calls them all

@@ -183,27 +183,40 @@ def test_every_route_translates_text_with_a_lone_surrogate(tiny, route):
 
 # ---- many visitors at once: a bounded queue ---------------------------------------------------------------
 
+def _reaches(job, codes, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while job.status().code not in codes:
+        assert time.monotonic() < deadline, f"the request stayed {job.status().code}, never {codes}"
+        time.sleep(0.02)
+
+
 @pytest.mark.slow
 def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(served):
     """ANATOMY_MODEL_EVENTS=2, ANATOMY_QUEUE_SIZE=1: two requests run, one waits, the rest are refused at once;
-    those that got in get exactly the answer a lone request gets."""
+    those that got in get exactly the answer a lone request gets. Sent in that order, each once the one before is
+    where it should be (sent together, the queue may count them before its workers take the first two)."""
     from gradio_client import Client
-    from gradio_client.utils import QueueError
+    from gradio_client.utils import QueueError, Status
 
     client = Client(served.url, verbose=False)
-    jobs = [client.submit(**SLOW_REQUEST) for _ in range(5)]
+    running = [client.submit(**SLOW_REQUEST) for _ in range(2)]
+    for job in running:
+        _reaches(job, {Status.PROCESSING, Status.ITERATING, Status.PROGRESS})
+    waiting = client.submit(**SLOW_REQUEST)
+    _reaches(waiting, {Status.IN_QUEUE})
     start = time.perf_counter()
-    wait([j.future for j in jobs], timeout=30, return_when=FIRST_EXCEPTION)
+    extra = [client.submit(**SLOW_REQUEST) for _ in range(2)]
+    wait([j.future for j in extra], timeout=30)
     refused_after = time.perf_counter() - start
-    answers, refusals = [], []
-    for job in jobs:
-        try:
-            answers.append(job.result(timeout=60))
-        except QueueError as err:
-            refusals.append(str(err))
-    assert refusals and set(refusals) == {"Queue is full! Please try again."}
+    refusals = []
+    for job in extra:
+        with pytest.raises(QueueError) as err:
+            job.result(timeout=0)
+        refusals.append(str(err.value))
+    assert set(refusals) == {"Queue is full! Please try again."}
     assert refused_after < 1.0, "the refusal came only when the queue drained: a wait, not a clear answer"
-    assert len(answers) >= 2
+    assert all(job.status().code != Status.FINISHED for job in running), "a request ended before the test filled the queue"
+    answers = [job.result(timeout=60) for job in running + [waiting]]
     alone = client.predict(**SLOW_REQUEST)
     for text, notice, trace in answers:
         assert (text, notice) == alone[:2] and trace["output_tokens"] == alone[2]["output_tokens"]

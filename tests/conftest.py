@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from tests.browser import browser, url  # noqa: F401  (fixtures of the browser tests)
-from transformer import train
+from transformer import checkpoint, train
 
 # Training runs tokenize their corpora into this cache, not into the user's.
 os.environ.setdefault("ANATOMY_TOKEN_CACHE", tempfile.mkdtemp(prefix="anatomy-token-cache-"))
@@ -30,6 +30,8 @@ os.environ.setdefault("ANATOMY_STRICT_INPUTS", "1")  # reading an undeclared inp
 # A test that uses one of these is slow, whatever it says: a training run, Chromium, Chromium and a server,
 # `python app.py`, the shipped checkpoints.
 SLOW_FIXTURES = {"copy_checkpoint", "browser", "url", "served", "shipped"}
+# The checkpoints the app ships (seconds to load each): a unit test that reads one fails (mark it slow).
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -44,7 +46,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _unit_tests_stay_in_process(request, monkeypatch) -> Iterator[None]:
-    """A unit test that starts a process or a server, or trains, fails at once (mark it slow instead), so that
+    """A unit test that starts a process or a server, trains or loads a shipped checkpoint fails at once (mark it slow instead), so that
     `pytest -m unit` stays fast as tests are added; and it runs on one thread."""
     if request.node.get_closest_marker("unit") is None:
         yield
@@ -57,6 +59,14 @@ def _unit_tests_stay_in_process(request, monkeypatch) -> Iterator[None]:
 
     monkeypatch.setattr(subprocess.Popen, "__init__", refuse("starts a process"))
     monkeypatch.setattr(torch.Tensor, "backward", refuse("trains (Tensor.backward)"))
+    read = checkpoint.load_file
+
+    def read_unless_shipped(path, *args, **kwargs):
+        if SHIPPED in Path(path).resolve().parents:
+            refuse("loads a shipped checkpoint")()
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint, "load_file", read_unless_shipped)
     if "gradio" in sys.modules:
         monkeypatch.setattr(sys.modules["gradio"].Blocks, "launch", refuse("starts a server"))
     # Unit tests run tiny matrices, where a second thread only waits for the first (long, on a busy machine).

@@ -155,7 +155,19 @@ def test_a_trace_says_its_precision_and_old_traces_read_as_fp32(folders, tmp_pat
     assert fp32.text == trace.text and "precision" not in fp32.to_dict()["settings"]
 
 
+def _needs_val_splits(folder: Path) -> None:
+    """Skip where the checkpoint's val splits are not here (a user's clone has no ../shared/data)."""
+    from benchmarks.decode import val_corpora
+    from transformer import checkpoint
+
+    try:
+        val_corpora(checkpoint.load(folder))
+    except FileNotFoundError as missing:
+        pytest.skip(f"needs the val splits in ../shared/data or $ANATOMY_DATA_ROOT: {missing}")
+
+
 @fp16_here
+@pytest.mark.slow  # a shipped checkpoint, translated on 75 sentences twice
 @pytest.mark.parametrize("name", ["general-de-en"])
 def test_a_shipped_model_translates_a_val_sample_the_same_in_fp16(name):
     """The precision check of `python -m benchmarks.decode --check-precision` on the first pairs of each val
@@ -165,6 +177,7 @@ def test_a_shipped_model_translates_a_val_sample_the_same_in_fp16(name):
     folder = ROOT / "checkpoints" / name
     if not (folder / "model.safetensors").is_file():
         pytest.skip(f"{name} is not shipped here")
+    _needs_val_splits(folder)
     checks = list(check_precision(folder, limit=25))
     assert len(checks) == 3 and all(c.sentences == 25 for c in checks)  # tatoeba, multi30k, newstest
     for check in checks:
@@ -172,6 +185,7 @@ def test_a_shipped_model_translates_a_val_sample_the_same_in_fp16(name):
 
 
 @fp16_here
+@pytest.mark.slow  # a shipped checkpoint
 def test_a_trained_model_in_marian_format_translates_the_same_in_fp16(tmp_path):
     """The reduced path on a real trained model as an opus-mt folder: the shipped Multi30k model, exported."""
     from benchmarks.decode import check_precision
@@ -180,6 +194,7 @@ def test_a_trained_model_in_marian_format_translates_the_same_in_fp16(tmp_path):
     folder = ROOT / "checkpoints" / "multi30k-de-en"
     if not (folder / "model.safetensors").is_file():
         pytest.skip("multi30k-de-en is not shipped here")
+    _needs_val_splits(folder)
     exported = marian.export(checkpoint.load(folder), tmp_path / "opus-mt-like")
     assert marian.is_marian_folder(exported)
     assert Translator.from_checkpoint(exported, device="cpu").precision == "fp16"  # its weights are fp16 numbers

@@ -111,6 +111,12 @@ def _inputs(fn, page: dict) -> list:
     return [values] if fn.inputs_as_dict else [values[c] for c in fn.inputs]
 
 
+def _same(value) -> object:
+    """What tells two pages' values apart: a string by its text (each run's pages repeat the views), else the object."""
+    return value if isinstance(value, str) else id(value)
+
+
+@pytest.mark.slow  # a minute: every handler on ~80 page states
 def test_every_model_pass_holds_the_model_s_slot_and_only_model_events_take_it(tiny):
     """Each Python handler the page and the API wire, called as Gradio calls it on page states that reach each of
     its branches; a torch forward hook tells which run a model. Every pass holds the model's slot; an event that
@@ -126,7 +132,7 @@ def test_every_model_pass_holds_the_model_s_slot_and_only_model_events_take_it(t
         called = (fn.fn, tuple(c._id for c in fn.inputs))  # one handler on the same inputs: once
         if called not in known:
             # the pages that differ in what this event reads
-            seen = {tuple(id(page.get(c)) for c in fn.inputs): page for page in pages}.values()
+            seen = {tuple(_same(page.get(c)) for c in fn.inputs): page for page in pages}.values()
             known[called] = [_passes(fn.fn, special_args(fn.fn, _inputs(fn, page), ADDRESS, event)[0])
                              for page in seen]
         passes = known[called]

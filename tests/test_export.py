@@ -109,6 +109,7 @@ def _peak_growth_mb(write) -> float:
     return status("VmHWM") - before
 
 
+@pytest.mark.slow  # seconds each: 1280×720 animations, twice
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="reads Linux's peak resident memory")
 @pytest.mark.parametrize("suffix", export.FORMATS)
 def test_an_animation_s_memory_does_not_grow_with_its_frames(checkpoints, suffix, tmp_path):
@@ -252,6 +253,7 @@ def test_labels_stay_20_px_apart_on_a_long_translation():
     assert anim.SMALL_PX >= 20 and g.row_stride == 2
 
 
+@pytest.mark.slow  # every format written by the command
 def test_the_command_writes_the_animation_and_refuses_bad_options(checkpoints, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ANATOMY_CHECKPOINT_DIR", str(checkpoints))
     monkeypatch.delenv("ANATOMY_HUB_MODELS", raising=False)

@@ -7,16 +7,25 @@ from functools import lru_cache
 import plotly.graph_objects as go
 
 import viz
+from transformer import Trace
 from transformer.architecture import paper_total, parameter_breakdown, tensor_shapes
 from transformer.config import ModelConfig
 
 from .registry import ModelEntry, shown_name
+
+TRACE_CAPTION = "Shapes for this translation (the whole output read at once, as in training and in the final pass)"
 
 
 @lru_cache(maxsize=64)
 def architecture(config: ModelConfig, source_len: int, target_len: int, caption: str) -> go.Figure:
     return viz.architecture_diagram(tensor_shapes(config, source_len, target_len), norm_first=config.norm_first,
                                     title=caption)
+
+
+def of_trace(config: ModelConfig, trace: Trace) -> go.Figure:
+    """Figure 1 with the shapes of a translation by a model of `config`. One stopped before its first piece is drawn
+    as if at step 1: a tensor has no length 0."""
+    return architecture(config, max(len(trace.source_tokens), 1), max(len(trace.target_tokens), 1), TRACE_CAPTION)
 
 
 @lru_cache(maxsize=16)

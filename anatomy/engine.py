@@ -12,6 +12,7 @@ import os
 import warnings
 from typing import Callable, Iterator
 
+import numpy as np
 import torch
 
 from transformer import HeadMask, HeadVectors, LogitLens, Step, Trace, Translator
@@ -222,9 +223,21 @@ def contrast(translator: Translator, trace: Trace, step: int, asked: str) -> Con
 
 
 @SLOT.holding
+def above_diagonal(translator: Translator, trace: Trace) -> float:
+    """The largest decoder self-attention weight on a later piece (above the diagonal), in any layer and head, when
+    the trace's output is read in one teacher-forced pass, as in training: what the causal mask lets through. A
+    decoded trace cannot show it: it holds zeros there by construction (each step's row is filled up to its step)."""
+    forced = translator.force_output(trace.source_ids, trace.output_ids, top_k=1,
+                                     head_mask=trace_mask(translator, trace))
+    return float(np.triu(np.asarray(forced.decoder_self_attn, dtype=np.float64), 1).max())
+
+
+@SLOT.holding
 def tour_extras(translator: Translator, request: Request, trace: Trace, facts: ModelFacts) -> TourExtras:
-    """The tour's model passes: integrated gradients of its why stop's piece, and the request translated again with
-    the model's most important head off too, with the shown pieces' log p with every head on and with it off."""
+    """The tour's model passes: the shown output read in one pass (what its mask lets through), integrated
+    gradients of its why stop's piece, and the request translated again with the model's most important head off
+    too, with the shown pieces' log p with every head on and with it off."""
+    above = above_diagonal(translator, trace) if trace.output_ids else None
     step = why_step(trace)
     why = None if step is None else attribution(translator, trace, "ig", steps=[step - 1])
     ablated = ablated_by = None
@@ -233,4 +246,4 @@ def tour_extras(translator: Translator, request: Request, trace: Trace, facts: M
         asked = request.decoded(heads_off=off, slow=0.0)
         ablated = translate(translator, asked)
         ablated_by = ablation(translator, asked, trace) if trace.output_ids else None
-    return TourExtras(step or 0, why, ablated, ablated_by)
+    return TourExtras(above, step or 0, why, ablated, ablated_by)

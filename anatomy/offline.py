@@ -39,8 +39,6 @@ from .tour import Tour
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 SUFFIX = ".html"
-ARCHITECTURE_CAPTION = ("Shapes for this translation (the whole output read at once, as in training and in the final "
-                        "pass)")
 
 
 @dataclass(frozen=True)
@@ -108,11 +106,7 @@ def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view
             "tab": {"stats": head_views.table_json(trace),
                     "card": markdown_html(architecture_views.architecture_markdown(entry)),
                     "training_card": markdown_html(card_summary(entry)),
-                    # a translation stopped before its first piece is drawn as if at step 1 (a tensor has no
-                    # length 0)
-                    "figures": {"architecture": _figure(architecture_views.architecture(
-                                    c, max(len(trace.source_tokens), 1), max(len(trace.target_tokens), 1),
-                                    ARCHITECTURE_CAPTION)),
+                    "figures": {"architecture": _figure(architecture_views.of_trace(c, trace)),
                                 "parameters": _figure(architecture_views.parameters(entry)),
                                 "training": _figure(training_views.training_curves(entry))}},
             "page": {

@@ -79,8 +79,11 @@ def facts_of(config: ModelConfig, untrained: bool = False, heads: CorpusImportan
 
 @dataclass(frozen=True)
 class TourExtras:
-    """What the two model-pass stops need, made by engine.tour_extras in the model's slot."""
+    """What the stops that need a model pass need, made by engine.tour_extras in the model's slot."""
 
+    # the largest decoder self-attention weight above the diagonal when the output is read in one teacher-forced
+    # pass (engine.above_diagonal); None when nothing was decoded
+    above: float | None
     step: int  # the why stop's step, from 1
     attribution: Attribution | None  # integrated gradients of that step's piece
     ablated: Trace | None  # the translation with ModelFacts.important off
@@ -107,7 +110,8 @@ def tour(trace: Trace, facts: ModelFacts, extras: TourExtras | None = None, *, a
         elif made:
             left.append(made)
     if extras is None and not asked:
-        left.append("Why this word and switching a head off need the model: start the tour in the app.")
+        left.append("The decoder's mask, Why this word and switching a head off need the model: start the tour in "
+                    "the app.")
     return Tour(trace, tuple(stops), tuple(left))
 
 
@@ -279,17 +283,20 @@ def _start(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
                         "p": None if p is None else round(p, 2)})
 
 
-def _masked(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
+def _masked(t: _Trace, facts: ModelFacts, extras: TourExtras | None) -> Stop | str | None:
     if t.T < 2:
         return "The decoder's mask: a one-step translation has no later piece to hide."
+    if extras is None:
+        return None  # said once, by the tour
     heads = t.heads("decoder")
     s = max(heads, key=lambda x: x.previous)
     step = (t.T + 1) // 2
-    w = np.asarray(t.trace.decoder_self_attn, dtype=np.float64)
-    above = float(np.triu(w, 1).max())  # every layer and head: what the mask lets through
+    # from the whole output read at once, as in training: decoding itself never computes a weight on a later piece
+    above = extras.above
     text = (f"Decoder self-attention is masked: at step {step}, writing {_word(t.trace.output_tokens[step - 1])}, "
-            f"the decoder sees only the {step} pieces read so far, never later ones. The largest weight above the "
-            f"diagonal, in any layer and head, is {above:.0f}. {_head(s).capitalize()} sends "
+            f"the decoder sees only the {step} pieces read so far, never later ones. Read in one pass, as in "
+            f"training, your translation's largest weight above the diagonal is {above:.2g}, in any layer and head. "
+            f"{_head(s).capitalize()} sends "
             f"{_pct(s.previous)} to the piece just before: the model learns from whole sentences, but must "
             f"write as it will at inference.")
     return Stop("masked", "The decoder's mask", text, StopView("heads", "decoder", s.layer, str(s.head), step),

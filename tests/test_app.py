@@ -260,6 +260,46 @@ def test_stop_during_slow_motion_keeps_the_steps_so_far(tiny):
     assert last[p.translation] == kept.trace.text and last[p.trace_data]["opens_at"]["step"] == 2
 
 
+def _stopped_at_once(tiny) -> dict:
+    """The page's last frame when Stop is clicked before a slow-motion replay draws its first frame."""
+    signal = StopSignal()
+    run = run_of(tiny, slow=0.1, max_new=5, signal=signal)
+    tiny.stop(Inputs(signal=signal))
+    frames = replayed(tiny, Inputs(run=run, view=View.of("cross", 1, "mean", False), signal=signal))
+    assert len(frames) == 1  # no frame: the run as stopped, at once
+    return frames[0]
+
+
+def test_stop_before_the_first_frame_leaves_no_step_and_every_tab_still_opens(tiny):
+    """Stop clicked before a slow-motion replay draws its first frame: the page says nothing was kept, and every tab
+    opens on that run without an error (Figure 1 drawn as if at step 1, as the offline file draws it; Why this word
+    makes nothing: there is no piece to explain)."""
+    p = tiny.page
+    last = _stopped_at_once(tiny)
+    kept = last[p.run]
+    assert kept.trace.output_tokens == [] and not kept.replay and kept.trace.settings.stopped
+    assert "stopped at step 0 of 5" in last[p.run_info] and last[p.translation] == ""
+    for tab in Tab:
+        opened = Inputs(run=kept, tab=tab, view=View.of("cross", 1, "mean", False))
+        made = tiny.make_tab(opened)
+        if tab == Tab.WHY:
+            assert made == gr.skip()
+        tiny.tab_view(opened)
+    arch = tiny.tab_view(Inputs(run=kept, tab=Tab.ARCHITECTURE))[p.tab_data]["figures"]["architecture"]
+    shapes = " ".join(a["text"] for a in arch["layout"]["annotations"])
+    assert f"(B, S) = (1, {len(kept.trace.source_tokens)})" in shapes and "(B, T) = (1, 1)" in shapes
+    assert arch["layout"]["title"]["text"].startswith("Shapes for this translation")
+
+
+@pytest.mark.slow  # node draws the page
+@needs_node
+def test_stop_before_the_first_frame_draws_a_page_that_says_nothing_was_decoded(tiny):
+    page = viewer.drawn(_stopped_at_once(tiny)[tiny.page.trace_data], [View.of("cross", 1, "mean", False)])[0]
+    assert "No decoding step" in json.dumps(page["step-cross"])
+    for box in ("why-step", "why-all", "lens-step"):
+        assert [a["text"] for a in page[box]["layout"]["annotations"]] == ["Nothing was decoded: no piece to explain."]
+
+
 def test_stop_during_streaming_keeps_the_pieces_so_far(tiny):
     p = tiny.page
     signal = StopSignal()

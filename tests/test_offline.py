@@ -402,6 +402,7 @@ def test_offline_a_translation_with_no_step_still_draws(browser, trace, entry, t
     page.select_option("#kind", "encoder")
     page.wait_for_selector("#heatmap .heatmaplayer image")
     assert page.locator("#heatmap .heatmaplayer image").count() == 1 and page.is_disabled("#step")
+    assert page.text_content("#why-none") == "Nothing was decoded: no piece to explain."  # as the app's tab says
     assert not page.errors and not page.refused
     page.context.close()
 

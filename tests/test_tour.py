@@ -18,6 +18,7 @@ from anatomy.payload import tour_payload, trace_key
 from anatomy.views import prefix
 from tests.app_fixtures import run_of
 from transformer import Decoding, Translator, checkpoint
+from transformer import model as model_module
 from transformer.explain import attribute
 from transformer.heads import corpus_importance
 from transformer.pieces import SPECIAL, word_groups
@@ -92,8 +93,10 @@ def check(t: tour.Tour, facts: tour.ModelFacts, translator: Translator, request:
             assert c["source"] == tr.source_tokens[j] and f"{100 * w[j]:.0f} %" in text
             assert c["wrote"] == tr.output_tokens[0] and stop.view.step == 1
         elif stop.key == "masked":
-            assert c["above"] == 0.0 and all(np.triu(dec[l, h], 1).max() == 0
-                                             for l in range(dec.shape[0]) for h in range(dec.shape[1]))
+            # the whole output read at once: a decoded trace holds zeros above the diagonal whatever the mask does
+            forced = translator.force_output(tr.source_ids, tr.output_ids, head_mask=engine.trace_mask(translator, tr))
+            above = np.triu(np.asarray(forced.decoder_self_attn, dtype=np.float64), 1).max()
+            assert c["above"] == above == 0.0 and "largest weight above the diagonal is 0," in text
             prev = dec[c["layer"] - 1, c["head"] - 1]
             assert c["previous"] == round(np.diagonal(prev, -1).mean(), 2)
             assert c["previous"] == round(max(np.diagonal(dec[l, h], -1).mean() for l in range(dec.shape[0])
@@ -170,8 +173,9 @@ def test_every_stop_says_what_its_translation_s_numbers_say(shipped_models):
             check(t, facts, translator, request, extras)
             greedy = request.decoded(beam_size=1)
             plain = tour.tour(engine.translate(translator, greedy), facts, None, asked=False)
-            # without a beam and the model's passes, still ten stops, and notes for the rest
-            assert len(plain.stops) >= 10 and {"beam", "why", "heads-off"}.isdisjoint(s.key for s in plain.stops)
+            # without a beam and the model's passes, still nine stops, and notes for the rest
+            assert len(plain.stops) >= 9
+            assert {"beam", "masked", "why", "heads-off"}.isdisjoint(s.key for s in plain.stops)
             assert any("greedily" in note for note in plain.left_out) and any("start the tour in the app" in note
                                                                               for note in plain.left_out)
             check(plain, facts, translator)
@@ -206,6 +210,27 @@ def test_a_model_with_one_encoder_head_says_it_has_no_second_head_to_show(tmp_pa
     assert any("one encoder head" in note for note in t.left_out)
     assert any("greedily" in note for note in t.left_out)
     check(t, facts, translator, request)
+
+
+def test_the_mask_stop_reads_the_whole_output_at_once_so_its_claim_can_fail(folders, monkeypatch):
+    """A decoded trace holds zeros above the diagonal whatever the mask does; the stop reads the output in one
+    teacher-forced pass, where a decoder whose mask let later pieces through puts weight on them."""
+    translator, facts = _tiny(folders)
+    request = Request("de-en", "ein kleiner hund spielt", Decoding(max_new_tokens=6), "cpu")
+    trace = engine.translate(translator, request)
+
+    def masked() -> tour.Stop:
+        made = tour.tour(trace, facts, engine.tour_extras(translator, request, trace, facts))
+        return next(s for s in made.stops if s.key == "masked")
+
+    assert len(trace.output_ids) >= 2 and masked().claims["above"] == 0.0
+    monkeypatch.setattr(model_module, "causal_mask",
+                        lambda T, device: torch.ones(T, T, dtype=torch.bool, device=device))
+    unmasked = masked()
+    assert unmasked.claims["above"] > 0.01
+    assert f"largest weight above the diagonal is {unmasked.claims['above']:.2g}," in unmasked.text
+    # decoding with that mask still leaves zeros there: the trace alone could not tell
+    assert np.triu(engine.translate(translator, request).decoder_self_attn, 1).max() == 0
 
 
 def test_a_translation_with_nothing_decoded_skips_every_step_with_a_note(folders):

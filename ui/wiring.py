@@ -206,7 +206,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     demo.load(None, js=js("opened()"), show_progress="hidden", api_visibility="private")
 
-    # The tour of the shown translation (its two model stops are model passes), opened by app.js from tour_data.
+    # The tour of the shown translation (its model stops are model passes), opened by app.js from tour_data.
     p.tour_btn.click(**ours(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data]), **model)
     # The trace and page files are written on the server when asked (no model); app.js then clicks the file's link:
     # one click downloads it.

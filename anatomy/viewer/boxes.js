@@ -2,8 +2,8 @@
 // untrained twin's, the softmax walk the server drew) and the view: the host (host.js) draws them in the page, and
 // tests/js/draw.mjs prints them for tests/test_app.py and the others.
 
-import {METHODS, explainsPayload, lensStep, lensTranslation, whyAgreement, whyShares, whyStep, whyTranslation}
-  from "./explain.js";
+import {METHODS, NOTHING_TO_EXPLAIN, explainsPayload, lensStep, lensTranslation, whyAgreement, whyShares, whyStep,
+  whyTranslation} from "./explain.js";
 import {WEIGHTS, hasNorms} from "./weights.js";
 import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, importanceMaps, large, logProbChange, positional,
   stepFigures, steps, summary, topkTable, walkFigure} from "./figures.js";
@@ -107,7 +107,8 @@ const explained = (draw, name, fields) => ({
   depends: (v, versions) => [versions.payload, versions.explain, ...fields.map((f) => v[f])],
   make: (v, d, look) => explainsPayload(d.explain, d.payload)
     ? named(draw(d.explain, d, v, look), exportName(d.payload, v, name))
-    : emptyFigure(look, "Open this tab again to explain this translation", 300)});
+    : emptyFigure(look, d.payload.pieces.output.length ? "Open this tab again to explain this translation"
+      : NOTHING_TO_EXPLAIN, 300)});
 const VIEWED = ["step", "method", "merge", "plain", "hide"];
 const agreeing = explained((e, d, v, look) => whyAgreement(e, d.payload, v, look), "why-agree", ["step"]);
 

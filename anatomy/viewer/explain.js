@@ -30,6 +30,9 @@ const RAISED = "#dc2626", LOWERED = "#2563eb", SOURCE = "#0d9488", PREFIX = "#f9
 const range = (n) => Array.from({length: n}, (_, i) => i);
 const sum = (values) => values.reduce((a, b) => a + b, 0);
 
+// What Why this word says of a translation stopped before its first piece (in the app and the offline file)
+export const NOTHING_TO_EXPLAIN = "Nothing was decoded: no piece to explain.";
+
 /**
  * The explanation, when it is of this payload's translation (the server sends it only when asked: an older
  * translation's, or the same sentence's with other heads off, would be wrong at every step).

@@ -4,6 +4,7 @@
 // (the tabs' tables and figures, Why this word and the value norms when they were made before the file was saved)
 // and otherwise with a note, in place, saying how to get it in the app.
 
+import {NOTHING_TO_EXPLAIN} from "./explain.js";
 import {createPage} from "./page.js";
 import {readView, shapeOf, viewQuery} from "./link.js";
 import {readPayload} from "./payload.js";
@@ -64,7 +65,7 @@ export function showOffline(data) {
   translation(P, G);
   page.mount();
   if (!data.explain) {
-    $("why-none").textContent = P.pieces.output.length ? NO_EXPLANATION : "Nothing was decoded: no piece to explain.";
+    $("why-none").textContent = P.pieces.output.length ? NO_EXPLANATION : NOTHING_TO_EXPLAIN;
     $("why-none").hidden = false;
     for (const el of $("why-none").parentElement.querySelectorAll(".anatomy-box, #why-controls, #lens-help")) {
       el.hidden = true;

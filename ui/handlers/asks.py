@@ -94,7 +94,8 @@ class Asking:
         Why this word tab opens, or a new translation is shown while it is open (once per trace; seconds, so a model
         event of its own after the translation's, which the page shows first)."""
         i = Inputs.of(self.page, values)
-        if i.tab != Tab.WHY or i.run is None or i.run.replay or \
+        # nothing decoded: no piece to explain (the viewer says so)
+        if i.tab != Tab.WHY or i.run is None or i.run.replay or not i.run.trace.output_ids or \
                 (i.explained is not None and i.explained.of is i.run.trace):
             return gr.skip()
         return self._explained(i.run, lambda done, steps: progress(

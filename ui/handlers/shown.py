@@ -154,10 +154,7 @@ class Showing:
             return {p.pe_data: positional(entry.config, trace.source_tokens if same else None)}
         if tab == Tab.ARCHITECTURE:
             if same:
-                arch = architecture_views.architecture(entry.config, len(trace.source_tokens),
-                                                       len(trace.target_tokens),
-                                                       "Shapes for this translation (the whole output read at once, "
-                                                       "as in training and in the final pass)")
+                arch = architecture_views.of_trace(entry.config, trace)
             else:
                 example = (entry.examples or [""])[0]
                 arch = architecture_views.architecture(entry.config, len(engine.source_pieces(entry.cpu, example)),

@@ -138,7 +138,7 @@ def importance_maps(imp: SentenceImportance, heads_off: str) -> dict:
 
 def _refs_grid(imp: SentenceImportance, kind: str) -> list[list[HeadRef]]:
     L, H = imp.confidence[kind].shape
-    return [[HeadRef(kind, l + 1, h + 1) for h in range(H)] for l in range(L)]
+    return [[HeadRef(kind, li + 1, h + 1) for h in range(H)] for li in range(L)]
 
 
 def importance_list(imp: SentenceImportance, n: int = LIST_LENGTH) -> str:
@@ -146,9 +146,9 @@ def importance_list(imp: SentenceImportance, n: int = LIST_LENGTH) -> str:
     rows = ["| head | drop in log p | gradient | confidence | role |", "|---|---:|---:|---:|---|"]
     for ref, drop in imp.ablation.ranked()[:n]:
         role, value = imp.roles[ref]
-        l, h = ref.layer - 1, ref.head - 1
+        li, h = ref.layer - 1, ref.head - 1
         rows.append(f"| {head_label(ref.kind, ref.layer, ref.head)} | {drop:+.3f} | "
-                    f"{imp.gradient[ref.kind][l, h]:.3f} | {imp.confidence[ref.kind][l, h]:.2f} | "
+                    f"{imp.gradient[ref.kind][li, h]:.3f} | {imp.confidence[ref.kind][li, h]:.2f} | "
                     f"{role} {value:.2f} |")
     return "**Largest drops first** (switching that head alone off)\n\n" + "\n".join(rows)
 

@@ -64,11 +64,11 @@ def kind_help(kind: str) -> str:
 def pick(weights: np.ndarray, layer: int, head: str) -> tuple[np.ndarray, str]:
     """(L, h, ...) -> one layer's head (or the mean of its heads), and a caption; layer and head counted from 1."""
     L, H = weights.shape[:2]
-    l = min(max(layer, 1), L) - 1
+    li = min(max(layer, 1), L) - 1
     if head == MEAN_HEAD:
-        return weights[l].mean(0), f"layer {l + 1}, mean of {H} heads"
+        return weights[li].mean(0), f"layer {li + 1}, mean of {H} heads"
     h = min(max(int(head), 1), H) - 1
-    return weights[l, h], f"layer {l + 1}, head {h + 1}"
+    return weights[li, h], f"layer {li + 1}, head {h + 1}"
 
 
 def word_labels(pieces: list[str], groups: list[list[int]]) -> list[str]:

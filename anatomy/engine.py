@@ -17,8 +17,9 @@ import torch
 
 from transformer import HeadMask, HeadVectors, LogitLens, Step, Trace, Translator
 from transformer import explain as explanation
+from transformer.checkpoint import Checkpoint
+from transformer.checkpoint import load as load_checkpoint
 from transformer.explain import Attribution
-from transformer.checkpoint import Checkpoint, load as load_checkpoint
 from transformer.half import PRECISIONS
 from transformer.heads import SentenceImportance, sentence_importance
 from transformer.pieces import SPACE_MARK, detokenize, piece_texts, word_groups

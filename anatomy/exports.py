@@ -21,7 +21,6 @@ from transformer import Trace
 
 from . import export, views
 
-
 NICE = 10  # a worker's CPU priority below the server's: on a busy CPU a translation gets ~10× its share
 
 

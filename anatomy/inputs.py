@@ -13,8 +13,8 @@ import urllib.parse
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from transformer.decoding import Decoding
 from transformer.config import ModelConfig
+from transformer.decoding import Decoding
 from transformer.head_mask import HeadMask
 from transformer.kinds import CROSS, DECODER, ENCODER, by_name
 

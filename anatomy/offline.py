@@ -30,9 +30,8 @@ from viz.heads import PANELS, SIGNED
 from . import architecture_views, attention_views, bundle, head_views, tour, training_views, views
 from .inputs import DISPLAYS, View
 from .layout import explorer_html, markdown_html, share_html, tabs_html, tools_html
+from .payload import checkpoint_id, explain_payload, norms_payload, positional, tour_payload, trace_payload
 from .prose import WEIGHTS_CHOICES
-from .payload import (checkpoint_id, explain_payload, norms_payload, positional, tour_payload,
-                      trace_payload)
 from .registry import ModelEntry, shown_name
 from .run import Explained, Norms
 from .tour import Tour

@@ -13,8 +13,8 @@ import numpy as np
 
 from transformer import Trace
 from transformer.analysis import HIDDEN_PIECES, HeadStats, trace_head_statistics
-from transformer.explain import Attribution
 from transformer.config import ModelConfig
+from transformer.explain import Attribution
 from transformer.head_mask import HeadRef
 from transformer.heads import CorpusImportance
 from transformer.kinds import by_name

@@ -171,7 +171,7 @@ def head_choices(n_heads: int) -> list[tuple[str, str]]:
 
 
 def grid_pick_choices(n_layers: int, n_heads: int) -> list[tuple[str, str]]:
-    return [(f"layer {l + 1} · head {h + 1}", f"{l + 1}:{h + 1}") for l in range(n_layers) for h in range(n_heads)]
+    return [(f"layer {li + 1} · head {h + 1}", f"{li + 1}:{h + 1}") for li in range(n_layers) for h in range(n_heads)]
 
 
 def unreadable(source_tokens: list[str]) -> tuple[int, int]:

@@ -79,8 +79,9 @@ def tour(browser, url: str, entry, out: Path) -> None:
 
 
 def main(out: Path, only_tour: bool = False) -> None:
-    import ui
     from playwright.sync_api import sync_playwright
+
+    import ui
 
     demo = ui.create_app()
     ui.start(demo)

@@ -40,8 +40,9 @@ if not __package__:  # run as a file (python benchmarks/decode.py): put the repo
 
 from benchmarks.common import ROOT, default_checkpoint, languages, median_ms, sentence  # noqa: E402
 from transformer import Translator, data  # noqa: E402
-from transformer.checkpoint import Checkpoint, load as load_checkpoint  # noqa: E402
-from transformer.config import ModelConfig, PRESETS  # noqa: E402
+from transformer.checkpoint import Checkpoint  # noqa: E402
+from transformer.checkpoint import load as load_checkpoint
+from transformer.config import PRESETS, ModelConfig  # noqa: E402
 from transformer.model import Transformer  # noqa: E402
 from transformer.search import beam_search, greedy  # noqa: E402
 from transformer.tokenizer import Tokenizer  # noqa: E402
@@ -285,7 +286,8 @@ def main() -> None:
                                            max(7, r))
         print(f"the code at {args.baseline}: greedy {old_greedy:.1f} ms, beam {old_beam:.1f} ms")
         baseline = (f" baseline_capture_ms={old_greedy:.1f} baseline_beam_ms={old_beam:.1f} "
-                    f"baseline_capture_speedup={old_greedy / natural:.2f} baseline_beam_speedup={old_beam / natural_beam:.2f}")
+                    f"baseline_capture_speedup={old_greedy / natural:.2f} "
+                    f"baseline_beam_speedup={old_beam / natural_beam:.2f}")
 
     n_batch = 50 if args.quick else 200
     sources = data.read_lines(data.resolve_data_dir(), "val", ck.source_lang)[:n_batch]

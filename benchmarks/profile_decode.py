@@ -1,6 +1,7 @@
 """Where a page translation's time goes, op by op: torch's profiler over Translator.translate as the app runs it
-(full attention capture, 1 thread, the app's default precision unless --precision says otherwise), beam search with the model's own beam size and length penalty and a greedy
-stream, on the ~20-word benchmark sentence of --checkpoint (default: the shipped de→en model).
+(full attention capture, 1 thread, the app's default precision unless --precision says otherwise), beam search
+with the model's own beam size and length penalty and a greedy stream, on the ~20-word benchmark sentence of
+--checkpoint (default: the shipped de→en model).
 
 Prints, for each decoding, the ops that took the most self CPU time (share of the profiled time, calls, ms per
 call); the last line is machine-readable:

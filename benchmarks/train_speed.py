@@ -68,8 +68,8 @@ def real_batches(max_tokens: int, n: int) -> tuple[list[data.Batch], int]:
     src_text, tgt_text = src_text[:4000], tgt_text[:4000]
     tok = Tokenizer.train(src_text + tgt_text, vocab_size=8000)
     s, t = tok.encode_batch(src_text), tok.encode_batch(tgt_text)
-    return [data.make_batch([s[i] for i in b], [t[i] for i in b])
-            for b in data.token_batches([len(x) for x in s], [len(x) for x in t], max_tokens, seed=0)[:n]], tok.vocab_size
+    batches = data.token_batches([len(x) for x in s], [len(x) for x in t], max_tokens, seed=0)[:n]
+    return [data.make_batch([s[i] for i in b], [t[i] for i in b]) for b in batches], tok.vocab_size
 
 
 def procs_worker(args: argparse.Namespace) -> None:

@@ -11,6 +11,8 @@ if [ -n "$MISSING" ]; then
   # shellcheck disable=SC2086  # one word per package
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $MISSING >/dev/null
 fi
+# The Python's lint (pyproject.toml: pyflakes, pycodestyle's errors, import order, 120 columns).
+python3 -m ruff check --quiet .
 # The browser viewer's ES modules (anatomy/viewer/), by Node's own test runner; a failure stops the script.
 node --test tests/js/
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1

@@ -46,8 +46,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _unit_tests_stay_in_process(request, monkeypatch) -> Iterator[None]:
-    """A unit test that starts a process or a server, trains or loads a shipped checkpoint fails at once (mark it slow instead), so that
-    `pytest -m unit` stays fast as tests are added; and it runs on one thread."""
+    """A unit test that starts a process or a server, trains or loads a shipped checkpoint fails at once (mark it
+    slow instead), so that `pytest -m unit` stays fast as tests are added; and it runs on one thread."""
     if request.node.get_closest_marker("unit") is None:
         yield
         return

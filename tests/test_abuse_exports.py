@@ -14,8 +14,17 @@ from gradio_client import Client
 from PIL import Image
 
 from benchmarks.common import start_app
-from benchmarks.exports import (ANIMATION_FILE, Peak, ask, exports, memory_mb, page_event, translated, translation_s,
-                                written)
+from benchmarks.exports import (
+    ANIMATION_FILE,
+    Peak,
+    ask,
+    exports,
+    memory_mb,
+    page_event,
+    translated,
+    translation_s,
+    written,
+)
 from tests.app_fixtures import SENTENCE, make_checkpoint
 
 pytestmark = pytest.mark.slow  # each test runs `python app.py`

@@ -167,7 +167,7 @@ def test_trace_statistics_cover_every_head_in_range(trace):
     stats = trace_head_statistics(trace)
     assert len(stats) == 3 * L * H
     assert [s.kind for s in stats] == ["encoder"] * (L * H) + ["decoder"] * (L * H) + ["cross"] * (L * H)
-    assert [(s.layer, s.head) for s in stats[:L * H]] == [(l, h) for l in range(1, L + 1) for h in range(1, H + 1)]
+    assert [(s.layer, s.head) for s in stats[:L * H]] == [(li, h) for li in range(1, L + 1) for h in range(1, H + 1)]
     for s in stats:
         for name in ("focus", "same", "previous", "next", "first", "eos", "special"):
             value = getattr(s, name)

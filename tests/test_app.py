@@ -27,9 +27,8 @@ from anatomy import architecture_views, attention_views, payload, training_views
 from anatomy.inputs import View  # noqa: E402
 from anatomy.registry import ModelRegistry, cuda_available, default_sources, device_choices  # noqa: E402
 from anatomy.run import StopSignal  # noqa: E402
-from tests.app_fixtures import (SENTENCE, make_checkpoint, make_tokenizer, replayed, run_of, show,  # noqa: E402
-                                 translate)
 from tests import viewer  # noqa: E402
+from tests.app_fixtures import SENTENCE, make_checkpoint, make_tokenizer, replayed, run_of, show, translate  # noqa: E402
 from tests.viewer import needs_node  # noqa: E402
 from transformer import Trace  # noqa: E402
 from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY  # noqa: E402

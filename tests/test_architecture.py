@@ -9,9 +9,16 @@ import torch
 from torch import nn
 
 from transformer import ModelConfig, Transformer
-from transformer.architecture import (DECODER_CROSS_ATTENTION, ENCODER_SELF_ATTENTION, FINAL_NORMS,
-                                      SHARED_EMBEDDING, measured_breakdown, paper_total, parameter_breakdown,
-                                      tensor_shapes)
+from transformer.architecture import (
+    DECODER_CROSS_ATTENTION,
+    ENCODER_SELF_ATTENTION,
+    FINAL_NORMS,
+    SHARED_EMBEDDING,
+    measured_breakdown,
+    paper_total,
+    parameter_breakdown,
+    tensor_shapes,
+)
 from transformer.config import PAD_ID, PRESETS
 from viz.architecture import architecture_diagram, parameter_markdown
 

@@ -15,8 +15,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.app_fixtures import SENTENCE, forgotten, short_grace
-from tests.browser import (TIMEOUT, choose, heatmap_count, load_page, needs_chromium, plot_text, slide,
-                           wait_title)
+from tests.browser import TIMEOUT, choose, heatmap_count, load_page, needs_chromium, plot_text, slide, wait_title
 
 pytestmark = [needs_chromium, pytest.mark.slow]
 SENTENCES = {"de": "Zwei Hunde spielen im Schnee.", "en": "Two dogs are playing in the snow."}
@@ -168,7 +167,8 @@ def test_a_long_paste_is_cut_by_the_server_which_says_so(page):
     page.keyboard.insert_text(text)  # as a paste arrives: one input of the whole text
     assert len(box.input_value()) == 600
     page.get_by_role("button", name="Translate", exact=True).click()
-    page.wait_for_function(f"document.querySelector('#run-info').innerText.includes('longer than {MAX_CHARS} characters')")
+    page.wait_for_function("document.querySelector('#run-info').innerText"
+                           f".includes('longer than {MAX_CHARS} characters')")
     assert not page.errors, page.errors
 
 
@@ -263,7 +263,8 @@ def test_a_closed_browser_tab_is_forgotten_and_its_run_freed(tiny, browser, monk
         deadline = time.monotonic() + 60
         with_run = []
         while not with_run and time.monotonic() < deadline:
-            with_run = [s for s, data in list(sessions.items()) if getattr(data.state_data.get(tiny.page.session._id), "run", None)]
+            with_run = [s for s, data in list(sessions.items())
+                        if getattr(data.state_data.get(tiny.page.session._id), "run", None)]
             time.sleep(0.1)
         assert len(with_run) == 1, "the link's translation never reached the session's state"
         time.sleep(2)  # past the grace: an open tab keeps its session

@@ -478,5 +478,6 @@ def test_why_this_word_opens_with_its_tab_follows_the_step_and_compares(page, ur
     wait_title(page, "lens-step", "Logit lens at step ")
     steps = int(page.locator("input#step").input_value())
     wait_title(page, "why-step", f"at step {steps}?")
-    assert "Hund" in page.evaluate("document.querySelector('#why-step .js-plotly-plot').layout.xaxis.ticktext.join(' ')")
+    ticks = "document.querySelector('#why-step .js-plotly-plot').layout.xaxis.ticktext.join(' ')"
+    assert "Hund" in page.evaluate(ticks)
     assert not page.errors, page.errors

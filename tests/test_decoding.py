@@ -188,7 +188,8 @@ def test_trace_has_the_documented_shapes(translator):
     assert all(len(k) == 3 for k in trace.top_k)
     assert trace.top_k[0][0].token == trace.output_tokens[0]
     assert trace.settings == DecodingSettings("greedy", 3, "cpu", beam_size=1,
-                                              max_new_tokens=output_limit(translator.model, S, None), length_penalty=1.0,
+                                              max_new_tokens=output_limit(translator.model, S, None),
+                                              length_penalty=1.0,
                                               precision=translator.precision)
     assert trace.checkpoint == str(translator.checkpoint.id)
 
@@ -314,7 +315,8 @@ def test_json_of_a_prefix_of_a_trace(translator):
     T = 2
     cut = replace(trace, decoder_self_attn=trace.decoder_self_attn[:, :, :T, :T], cross_attn=trace.cross_attn[:, :, :T])
     assert not cut.cross_attn.flags.c_contiguous
-    np.testing.assert_array_equal(Trace.from_json(cut.to_json()).decoder_self_attn, trace.decoder_self_attn[:, :, :T, :T])
+    np.testing.assert_array_equal(Trace.from_json(cut.to_json()).decoder_self_attn,
+                                  trace.decoder_self_attn[:, :, :T, :T])
 
 
 def test_long_input_is_truncated_with_a_notice(translator):
@@ -326,7 +328,8 @@ def test_long_input_is_truncated_with_a_notice(translator):
 
 
 def test_empty_lines_translate_to_empty_lines(translator):
-    assert translator.translate_batch(["red cat runs", "", "  ", "dog sits big"]) == ["red cat runs", "", "", "dog sits big"]
+    got = translator.translate_batch(["red cat runs", "", "  ", "dog sits big"])
+    assert got == ["red cat runs", "", "", "dog sits big"]
 
 
 def test_same_output_across_processes(translator, copy_checkpoint):

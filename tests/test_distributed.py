@@ -28,8 +28,8 @@ MODEL = ["--d-model", "64", "--n-heads", "4", "--d-ff", "128", "--layers", "2", 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 
 
-def torchrun(*args: str, nproc: int = 2, script: str = "-m transformer.train", rdzv: tuple[str, ...] = ("--standalone",),
-             **popen) -> subprocess.Popen:
+def torchrun(*args: str, nproc: int = 2, script: str = "-m transformer.train",
+             rdzv: tuple[str, ...] = ("--standalone",), **popen) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *rdzv, f"--nproc_per_node={nproc}",
                              *script.split(), *args], cwd=ROOT, env=ENV, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, **popen)
@@ -84,7 +84,8 @@ def two_processes(corpus, tmp_path_factory) -> Path:
     return root
 
 
-def test_two_processes_or_two_micro_batches_train_the_weights_of_one_and_a_wrong_split_does_not(corpus, two_processes, tmp_path):
+def test_two_processes_or_two_micro_batches_train_the_weights_of_one_and_a_wrong_split_does_not(corpus, two_processes,
+                                                                                                 tmp_path):
     wrong = tmp_path / "wrong"
     # started first, as its launch's imports overlap the in-process runs
     wrong_split = torchrun(*args_for(corpus, wrong, *FEW_STEPS), script="tests/distributed_wrong_split.py")

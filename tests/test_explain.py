@@ -18,10 +18,10 @@ from tests.app_fixtures import run_of
 from tests.viewer import needs_node
 from transformer import Translator, checkpoint
 from transformer.explain import METHODS, attribute, attributions
+from transformer.pieces import word_groups
 from transformer.translator import decoder_input
 from ui.values import Inputs, PageSettings, Tab
 from viz.text import label
-from transformer.pieces import word_groups
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -106,7 +106,7 @@ def test_the_why_tab_draws_what_its_model_event_made(tiny):
     step = 3
     drawn = viewer.drawn(trace_payload, [View.of("cross", 1, "mean", False, step)], explain=part)[0]
     one, whole = drawn["lens-step"], drawn["lens-all"]
-    assert [str(t) for t in one["layout"]["yaxis"]["ticktext"]] == [f"layer {l + 1}" for l in range(L)]
+    assert [str(t) for t in one["layout"]["yaxis"]["ticktext"]] == [f"layer {li + 1}" for li in range(L)]
     top = run.trace.top_k[step - 1][0].token  # the model's own first choice at the step
     assert strip(one["data"][0]["text"][L - 1][0]) == label(top, 14)
     assert f"Logit lens at step {step}" in viewer.title(one) and whole["layout"]["shapes"][0]["x0"] == step - 1.5
@@ -152,8 +152,8 @@ def test_the_why_tab_draws_what_its_model_event_made(tiny):
     moved = alpha * n[:, :, None, :]
     moved = moved / moved.sum(-1, keepdims=True)
     for trace_index, weights in enumerate((alpha, moved)):
-        want = [spearman([round(weights[l, :, step - 1][:, w].mean(0).sum(), 6) for w in words], ig_words)
-                for l in range(L)]
+        want = [spearman([round(weights[li, :, step - 1][:, w].mean(0).sum(), 6) for w in words], ig_words)
+                for li in range(L)]
         np.testing.assert_allclose(agree["data"][trace_index]["y"], want, atol=1e-6)
     assert "Does attention agree?" in viewer.title(agree)
     assert f"over the {len(words)} source words" in viewer.title(agree)

@@ -15,7 +15,7 @@ import sys
 import time
 import types
 import urllib.parse
-from concurrent.futures import FIRST_EXCEPTION, wait
+from concurrent.futures import wait
 from pathlib import Path
 
 import gradio as gr
@@ -23,12 +23,31 @@ import httpx
 import numpy as np
 import pytest
 
-from anatomy.inputs import (MAX_BEAM, MAX_CHARS, MAX_LP, MAX_NEW_TOKENS, MAX_QUERY, MAX_STEPS, clean_text, parse_link,
-                            shorten_query)
+from anatomy.inputs import (
+    MAX_BEAM,
+    MAX_CHARS,
+    MAX_LP,
+    MAX_NEW_TOKENS,
+    MAX_QUERY,
+    MAX_STEPS,
+    clean_text,
+    parse_link,
+    shorten_query,
+)
 from anatomy.registry import ModelRegistry
 from anatomy.run import StopSignal
-from tests.app_fixtures import (CONFIGS, SENTENCE, SLOW_REQUEST, configs, drawn, forgotten, run_of, short_grace,
-                                 show, translate)
+from tests.app_fixtures import (
+    CONFIGS,
+    SENTENCE,
+    SLOW_REQUEST,
+    configs,
+    drawn,
+    forgotten,
+    run_of,
+    short_grace,
+    show,
+    translate,
+)
 from ui.values import Inputs
 
 UNKNOWN = "piece(s) of the text are unknown to this model"
@@ -215,7 +234,7 @@ def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(serv
         refusals.append(str(err.value))
     assert set(refusals) == {"Queue is full! Please try again."}
     assert refused_after < 1.0, "the refusal came only when the queue drained: a wait, not a clear answer"
-    assert all(job.status().code != Status.FINISHED for job in running), "a request ended before the test filled the queue"
+    assert all(job.status().code != Status.FINISHED for job in running), "one ended before the test filled the queue"
     answers = [job.result(timeout=60) for job in running + [waiting]]
     alone = client.predict(**SLOW_REQUEST)
     for text, notice, trace in answers:

@@ -185,8 +185,9 @@ def test_the_card_renders_its_pruning_section_from_heads_json(computed, tmp_path
 
 
 def test_pruning_figures(computed, tmp_path):
-    import viz
     from PIL import Image
+
+    import viz
 
     result = heads.corpus_importance(computed, "alpha")
     fig = viz.pruning_curve(result.by_importance.bleu, result.random.bleu, N_HEADS, result.removable, title="t")

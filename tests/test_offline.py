@@ -152,8 +152,8 @@ def test_download_page_writes_the_shown_translation_at_the_shown_view(tiny, monk
     data = data_of(path.read_text(encoding="utf-8"))
     assert data["payload"]["pieces"]["output"] == run.trace.output_tokens
     assert data["payload"]["notices"] == list(run.notices)
-    assert data["page"]["view"] == {"kind": "encoder", "layer": 2, "head": "1", "step": 2, "merge": False, "plain": True,
-                            "hide": True, "display": "heatmap"}
+    assert data["page"]["view"] == {"kind": "encoder", "layer": 2, "head": "1", "step": 2, "merge": False,
+                                    "plain": True, "hide": True, "display": "heatmap"}
     with pytest.raises(gr.Error, match="Translate a sentence first"):
         tiny.page_html({**values, p.run: None})
 

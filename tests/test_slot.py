@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 import time
 
-
 from anatomy import engine
 from anatomy.inputs import Request
 from anatomy.slot import ModelSlot

@@ -65,8 +65,8 @@ def check(t: tour.Tour, facts: tour.ModelFacts, translator: Translator, request:
             assert c["d_model"] == facts.d_model and tr.source_tokens[c["position"]] == c["last"]
             assert f"position {c['position']}" in text
         elif stop.key == "positional-head":
-            prev = [np.diagonal(enc[l, h], -1).mean() for l in range(enc.shape[0]) for h in range(enc.shape[1])]
-            nxt = [np.diagonal(enc[l, h], 1).mean() for l in range(enc.shape[0]) for h in range(enc.shape[1])]
+            prev = [np.diagonal(enc[li, h], -1).mean() for li in range(enc.shape[0]) for h in range(enc.shape[1])]
+            nxt = [np.diagonal(enc[li, h], 1).mean() for li in range(enc.shape[0]) for h in range(enc.shape[1])]
             best = max(max(prev), max(nxt))
             side = "previous" if max(prev) >= max(nxt) else "next"
             k = int(np.argmax(prev if side == "previous" else nxt))
@@ -77,14 +77,14 @@ def check(t: tour.Tour, facts: tour.ModelFacts, translator: Translator, request:
             positional = next(s for s in t.stops if s.key == "positional-head")
             l0, h0 = positional.view.layer - 1, int(positional.view.head) - 1
             entropy[l0, h0] = -np.inf
-            l, h = np.unravel_index(int(np.argmax(entropy)), entropy.shape)
-            assert _head_ref(stop) == ("encoder", l + 1, h + 1) and f"{entropy[l, h]:.1f} bits" in text
+            li, h = np.unravel_index(int(np.argmax(entropy)), entropy.shape)
+            assert _head_ref(stop) == ("encoder", li + 1, h + 1) and f"{entropy[li, h]:.1f} bits" in text
         elif stop.key == "parking":
             eos = [j for j, p in enumerate(tr.source_tokens) if p == "</s>"]
-            shares = {("encoder", l + 1, h + 1): enc[l, h][:, eos].sum(-1).mean()
-                      for l in range(enc.shape[0]) for h in range(enc.shape[1])}
-            shares.update({("cross", l + 1, h + 1): cross[l, h][:, eos].sum(-1).mean()
-                           for l in range(cross.shape[0]) for h in range(cross.shape[1])})
+            shares = {("encoder", li + 1, h + 1): enc[li, h][:, eos].sum(-1).mean()
+                      for li in range(enc.shape[0]) for h in range(enc.shape[1])}
+            shares.update({("cross", li + 1, h + 1): cross[li, h][:, eos].sum(-1).mean()
+                           for li in range(cross.shape[0]) for h in range(cross.shape[1])})
             best = max(shares, key=shares.get)
             assert _head_ref(stop) == best and f"{100 * shares[best]:.0f} %" in text
         elif stop.key == "start":
@@ -99,14 +99,14 @@ def check(t: tour.Tour, facts: tour.ModelFacts, translator: Translator, request:
             assert c["above"] == above == 0.0 and "largest weight above the diagonal is 0," in text
             prev = dec[c["layer"] - 1, c["head"] - 1]
             assert c["previous"] == round(np.diagonal(prev, -1).mean(), 2)
-            assert c["previous"] == round(max(np.diagonal(dec[l, h], -1).mean() for l in range(dec.shape[0])
+            assert c["previous"] == round(max(np.diagonal(dec[li, h], -1).mean() for li in range(dec.shape[0])
                                               for h in range(dec.shape[1])), 2)
         elif stop.key == "alignment":
             mono = {}
-            for l in range(cross.shape[0]):
+            for li in range(cross.shape[0]):
                 for h in range(cross.shape[1]):
-                    expected = (cross[l, h] * np.arange(cross.shape[-1])).sum(-1)
-                    mono[(l + 1, h + 1)] = np.corrcoef(np.arange(T), expected)[0, 1]
+                    expected = (cross[li, h] * np.arange(cross.shape[-1])).sum(-1)
+                    mono[(li + 1, h + 1)] = np.corrcoef(np.arange(T), expected)[0, 1]
             rows = [i for i, p in enumerate(tr.output_tokens) if p not in SPECIALS]
             peak = {head: cross[head[0] - 1, head[1] - 1][rows][:, real_keys].max(-1).mean() for head in mono}
             best = max(mono, key=lambda head: max(mono[head], 0) * peak[head])

@@ -18,8 +18,8 @@ from anatomy.run import StopSignal
 from tests import viewer
 from tests.app_fixtures import CONFIGS, drawn, run_of, show
 from tests.viewer import needs_node, title
-from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
 from transformer.analysis import trace_head_statistics
+from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY
 from transformer.kinds import CROSS, DECODER, KINDS
 from ui.values import Inputs, PageSettings, Tab
 
@@ -106,7 +106,8 @@ def test_unknown_pieces_and_tokens_are_escaped_in_markdown(tiny):
     run, page = drawn(tiny, text="Hunde 🐶🎉", max_new=3)
     assert "<unk>" in run.trace.source_tokens
     info = page[p.run_info]
-    assert "(read as &lt;unk&gt;): its vocabulary holds only what its German and English training text contains." in info
+    assert ("(read as &lt;unk&gt;): its vocabulary holds only what its German and English training text "
+            "contains.") in info
     assert "<unk>" not in info
 
 
@@ -294,7 +295,8 @@ def test_export_names_say_direction_kind_layer_head():
     assert attention_views.export_name("de-en", view) == "de-en_cross-attention_layer3_head2"
     assert attention_views.export_name("de-en", View(kind="decoder", layer=1, merge=True)) == \
         "de-en_decoder-masked-self-attention_layer1_mean-of-heads_words"
-    assert attention_views.export_name("en-de", view, "step-self") == "en-de_step4_decoder-masked-self-attention_layer3_head2"
+    assert (attention_views.export_name("en-de", view, "step-self")
+            == "en-de_step4_decoder-masked-self-attention_layer3_head2")
     assert attention_views.export_name("de-en", view, "step-topk") == "de-en_step4_next-piece-probabilities"
     assert attention_views.export_name("de-en", view, "untrained") == "de-en_cross-attention_layer3_head2_untrained"
 

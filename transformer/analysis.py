@@ -136,8 +136,8 @@ def head_statistics(weights, kind: str, key_tokens: Sequence[str]) -> list[HeadS
         "special": _mean_rows(w[..., special_keys].sum(-1)),
         "monotonic": _monotonic(w) if not self_attention else None,
     }
-    return [HeadStats(kind, l + 1, h + 1, **{k: None if v is None else float(v[l, h]) for k, v in stats.items()})
-            for l in range(L) for h in range(H)]
+    return [HeadStats(kind, li + 1, h + 1, **{k: None if v is None else float(v[li, h]) for k, v in stats.items()})
+            for li in range(L) for h in range(H)]
 
 
 def trace_head_statistics(trace: Trace) -> list[HeadStats]:

@@ -23,7 +23,6 @@ from .heads import HEADS_FILE, read_heads
 from .translator import Translator
 
 
-
 @dataclass(frozen=True)
 class CorpusInfo:
     title: str  # how the card names it
@@ -342,8 +341,8 @@ def agreement_section(folder: Path) -> str:
         L, H = a.attention.shape
         head_cols = " | ".join(f"h{h + 1}" for h in range(H))
         rows = "\n".join(
-            f"| {l + 1} | " + " | ".join(f"{x:.2f}" for x in a.attention[l]) + f" | {a.layer_attention[l]:.2f} | "
-            + " | ".join(f"{x:.2f}" for x in a.value_norm[l]) + f" | {a.layer_value_norm[l]:.2f} |" for l in range(L))
+            f"| {li + 1} | " + " | ".join(f"{x:.2f}" for x in a.attention[li]) + f" | {a.layer_attention[li]:.2f} | "
+            + " | ".join(f"{x:.2f}" for x in a.value_norm[li]) + f" | {a.layer_value_norm[li]:.2f} |" for li in range(L))
         weights, layer, head, rho = a.best()
         parts.append(f"""On the model's own greedy translations of the first {a.sentences} {corpus_info(a.corpus).title}
 {a.split} sentences ({a.steps} steps), Spearman's ρ between each cross-attention head's weights at a step and

@@ -172,8 +172,8 @@ def save(folder: str | Path, model: Transformer, tokenizer: Tokenizer, *, source
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     meta = {"model": model.config.to_dict(), "source_lang": source_lang, "target_lang": target_lang,
-            **({"domain": domain} if domain else {}), "special_ids": SPECIAL_IDS, "weights_dtype": str(dtype).removeprefix("torch."),
-            "training": training or {}, "metrics": metrics or {}}
+            **({"domain": domain} if domain else {}), "special_ids": SPECIAL_IDS,
+            "weights_dtype": str(dtype).removeprefix("torch."), "training": training or {}, "metrics": metrics or {}}
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     tmp.chmod(0o755)
     try:

@@ -333,9 +333,10 @@ def sentence_agreement(trace, attribution: Attribution, norms: ValueNorms) -> li
     rows = []
     for r, t in enumerate(attribution.steps):
         ig = attribution.source[r] @ sums  # (W,)
-        per_head = [np.array([[_rho(m[l, h, t] @ sums, ig) for h in range(m.shape[1])] for l in range(m.shape[0])])
+        per_head = [np.array([[_rho(m[li, h, t] @ sums, ig) for h in range(m.shape[1])] for li in range(m.shape[0])])
                     for m in (alpha, moved)]
-        per_layer = [np.array([_rho(m[l, :, t].mean(0) @ sums, ig) for l in range(m.shape[0])]) for m in (alpha, moved)]
+        per_layer = [np.array([_rho(m[li, :, t].mean(0) @ sums, ig) for li in range(m.shape[0])])
+                     for m in (alpha, moved)]
         rows.append((*per_head, *per_layer))
     return rows
 

@@ -64,7 +64,8 @@ def page_script() -> str:
     options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": f"gradio_api/file={offline.PLOTLY_JS}"}
     # Gradio scopes the CSS of css_paths to its container, where an @media rule never matches: the tour's panel
     # would not move to the bottom of a phone's screen
-    css = "".join((bundle.VIEWER / name).read_text(encoding="utf-8") for name in ("tour.css", "controls.css", "tabs.css"))
+    css = "".join((bundle.VIEWER / name).read_text(encoding="utf-8")
+                  for name in ("tour.css", "controls.css", "tabs.css"))
     return ("() => {\n" + bundle.script("page") +
             "document.head.appendChild(Object.assign(document.createElement('style'), "
             f"{{id: 'anatomy-tour-css', textContent: {json.dumps(css)}}}));\n"

@@ -226,5 +226,6 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     gr.on([], h.api_explain, [p.text, p.direction, slot], [p.translation, p.notice, slot], api_name="explain",
           **api)
     # Translating and drawing in one call: the API has no page to draw on between them.
-    gr.on([], h.api_animate, [p.text, p.direction, *[slot] * 10], [p.animation_file, p.notice], api_name="animate", **api)
+    gr.on([], h.api_animate, [p.text, p.direction, *[slot] * 10], [p.animation_file, p.notice], api_name="animate",
+          **api)
     gr.on([], h.api_export_html, [p.text, p.direction], [p.offline.file, p.notice], api_name="export_html", **api)

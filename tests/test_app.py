@@ -278,6 +278,9 @@ def test_stop_before_the_first_frame_leaves_no_step_and_every_tab_still_opens(ti
     kept = last[p.run]
     assert kept.trace.output_tokens == [] and not kept.replay and kept.trace.settings.stopped
     assert "stopped at step 0 of 5" in last[p.run_info] and last[p.translation] == ""
+    # the whole run was cut by its limit of 5 pieces; what was kept was stopped, and says only that
+    assert run_of(tiny, max_new=5).trace.cut_by_limit
+    assert not any("length limit" in n for n in kept.notices) and "length limit" not in last[p.run_info]
     for tab in Tab:
         opened = Inputs(run=kept, tab=tab, view=View.of("cross", 1, "mean", False))
         made = tiny.make_tab(opened)

@@ -92,7 +92,12 @@ class Showing:
         for t in range(1, T + 1):
             if signal.asked != run.stop_mark:
                 kept = views.stopped(run.trace, t - 1)
-                run = dataclasses.replace(run, trace=kept, showing=f"{run.showing}, stopped at step {t - 1} of {T}")
+                # what the whole trace said of itself (cut by the length limit, ...) is said again of what was kept
+                entry = self.registry.get(run.request.key)
+                said = set(views.run_notices(entry, run.trace, []))
+                run = dataclasses.replace(run, trace=kept, showing=f"{run.showing}, stopped at step {t - 1} of {T}",
+                                          notices=tuple(views.run_notices(
+                                              entry, kept, [n for n in run.notices if n not in said])))
                 # the prefix reads the whole trace's vectors cut to its length (attention_views.walk)
                 vectors = Vectors(kept, vectors.by) if vectors is not None and vectors.of is i.run.trace else None
                 break

@@ -59,7 +59,7 @@ class Page:
     judged: Slot  # anatomy.run.Judged | None: head importance of the shown translation
     vectors: Slot  # anatomy.run.Vectors | None: the softmax walk's q, k, v of the shown translation
     explained: Slot  # anatomy.run.Explained | None: why the shown translation's pieces (Why this word tab)
-    replay: gr.State  # a trigger (handlers.ASKS): a slow-motion Run is to be replayed
+    replay: gr.State  # a trigger (handlers.model.ASKED): a slow-motion Run is to be replayed
     # what the page's viewer draws (anatomy/viewer/host.js), never shown as such
     data: gr.JSON  # never shown: what an event sends the viewer, by Channel name (the channels below)
     trace_data: Channel  # the trace payload of what the page shows (a slow-motion frame's while it replays)

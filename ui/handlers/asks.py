@@ -14,7 +14,7 @@ from anatomy.payload import norms_payload
 from anatomy.run import Run, Vectors
 from transformer import HeadVectors, Trace
 
-from ..values import Inputs, Tab
+from ..values import ASKS, Inputs, Tab
 
 if TYPE_CHECKING:
     from anatomy.registry import ModelRegistry
@@ -30,44 +30,44 @@ class Asking:
     page: Page
 
     def ask_model(self, values: Inputs | dict, request: gr.Request, progress=gr.Progress()):
-        """What the viewer asks of a model, named by its view's `ask`: the softmax walk (walk), the value norms
-        (norms), what the open tab shows of a model and then its contents (make), Why this word's comparison and
-        then the tab (contrast), a clicked head off or on again and the translation with it (toggle), the settings
-        and translation of the page's address (link: a page load's one model event)."""
-        p, i = self.page, Inputs.of(self.page, values)
-        if i.ask == "link":
-            return self.open_link(i, request)
-        if i.ask == "walk":
-            return self.walk(i)
-        if i.ask == "norms":
-            return self.weigh(i)
-        if i.ask in ("make", "contrast"):
-            made = self.make_tab(i, progress) if i.ask == "make" else {p.explained: self.contrast(i)}
-            made = {} if made == gr.skip() else made
-            opened = dataclasses.replace(i, **{slot.name: value for slot, value in made.items()})
-            shown = self.tab_view(opened)
-            return {**made, **({} if shown == gr.skip() else shown)} or gr.skip()
-        if i.ask == "toggle":
-            off = self.toggle_head(i.settings.heads_off, i.clicked_head)
-            if off == gr.skip():
-                return off
-            ablated = self.ablate(dataclasses.replace(i, settings=dataclasses.replace(i.settings,
-                                                                                      heads_off=tuple(off))))
-            return {p.heads_off: off, **({} if ablated == gr.skip() else ablated)}
-        return gr.skip()
+        """What the viewer asks of a model (ui/values.py ASKS["model"]), named by its view's `ask`."""
+        return self._answer("model", Inputs.of(self.page, values), request, progress)
 
     def ask_draw(self, values: Inputs | dict, request: gr.Request):
-        """What the viewer asks the server to draw or write, named by its view's `ask`: the open tab's contents
-        (tab), a link to the view (share), the settings the page's address names (address: a page load without
-        text)."""
-        p, i = self.page, Inputs.of(self.page, values)
-        if i.ask == "address":
-            return self.load_link(request)
-        if i.ask == "tab":
-            return self.tab_view(i)
-        if i.ask == "share":
-            return {p.link_data: self.share(i)}
-        return gr.skip()
+        """What the viewer asks the server to draw or write (ASKS["draw"]), named by its view's `ask`."""
+        return self._answer("draw", Inputs.of(self.page, values), request, None)
+
+    def _answer(self, kind: str, i: Inputs, request: gr.Request, progress):
+        """The answer to the view's ask, when it is one of `kind`'s (an ask of another kind is another event's)."""
+        p = self.page
+        answers = {
+            # of a model
+            "link": lambda: self.open_link(i, request),  # a page load's address with text: its one model event
+            "walk": lambda: self.walk(i),  # the softmax walk's q, k, v
+            "norms": lambda: self.weigh(i),  # the value norms
+            "make": lambda: self._then_tab(i, self.make_tab(i, progress)),  # what the open tab shows of a model
+            "contrast": lambda: self._then_tab(i, {p.explained: self.contrast(i)}),  # Why this word's comparison
+            "toggle": lambda: self._toggled(i),  # a clicked head off or on again, and the translation with it
+            # drawn or written
+            "address": lambda: self.load_link(request),  # a page load's address without text: its settings
+            "tab": lambda: self.tab_view(i),  # the open tab's contents
+            "share": lambda: {p.link_data: self.share(i)},  # a link to the view
+        }
+        return answers[i.ask]() if i.ask in ASKS[kind] else gr.skip()
+
+    def _then_tab(self, i: Inputs, made) -> dict:
+        """What a model made for the open tab, and the tab's contents with it."""
+        made = {} if made == gr.skip() else made
+        opened = dataclasses.replace(i, **{slot.name: value for slot, value in made.items()})
+        shown = self.tab_view(opened)
+        return {**made, **({} if shown == gr.skip() else shown)} or gr.skip()
+
+    def _toggled(self, i: Inputs):
+        off = self.toggle_head(i.settings.heads_off, i.clicked_head)
+        if off == gr.skip():
+            return off
+        ablated = self.ablate(dataclasses.replace(i, settings=dataclasses.replace(i.settings, heads_off=tuple(off))))
+        return {self.page.heads_off: off, **({} if ablated == gr.skip() else ablated)}
 
     def make_tab(self, values: Inputs | dict, progress=gr.Progress()):
         """What the open tab shows of a model (run, twin, judged, explained, tab), when it opens or a translation

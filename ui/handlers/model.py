@@ -31,13 +31,13 @@ if TYPE_CHECKING:
 TEXT_INTERVAL = 0.05
 # The values of the page's trigger (replay), each new: a gr.State's .change fires only on a changed value (a view
 # opened twice carries one too, so that the viewer opens it again).
-ASKS = itertools.count(1)
+ASKED = itertools.count(1)
 
 
 def opened(view: View) -> dict:
     """A view for the viewer to open (view_set): the fields its controls hold; a step of None leaves the step."""
     fields = {name: value for name, value in dataclasses.asdict(view).items() if name != "step" or value is not None}
-    return {**fields, "asked": next(ASKS)}
+    return {**fields, "asked": next(ASKED)}
 
 
 class Translating:
@@ -133,7 +133,7 @@ class Translating:
     def _tour_out(self, run: Run, toured: Tour, start: int) -> dict:
         """The outputs that open a tour at stop `start` (from 1) in the page."""
         query = build_link(run.request.decoded(heads_off=run.trace.settings.heads_off), View())
-        return {self.page.toured: toured, self.page.tour_data: tour_payload(toured, query, start, next(ASKS))}
+        return {self.page.toured: toured, self.page.tour_data: tour_payload(toured, query, start, next(ASKED))}
 
     def _twin(self, run: Run) -> Twin:
         twin_trace, own = engine.untrained(self.registry.get(run.request.key).twin(), run.trace, MAX_NEW_TOKENS)

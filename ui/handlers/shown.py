@@ -20,7 +20,7 @@ from anatomy.run import Run, Twin, Vectors
 from ..figures import figure_json
 from ..layout import DEFAULTS
 from ..values import Inputs, Tab
-from .model import ASKS, opened
+from .model import ASKED, opened
 
 if TYPE_CHECKING:
     from anatomy.registry import ModelRegistry
@@ -75,7 +75,7 @@ class Showing:
         if run is None:
             return gr.skip()
         if run.replay:
-            return {p.replay: next(ASKS), p.run_info: "Replaying in slow motion…"}
+            return {p.replay: next(ASKED), p.run_info: "Replaying in slow motion…"}
         return self.present(run, dataclasses.replace(i.view, step=run.step))
 
     async def replay(self, values: Inputs | dict):

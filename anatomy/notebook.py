@@ -95,7 +95,7 @@ def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bo
         _check_shape(source, entry)
         notices = views.run_notices(entry, source, list(source.notices))
         shown = Shown(source, entry, detokenize(source.source_tokens), tuple(notices))
-        return _explained(shown, entry.cpu) if explain else shown
+        return _explained(shown, entry.maker(source)) if explain else shown
     if not isinstance(source, str):
         raise TypeError(f"show() takes a text (str) or a transformer.Trace, not {type(source).__name__}")
     entry = _entry(model if model is not None else registry().default_key)

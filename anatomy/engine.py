@@ -37,14 +37,19 @@ def load(source: str, name: str, local_files_only: bool = False) -> Translator:
     return on_device(dataclasses.replace(checkpoint, id=name), "cpu")
 
 
-def on_device(checkpoint: Checkpoint, device: str) -> Translator:
-    """The checkpoint on `device`, in the precision $ANATOMY_PRECISION asks (auto, fp32 or fp16; default auto:
+def precision() -> str:
+    """The precision $ANATOMY_PRECISION asks for: auto, fp32 or fp16 (default auto:
     transformer.device.pick_precision)."""
-    precision = (os.environ.get("ANATOMY_PRECISION") or "auto").lower()
-    if precision not in PRECISIONS:
-        warnings.warn(f"ANATOMY_PRECISION={precision!r} is none of {', '.join(PRECISIONS)}: using auto", stacklevel=2)
-        precision = "auto"
-    return Translator(checkpoint, torch.device(device), precision)
+    asked = (os.environ.get("ANATOMY_PRECISION") or "auto").lower()
+    if asked not in PRECISIONS:
+        warnings.warn(f"ANATOMY_PRECISION={asked!r} is none of {', '.join(PRECISIONS)}: using auto", stacklevel=3)
+        return "auto"
+    return asked
+
+
+def on_device(checkpoint: Checkpoint, device: str, asked: str | None = None) -> Translator:
+    """The checkpoint on `device`, in the precision `asked` (auto, fp32 or fp16; None: as $ANATOMY_PRECISION asks)."""
+    return Translator(checkpoint, torch.device(device), precision() if asked is None else asked)
 
 
 def source_pieces(translator: Translator, text: str) -> list[str]:

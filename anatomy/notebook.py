@@ -1,14 +1,18 @@
 """A translation drawn inside a notebook: `from anatomy import show; show("Ein Hund läuft im Park.", model="de-en")`.
 
 The cell shows the offline page of the translation (anatomy.offline: every attention kind, layer and head, head
-statistics, predictions, positional encoding, architecture, model card) in an iframe whose srcdoc holds the whole
-page, Plotly.js included: no server, no network, nothing written to disk. `.save("x.html")` writes the same page as
-`python -m anatomy.export html`.
+statistics, predictions, positional encoding, architecture, model card) in a sandboxed iframe whose srcdoc holds the
+page: no server, nothing written to disk. Plotly.js (~5 MB) comes as `show(..., plotly=)` says: inlined in each
+frame (inline), sent once to the notebook's window and from there to each frame (shared), or from its CDN (cdn).
+`.save("x.html")` writes the whole page as `python -m anatomy.export html`.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
+import hashlib
 import html
+import json
 import re
 import uuid
 from dataclasses import dataclass
@@ -16,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import torch
+from plotly.offline import get_plotlyjs_version
 
 from transformer import Trace
 from transformer.kinds import KINDS
@@ -33,6 +38,64 @@ SANDBOX = "allow-scripts allow-downloads"
 # A srcdoc document resolves relative URLs against the notebook's address, so a relative link in the page (a model
 # card's, a "#heading") would load the notebook inside the frame; with this base it stays in the page.
 BASE = '<base href="about:srcdoc">'
+PLOTLY = ("inline", "shared", "cdn")  # where a cell's Plotly.js comes from (show's `plotly`)
+PLOTLY_VERSION = get_plotlyjs_version()  # the plotly package's Plotly.js, the one inlined: every mode draws alike
+CDN = f"https://cdn.plot.ly/plotly-{PLOTLY_VERSION}.min.js"
+# What a frame says when its Plotly.js does not come: a shared frame's page waits for it, a cdn frame's page draws
+# its texts and no figure.
+SHARED_MISSING = ("Plotly.js has not come from this notebook's window, so the figures are not drawn: the first "
+                  "show(..., plotly=\"shared\") cell of the kernel carries it, and its output is not on this page "
+                  "(cleared, or the notebook reopened without it), or this front end gives each output a window of "
+                  "its own (Colab). Run the notebook again from the top (Restart & Run All), or draw this cell with "
+                  "plotly=\"inline\".")
+CDN_MISSING = (f"Plotly.js could not be loaded from {CDN}, so the figures are not drawn: show(..., plotly=\"cdn\") "
+               "needs a network; plotly=\"inline\" works offline.")
+# The shared mode's two halves. Plotly.js never runs in the notebook's window (where classic Jupyter's and VS Code's
+# AMD `define` would take its module in place of the global `Plotly`): the window keeps it as text and posts it to
+# each frame that asks, which runs it as its own. The frame keeps its sandbox: a message is all that crosses.
+# In the window (every shared cell's output; the carrier's adds the text): one listener a window, which answers at
+# once or, until the text is there, when it comes.
+WINDOW = """(() => {
+  const shared = window.anatomyPlotlyShared = window.anatomyPlotlyShared || {sources: {}, waiting: []};
+  const answer = (frame, version) =>
+    frame.postMessage({anatomyPlotly: "js", version, source: shared.sources[version]}, "*");
+  if (!shared.listening) {
+    shared.listening = true;
+    window.addEventListener("message", (e) => {
+      const asked = e.data;
+      if (!asked || asked.anatomyPlotly !== "ask" || !e.source) return;
+      if (shared.sources[asked.version]) answer(e.source, asked.version);
+      else if (!shared.waiting.some(([f, v]) => f === e.source && v === asked.version)) {
+        shared.waiting.push([e.source, asked.version]);
+      }
+    });
+  }
+  /*SOURCE*/
+  shared.waiting = shared.waiting.filter(([f, v]) => !(shared.sources[v] && (answer(f, v), true)));
+})();"""
+# In the frame: ask the window (again each second: the window's listener may start after the frame), run the text
+# that comes, then let the page start (anatomy/viewer/offline.html waits for anatomyPlotlyReady); a note while none
+# has come after a few seconds.
+FRAME = """(() => {
+  const version = /*VERSION*/, note = document.createElement("ul");
+  note.className = "notices";
+  note.appendChild(document.createElement("li")).textContent = /*MISSING*/;
+  window.anatomyPlotlyReady = new Promise((resolve) => {
+    const ask = () => parent.postMessage({anatomyPlotly: "ask", version}, "*");
+    const asking = setInterval(ask, 1000), late = setTimeout(() => document.body.prepend(note), 5000);
+    window.addEventListener("message", function answered(e) {
+      const got = e.data;
+      if (e.source !== parent || !got || got.anatomyPlotly !== "js" || got.version !== version) return;
+      window.removeEventListener("message", answered);
+      clearInterval(asking);
+      clearTimeout(late);
+      note.remove();
+      document.head.appendChild(document.createElement("script")).textContent = got.source;
+      resolve();
+    });
+    ask();
+  });
+})();"""
 
 
 @lru_cache(maxsize=1)
@@ -51,15 +114,18 @@ class Shown:
     notices: tuple[str, ...] = ()  # what the page says about the run (untrained model, cut input, ...)
     explained: Explained | None = None  # Why this word (show(..., explain=True))
     norms: Norms | None = None  # the value norms, made with it
+    plotly: str = "inline"  # where the cell's Plotly.js comes from: one of PLOTLY
 
     @property
     def translation(self) -> str:
         return self.trace.text
 
-    def page(self) -> str:
-        """The whole offline page, ~5 MB (Plotly.js inlined)."""
+    def page(self, plotly_html: str | None = None) -> str:
+        """The whole offline page, ~5 MB (Plotly.js inlined); with `plotly_html`, the HTML that brings Plotly.js
+        instead (frame_plotly)."""
         return offline.page(offline.payload(self.trace, self.entry, self.text, list(self.notices),
-                                            explained=self.explained, norms=self.norms), self.entry.config)
+                                            explained=self.explained, norms=self.norms), self.entry.config,
+                            plotly_html)
 
     def save(self, path: str | Path) -> Path:
         """The page written to `path` (.html), as `python -m anatomy.export html` writes it."""
@@ -73,11 +139,72 @@ class Shown:
         # A fresh id per drawing: the same object shown in two cells gives two frames that never clash.
         frame = f"anatomy-{uuid.uuid4().hex}"
         title = html.escape(f"Transformer Anatomy: {self.entry.key}: {self.translation}", quote=True)
-        return (f'<iframe id="{frame}" title="{title}" sandbox="{SANDBOX}" style="width: 100%; height: {HEIGHT}px; '
-                f'border: 1px solid #ddd;" srcdoc="{html.escape(framed(self.page()), quote=True)}"></iframe>')
+        window = f"<script>{shared_window(_CARRIER.carries())}</script>" if self.plotly == "shared" else ""
+        page = self.page(None if self.plotly == "inline" else frame_plotly(self.plotly))
+        return (f'{window}<iframe id="{frame}" title="{title}" sandbox="{SANDBOX}" style="width: 100%; '
+                f'height: {HEIGHT}px; border: 1px solid #ddd;" srcdoc="{html.escape(framed(page), quote=True)}">'
+                '</iframe>')
 
     def __repr__(self) -> str:
         return f"Shown({self.entry.key}: {self.text!r} → {self.translation!r})"
+
+
+def _script_text(value: str) -> str:
+    """`value` as a JS string literal that can stand inside <script> (no "</script", no "<!--")."""
+    return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c")
+
+
+@lru_cache(maxsize=2)
+def shared_window(carry: bool) -> str:
+    """The window's half of the shared mode (WINDOW), holding Plotly.js's text when `carry`."""
+    source = f"shared.sources[{json.dumps(PLOTLY_VERSION)}] = {_script_text(offline.PLOTLY_JS.read_text('utf-8'))};"
+    return WINDOW.replace("/*SOURCE*/", source if carry else "")
+
+
+def frame_plotly(mode: str) -> str:
+    """The HTML that brings Plotly.js into a frame's page: from the notebook's window (shared), or its CDN."""
+    if mode == "shared":
+        script = FRAME.replace("/*VERSION*/", json.dumps(PLOTLY_VERSION)).replace("/*MISSING*/",
+                                                                                 _script_text(SHARED_MISSING))
+        return f"<script>{script}</script>"
+    # The integrity of the plotly package's own copy: the CDN's file of that version is the same bytes, and a
+    # changed one is refused.
+    digest = base64.b64encode(hashlib.sha256(offline.PLOTLY_JS.read_bytes()).digest()).decode()
+    failed = ("const note = document.createElement('ul'); note.className = 'notices'; "
+              f"note.appendChild(document.createElement('li')).textContent = {_script_text(CDN_MISSING)}; "
+              "document.body.prepend(note)")
+    return (f'<script src="{CDN}" integrity="sha256-{digest}" crossorigin="anonymous" '
+            f'onerror="{html.escape(failed, quote=True)}"></script>')
+
+
+class _Carrier:
+    """Which drawing of the shared mode carries Plotly.js to the notebook's window: the kernel's first, and every
+    later one of the same notebook cell (run again, its output replaces the one that carried it) when the front
+    end names its cells (Jupyter Lab, Notebook 7, VS Code send a cellId)."""
+
+    def __init__(self) -> None:
+        self.cells: list[str | None] = []  # the carrier's cell, once there is one
+
+    def carries(self) -> bool:
+        cell = _cell()
+        if not self.cells:
+            self.cells.append(cell)
+            return True
+        return cell is not None and cell == self.cells[0]
+
+
+_CARRIER = _Carrier()
+
+
+def _cell() -> str | None:
+    """The id of the notebook cell the kernel is running, when its front end sends one; None outside a kernel."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    get_parent = getattr(getattr(get_ipython(), "kernel", None), "get_parent", None)  # ipykernel 6 and later
+    parent = get_parent("shell") if get_parent is not None else None
+    return ((parent or {}).get("metadata") or {}).get("cellId")
 
 
 def framed(page: str) -> str:
@@ -85,17 +212,24 @@ def framed(page: str) -> str:
     return re.sub(r"<head\b[^>]*>", lambda m: m.group(0) + BASE, page, count=1, flags=re.I)
 
 
-def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bool = False) -> Shown:
+def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bool = False,
+         plotly: str = "inline") -> Shown:
     """A text translated by `model` (a key of the shipped models such as "de-en", or a registry ModelEntry; None:
     the first model), or an existing Trace drawn as made by `model` (None: the model its direction names); with
     `explain`, Why this word too (attribution of every piece by three methods, the logit lens, the value norms:
-    model passes, a few seconds for a 20-word sentence)."""
+    model passes, a few seconds for a 20-word sentence). `plotly`: where the cell's Plotly.js comes from: "inline"
+    (in the cell, ~5.7 MB: works everywhere, offline), "shared" (the kernel's first such cell puts it in the
+    notebook's window for the later ones, ~0.3 MB each: front ends that show every output in one window, such as
+    Jupyter Lab, Notebook and VS Code, not Colab) or "cdn" (a small cell that loads it from its CDN: needs a
+    network)."""
+    if plotly not in PLOTLY:
+        raise ValueError(f"plotly must be one of {', '.join(map(repr, PLOTLY))}, not {plotly!r}")
     if isinstance(source, Trace):
         entry = _entry(model if model is not None else source.settings.direction)
         _check_shape(source, entry)
         notices = views.run_notices(entry, source, list(source.notices))
-        shown = Shown(source, entry, detokenize(source.source_tokens), tuple(notices))
-        return _explained(shown, entry.cpu) if explain else shown
+        shown = Shown(source, entry, detokenize(source.source_tokens), tuple(notices), plotly=plotly)
+        return _explained(shown, entry.maker(source)) if explain else shown
     if not isinstance(source, str):
         raise TypeError(f"show() takes a text (str) or a transformer.Trace, not {type(source).__name__}")
     entry = _entry(model if model is not None else registry().default_key)
@@ -113,7 +247,7 @@ def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bo
     finally:
         torch.set_num_threads(threads)
     notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
-    shown = Shown(trace, entry, request.text, tuple(notices))
+    shown = Shown(trace, entry, request.text, tuple(notices), plotly=plotly)
     return _explained(shown, translator) if explain else shown
 
 

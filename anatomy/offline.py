@@ -135,15 +135,18 @@ def data_json(data: dict) -> str:
 ASKS = {"model": ("walk", "norms", "make", "contrast", "toggle"), "draw": ("tab", "animation", "share")}
 
 
-def page(data: dict, config: ModelConfig) -> str:
+def page(data: dict, config: ModelConfig, plotly_html: str | None = None) -> str:
     """The page of `data` (a translation by a model of `config`): the template with its style, the viewer's page
-    (anatomy/layout.py), Plotly.js, the data and the page script in place."""
+    (anatomy/layout.py), Plotly.js, the data and the page script in place. `plotly_html`: the HTML that brings Plotly.js
+    instead of inlining it (a notebook's frame: anatomy/notebook.py); it may set `window.anatomyPlotlyReady`, a
+    promise the page waits for before it starts."""
     # The bundle is the repository's own code: no "</script" in it (tests/test_offline.py checks).
     style = "\n".join((bundle.VIEWER / name).read_text(encoding="utf-8")
                       for name in ("offline.css", "controls.css", "tabs.css", "tour.css"))
     # value-norm weights only when the file carries the norms; the softmax walk needs the model
     weights = [w for w in WEIGHTS_CHOICES if data["norms"] is not None or w[1] != "value-norm"]
-    parts = {"/*STYLE*/": style, "/*PLOTLY*/": _plotly(),
+    plotly_html = f"<script>{_plotly()}</script>" if plotly_html is None else plotly_html
+    parts = {"/*STYLE*/": style, "<!--PLOTLY-->": plotly_html,
              "/*DATA*/": data_json(data), "/*SCRIPT*/": bundle.script("offline"),
              "<!--ABOUT-->": html.escape(data["page"]["about"]), "<!--TOOLS-->": tools_html(),
              "<!--SHARE-->": share_html(), "<!--EXPLORER-->": explorer_html(config, ASKS, False, weights),

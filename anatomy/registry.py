@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from transformer import Translator, hub
+from transformer import Trace, Translator, hub
 from transformer.checkpoint import HF_PREFIX, Checkpoint, CheckpointError, Decoding, resolve
 from transformer.config import PRESETS, ModelConfig
 from transformer.data import LANGUAGE_NAMES
@@ -77,7 +77,8 @@ class ModelEntry:
     untrained: bool = False
     metrics: list[dict] = field(default_factory=list)  # metrics.jsonl records
     card: str = ""  # the checkpoint's model card (README.md), front matter removed
-    _translators: dict[str, Translator] = field(default_factory=dict, repr=False)  # by device type
+    # by device type and precision: the one each runs in, and the one asked for when that was "auto" (`translator`)
+    _translators: dict[tuple[str, str], Translator] = field(default_factory=dict, repr=False)
     _twin: Translator | None = field(default=None, repr=False)
     _heads: tuple[CorpusImportance | None] | None = field(default=None, repr=False)  # (read once,)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -123,13 +124,24 @@ class ModelEntry:
     def cpu(self) -> Translator:
         return self.translator("cpu")
 
-    def translator(self, device: str) -> Translator:
-        """This model on "cpu" or "cuda", copied to the device on first use."""
+    def translator(self, device: str, precision: str | None = None) -> Translator:
+        """This model on "cpu" or "cuda" in `precision` (auto, fp32 or fp16; None: as $ANATOMY_PRECISION asks),
+        copied to the device on first use: one translator per device and precision it runs in."""
+        asked = engine.precision() if precision is None else precision
         with self._lock:
-            if device not in self._translators:
+            if (device, asked) not in self._translators:
                 ck = dataclasses.replace(self.checkpoint, model=_copy(self.checkpoint.model))
-                self._translators[device] = engine.on_device(ck, device)
-            return self._translators[device]
+                made = engine.on_device(ck, device, asked)
+                # "auto" (or fp16 where fbgemm is missing) resolves to a precision that may have a translator already
+                self._translators[device, asked] = self._translators.setdefault((device, made.precision), made)
+            return self._translators[device, asked]
+
+    def maker(self, trace: Trace) -> Translator:
+        """The translator that made `trace`: this model on the trace's device, in its precision, so that every view
+        of a trace (its walk, importance, explanations, norms) is computed as the trace was. A trace made on CUDA
+        is read on the CPU where there is none (a trace from a file)."""
+        device = torch.device(trace.settings.device).type
+        return self.translator("cuda" if device == "cuda" and cuda_available() else "cpu", trace.settings.precision)
 
     def corpus_heads(self) -> CorpusImportance | None:
         """The corpus head importance in this checkpoint folder's heads.json, for these weights (read once); None
@@ -147,6 +159,12 @@ class ModelEntry:
                 ck = dataclasses.replace(self.checkpoint, model=untrained_model(self.config), id="untrained twin")
                 self._twin = engine.on_device(ck, "cpu")
             return self._twin
+
+
+def _kept(translator: Translator) -> dict[tuple[str, str], Translator]:
+    """A translator that engine.load or on_device made as $ANATOMY_PRECISION asks, as ModelEntry keeps it."""
+    device = translator.device.type
+    return {(device, translator.precision): translator, (device, engine.precision()): translator}
 
 
 def _copy(model: Transformer) -> Transformer:
@@ -385,13 +403,13 @@ class ModelRegistry:
         entries = []
         for (key, label), (source, ck), (translator, metrics, card) in zip(name_models(loaded), loaded, extras):
             entries.append(ModelEntry(key, label, source, ck, metrics=metrics, card=card,
-                                      _translators={"cpu": translator}))
+                                      _translators=_kept(translator)))
         if not entries:
             ckpts, where = random_checkpoints(sources)
             for ck in ckpts:
                 entries.append(ModelEntry(f"{ck.source_lang}-{ck.target_lang}",
                                           direction_label(ck.source_lang, ck.target_lang) + " · untrained", "", ck,
-                                          untrained=True, _translators={"cpu": engine.on_device(ck, "cpu")}))
+                                          untrained=True, _translators=_kept(engine.on_device(ck, "cpu"))))
             if not later:
                 notices.append("No trained checkpoint was found, so the app runs an **untrained model** (random "
                                f"weights, the shipped layer sizes; tokenizer from {where}): its translations are "
@@ -429,7 +447,7 @@ class ModelRegistry:
                     key += "-hub"
                 translator, metrics, card = extras[0]
                 entry = ModelEntry(key, label, source, loaded[0][1], metrics=metrics, card=card,
-                                   _translators={"cpu": translator})
+                                   _translators=_kept(translator))
                 self.entries = {**self.entries, key: entry}
         return skipped
 

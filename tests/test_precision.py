@@ -201,3 +201,58 @@ def test_a_trained_model_in_marian_format_translates_the_same_in_fp16(tmp_path):
     assert Translator.from_checkpoint(exported, device="cpu").precision == "fp16"  # its weights are fp16 numbers
     (check,) = check_precision(exported, limit=40)
     assert check.sentences == 40 and check.passed, check.line()
+
+
+@fp16_here
+def test_every_view_of_a_trace_is_computed_by_the_translator_that_made_it(tiny, monkeypatch):
+    """The CPU in fp32 and in fp16 stand for two devices (a GPU that translates, the CPU copy the views once used):
+    a trace made in fp16, where the entry's default is fp32, has its softmax walk, value norms, head importance,
+    explanations, comparison and the tour's model stops made by its own fp16 translator, whose numbers the fp32
+    one does not reproduce."""
+    import dataclasses
+
+    import numpy as np
+
+    from anatomy import engine
+    from anatomy.inputs import View
+    from tests.app_fixtures import run_of
+    from ui.values import Inputs, Tab
+
+    entry = tiny.registry.get("de-en")
+    fp32, fp16 = entry.translator("cpu", "fp32"), entry.translator("cpu", "fp16")
+    assert (fp32.precision, fp16.precision) == ("fp32", "fp16") and entry.cpu is fp32  # auto: these weights in fp32
+    assert entry.translator("cpu", "fp16") is fp16 and entry.translator("cpu", "auto") is fp32  # kept by both
+    run = run_of(tiny, max_new=6)
+    run = dataclasses.replace(run, trace=engine.translate(fp16, run.request))
+    assert run.trace.settings.precision == "fp16" and entry.maker(run.trace) is fp16
+    used = []
+    for name in ("head_vectors", "value_norms", "importance", "explain", "contrast", "tour_extras"):
+        def spy(translator, *args, _real=getattr(engine, name), _name=name, **kwargs):
+            used.append((_name, translator))
+            return _real(translator, *args, **kwargs)
+        monkeypatch.setattr(engine, name, spy)
+    view = View.of("decoder", 2, "1", False, 3, display="walk")
+    vectors = tiny.walk(Inputs(run=run, view=view))[tiny.page.vectors].by["decoder", 2]
+    tiny.weigh(Inputs(run=run))
+    tiny.judge(Inputs(run=run))
+    tiny.explain_trace(Inputs(run=run, tab=Tab.WHY), lambda *_, **__: None)
+    tiny.contrast(Inputs(run=run, view=view))
+    tiny.start_tour(Inputs(run=run))
+    assert {name for name, _ in used} == {"head_vectors", "value_norms", "importance", "explain", "contrast",
+                                          "tour_extras"}
+    assert all(translator is fp16 for _, translator in used), [(n, t.precision) for n, t in used]
+    # the walk is the trace's own: fp16's q, k, v, not the fp32 copy's
+    own, other = fp16.head_vectors(run.trace, "decoder", 2), fp32.head_vectors(run.trace, "decoder", 2)
+    assert np.array_equal(vectors.q, own.q) and not np.allclose(vectors.q, other.q, rtol=0, atol=1e-6)
+
+
+def test_a_trace_from_a_device_this_machine_lacks_is_read_on_the_cpu(tiny, monkeypatch):
+    import dataclasses
+
+    from anatomy import registry
+
+    entry = tiny.registry.get("de-en")
+    trace = entry.cpu.translate("Zwei Hunde.", max_new_tokens=2)
+    on_gpu = dataclasses.replace(trace, settings=dataclasses.replace(trace.settings, device="cuda:0"))
+    monkeypatch.setattr(registry, "cuda_available", lambda: False)
+    assert entry.maker(on_gpu) is entry.translator("cpu", "fp32")

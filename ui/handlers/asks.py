@@ -111,7 +111,7 @@ class Asking:
         if not trace.output_ids:
             raise gr.Error("Nothing was decoded: there is no piece to compare.")
         explained = i.explained if i.explained is not None and i.explained.of is trace else self._explained(i.run)
-        translator = self.registry.get(i.run.request.key).cpu
+        translator = self.registry.get(i.run.request.key).maker(trace)
         try:
             contrast = engine.contrast(translator, trace, views.fitted(i.view, trace).step - 1,
                                        clean_text(str(i.foil or ""))[0])
@@ -142,7 +142,7 @@ class Asking:
     def _vectors(self, run: Run, walk: tuple[str, int], vectors: Vectors | None) -> Vectors:
         """`vectors` (those of the run's trace) with the q, k, v of `walk` (kind, layer) added: a model pass."""
         by = dict(vectors.by) if vectors is not None and vectors.of is run.trace else {}
-        by[walk] = engine.head_vectors(self.registry.get(run.request.key).cpu, run.trace, *walk)
+        by[walk] = engine.head_vectors(self.registry.get(run.request.key).maker(run.trace), run.trace, *walk)
         return Vectors(run.trace, by)
 
     def walk(self, values: Inputs | dict):
@@ -169,7 +169,7 @@ class Asking:
         if i.run is None or i.run.replay:
             return gr.skip()
         norms = i.norms if i.norms is not None and i.norms.of is i.run.trace else \
-            engine.value_norms(self.registry.get(i.run.request.key).cpu, i.run.trace)
+            engine.value_norms(self.registry.get(i.run.request.key).maker(i.run.trace), i.run.trace)
         return {p.norms: norms, p.norms_data: norms_payload(norms)}
 
     @staticmethod

@@ -116,10 +116,10 @@ class Translating:
         own = run.ablation.original if run.ablation is not None else run.trace
         if judged is not None and judged.of is own:
             return judged
-        return Judged(own, engine.importance(self.registry.get(run.request.key).cpu, own))
+        return Judged(own, engine.importance(self.registry.get(run.request.key).maker(own), own))
 
     def _explained(self, run: Run, progress: Callable[[int, int], None] | None = None) -> Explained:
-        return engine.explain(self.registry.get(run.request.key).cpu, run.trace, progress)
+        return engine.explain(self.registry.get(run.request.key).maker(run.trace), run.trace, progress)
 
     def _toured(self, run: Run, toured: Tour | None) -> Tour:
         """The tour of the run's translation (`toured` again when it is of that translation), with its model passes
@@ -128,7 +128,7 @@ class Translating:
             return toured
         entry = self.registry.get(run.request.key)
         facts = tour.facts_of(entry.config, entry.untrained, entry.corpus_heads())
-        return tour.tour(run.trace, facts, engine.tour_extras(entry.cpu, run.request, run.trace, facts))
+        return tour.tour(run.trace, facts, engine.tour_extras(entry.maker(run.trace), run.request, run.trace, facts))
 
     def _tour_out(self, run: Run, toured: Tour, start: int) -> dict:
         """The outputs that open a tour at stop `start` (from 1) in the page."""

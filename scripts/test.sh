@@ -16,4 +16,4 @@ python3 -m ruff check --quiet .
 # The browser viewer's ES modules (anatomy/viewer/), by Node's own test runner; a failure stops the script.
 node --test tests/js/
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
-python3 -m pytest -q --durations=15 "$@"
+python3 -m pytest -q --durations=60 "$@"

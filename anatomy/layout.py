@@ -79,7 +79,8 @@ EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step
            ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
            ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
            ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
-KEYS = "Keys (outside text fields): ← / → decoding step · [ / ] layer · , / . head"
+KEYS = ("Keys (outside text fields): ← / → decoding step, also from a list or a checkbox (a slider moves itself) · "
+        "[ / ] layer · , / . head")
 # Export animation's choices: (label, value) and the first chosen
 ANIMATION_LAYOUTS = [("bars: the step's row", "bar"), ("heatmap, row by row", "heatmap")]
 ANIMATION_SIZES = [("1280 × 720", "1280x720"), ("1920 × 1080", "1920x1080")]

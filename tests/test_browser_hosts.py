@@ -181,3 +181,26 @@ def test_the_tour_panel_sits_at_the_bottom_of_a_phone(opened, host):
     page.wait_for_function("document.querySelector('#anatomy-tour')?.dataset.stop === '2'")
     assert_at_the_bottom(page.evaluate(PANEL))
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_arrows_move_the_step_from_a_list_or_a_checkbox(opened, host):
+    """After a click on a list or a checkbox, ← / → move the decoding step (a browser moves a focused list with
+    them on some systems only); a list keeps ↑ / ↓, a slider its arrows; the keys' hint says so."""
+    page = opened(host, 1600, 1000)
+    assert "from a list or a checkbox" in page.locator("#keys").inner_text()
+    slide(page, "step", 2)
+    wait_title(page, "step-cross", "Step 2 ·")
+    choose(page, "head", 2)
+    wait_title(page, "heatmap", "head 2")
+    page.focus("select#head")
+    page.keyboard.press("ArrowRight")
+    wait_title(page, "step-cross", "Step 3 ·")
+    assert page.locator("select#head").input_value() == "2"
+    page.keyboard.press("ArrowDown")  # the list's own key
+    page.wait_for_function("document.querySelector('select#head').value === '3'")
+    page.focus("input#merge")
+    page.keyboard.press("ArrowLeft")
+    wait_title(page, "step-cross", "Step 2 ·")
+    assert page.evaluate("document.activeElement.id") == "merge"
+    assert not page.errors, page.errors

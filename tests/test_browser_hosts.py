@@ -13,6 +13,8 @@ from tests.browser import TIMEOUT, choose, needs_chromium, slide, wait_title
 
 pytestmark = needs_chromium
 SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."
+LONG = ("Die Regierung hat gestern angekündigt, dass die Steuern für kleine Unternehmen im nächsten Jahr sinken werden, "
+        "obwohl viele Ökonomen davor warnen, dass das Defizit weiter steigen könnte.")
 HOSTS = ["app", "offline"]
 # The architecture figure's height and its boxes' labels (annotations): how many pairs of them overlap
 ARCHITECTURE = """() => {
@@ -40,25 +42,33 @@ def key(shipped):
     return shipped.anatomy.registry.default_key
 
 
-@pytest.fixture(scope="module")
-def page_file(shipped, key, tmp_path_factory):
-    """The offline file of SENTENCE as the app saves it after a tour (its stops that need the model in it)."""
+def saved(shipped, key, text, folder):
+    """The offline file of `text` as the app saves it after a tour (its stops that need the model in it)."""
     entry = shipped.anatomy.registry.get(key)
-    request = Request(key, SENTENCE, entry.decoding, "cpu")
+    request = Request(key, text, entry.decoding, "cpu")
     trace = engine.translate(entry.cpu, request)
     facts = tour.facts_of(entry.config, entry.untrained, entry.corpus_heads())
     toured = tour.tour(trace, facts, engine.tour_extras(entry.cpu, request, trace, facts))
-    return offline.write(trace, entry, SENTENCE, [], tmp_path_factory.mktemp("hosts") / "page.html",
-                         toured=toured).path
+    return offline.write(trace, entry, text, [], folder / "page.html", toured=toured).path
+
+
+@pytest.fixture(scope="module")
+def page_file(shipped, key, tmp_path_factory):
+    return saved(shipped, key, SENTENCE, tmp_path_factory.mktemp("hosts"))
+
+
+@pytest.fixture(scope="module")
+def long_file(shipped, key, tmp_path_factory):
+    return saved(shipped, key, LONG, tmp_path_factory.mktemp("long"))
 
 
 @pytest.fixture()
 def opened(request, browser, shipped, key):
-    """open(host, width, height, touch=False, **query): the page of SENTENCE in that host, drawn; `page.errors`
-    collects its errors. The app is asked for SENTENCE by a link, the offline file is of it."""
+    """open(host, width, height, touch=False, text=SENTENCE, **query): the page of SENTENCE (or LONG) in that host,
+    drawn; `page.errors` collects its errors. The app is asked for the text by a link, the offline file is of it."""
     contexts = []
 
-    def open_page(host, width, height, touch=False, **query):
+    def open_page(host, width, height, touch=False, text=SENTENCE, **query):
         context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True,
                                       has_touch=touch, is_mobile=touch)
         contexts.append(context)
@@ -68,10 +78,10 @@ def opened(request, browser, shipped, key):
         page.on("pageerror", lambda e: page.errors.append(str(e)))
         if host == "app":
             url = request.getfixturevalue("url")
-            page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key, **query})}",
+            page.goto(f"{url}?{urllib.parse.urlencode({'text': text, 'direction': key, **query})}",
                       wait_until="domcontentloaded")
         else:
-            path = request.getfixturevalue("page_file")
+            path = request.getfixturevalue("page_file" if text == SENTENCE else "long_file")
             page.goto(path.as_uri() + (f"?{urllib.parse.urlencode(query)}" if query else ""))
             page.wait_for_function("document.body.dataset.ready === '1'")
         page.wait_for_selector("#heatmap .heatmaplayer image")
@@ -203,4 +213,20 @@ def test_the_arrows_move_the_step_from_a_list_or_a_checkbox(opened, host):
     page.keyboard.press("ArrowLeft")
     wait_title(page, "step-cross", "Step 2 ·")
     assert page.evaluate("document.activeElement.id") == "merge"
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_labels_left_out_for_room_are_said_on_the_figure(opened, host):
+    """A long input's large view labels every second source piece or so in a small window: its title says so; a
+    short one's labels every piece and says nothing."""
+    shown = """() => { const gd = document.querySelector('#heatmap .js-plotly-plot');
+      return {title: gd._fullLayout.title.text, labels: gd._fullLayout.xaxis.tickvals.length,
+              pieces: gd.data[0].z[0].length}; }"""
+    short = opened(host, 900, 900).evaluate(shown)
+    assert short["labels"] == short["pieces"] and "labelled" not in short["title"], short
+    page = opened(host, 900, 900, text=LONG)
+    page.wait_for_function(f"({shown})().labels < ({shown})().pieces")
+    narrow = page.evaluate(shown)
+    assert "column labelled, hover for the others" in narrow["title"], narrow
     assert not page.errors, page.errors

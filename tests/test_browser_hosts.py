@@ -230,3 +230,29 @@ def test_labels_left_out_for_room_are_said_on_the_figure(opened, host):
     narrow = page.evaluate(shown)
     assert "column labelled, hover for the others" in narrow["title"], narrow
     assert not page.errors, page.errors
+
+
+# What Why this word's first figure says from now on, each new text once (a MutationObserver: nothing it says is missed)
+WATCH_WHY = """() => { window.whySaid = [];
+  const box = document.querySelector('#why-step');
+  const read = () => { const t = Array.from(box.querySelectorAll('text')).map(e => e.textContent).join(' ');
+                       if (t && window.whySaid[window.whySaid.length - 1] !== t) window.whySaid.push(t); };
+  new MutationObserver(read).observe(box, {childList: true, subtree: true, characterData: true}); read(); }"""
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_why_this_word_says_it_is_working_and_asks_for_no_click(opened, host):
+    """While the tab's explanation is computed its figures say so (and where the progress shows), never "Open this
+    tab again"; then they show it, with no click. The offline file without one says how to get it."""
+    page = opened(host, 1600, 1000)
+    page.evaluate(WATCH_WHY)
+    page.click("#anatomy-tabs [role=tab][data-tab=why]")
+    if host == "app":
+        wait_title(page, "why-step", "Why “")
+        said = page.evaluate("window.whySaid")
+        assert any("Explaining this translation" in s and "progress" in s for s in said), said
+    else:
+        page.wait_for_selector("#why-none", state="visible")
+        said = page.evaluate("window.whySaid")
+    assert not any("again" in s for s in said), said
+    assert not page.errors, page.errors

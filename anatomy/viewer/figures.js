@@ -79,14 +79,14 @@ export const figure = (look, data, layout, height, title, margin) =>
 /**
  * A figure that only says `message` (viz.empty_figure).
  * @param {Look} look
- * @param {string} message
+ * @param {string} message  text; a newline starts a line
  * @param {number} [height]
  * @returns {Figure}
  */
 export const emptyFigure = (look, message, height = 260) => figure(look, [], {
   xaxis: {visible: false}, yaxis: {visible: false},
-  annotations: [{text: escape(message), x: 0.5, y: 0.5, xref: "paper", yref: "paper", showarrow: false,
-                 font: {size: 14, color: "#6b7280"}}]}, height);
+  annotations: [{text: escape(message).replace(/\n/g, "<br>"), x: 0.5, y: 0.5, xref: "paper", yref: "paper",
+                 showarrow: false, font: {size: 14, color: "#6b7280"}}]}, height);
 
 // ---- one kind's layer and head as shown (attention_views.matrix) ----
 

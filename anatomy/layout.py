@@ -143,6 +143,7 @@ def tools_html() -> str:
         '<label class="anatomy-check"><input id="export-wide" type="checkbox"> 16:9 slide (1920 × 1080, large type)'
         '</label><div class="anatomy-fields"><button id="export-png" type="button">PNG</button> '
         '<button id="export-svg" type="button">SVG</button></div>'
+        '<p id="export-note" class="anatomy-muted" role="status" hidden></p>'
         '<details id="export-animation"><summary>Export animation (GIF / MP4)</summary>'
         '<label class="anatomy-field">Decoding, one frame per piece, as <select id="animation-layout">'
         f'{_options(ANIMATION_LAYOUTS)}</select></label>'

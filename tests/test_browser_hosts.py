@@ -256,3 +256,24 @@ def test_why_this_word_says_it_is_working_and_asks_for_no_click(opened, host):
         said = page.evaluate("window.whySaid")
     assert not any("again" in s for s in said), said
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_export_draws_a_figure_never_drawn_or_says_why_not(opened, key, host):
+    """Export → Architecture → SVG before its tab was opened: the tab opens, the figure is drawn and exported; a
+    figure this translation has none of says so."""
+    page = opened(host, 1600, 1000)
+    assert not page.locator("#architecture .js-plotly-plot").count()  # never drawn
+    page.get_by_text("Export a figure").click()
+    page.select_option("#export-figure", "architecture")
+    with page.expect_download() as svg:
+        page.locator("#export-svg").click()
+    text = open(svg.value.path(), encoding="utf-8").read()
+    assert text.lstrip().startswith("<svg") and "Encoder" in text, text[:300]
+    assert page.locator("#export-note").is_hidden()
+    # no heads are off: there is no change in log p to export
+    page.select_option("#export-figure", "log-probs")
+    page.locator("#export-png").click()
+    page.wait_for_function("!document.querySelector('#export-note').hidden")
+    assert "nothing to export" in page.locator("#export-note").inner_text()
+    assert not page.errors, page.errors

@@ -77,14 +77,14 @@ export const figure = (look, data, layout, height, title, margin) =>
   ({data, layout: Object.assign({}, layout, frame(look, height, title, margin))});
 
 /**
- * A figure that only says `message` (viz.empty_figure).
+ * A figure that only says `message` (viz.empty_figure), which its `meta.empty` holds (nothing to export).
  * @param {Look} look
  * @param {string} message  text; a newline starts a line
  * @param {number} [height]
  * @returns {Figure}
  */
 export const emptyFigure = (look, message, height = 260) => figure(look, [], {
-  xaxis: {visible: false}, yaxis: {visible: false},
+  xaxis: {visible: false}, yaxis: {visible: false}, meta: {empty: message},
   annotations: [{text: escape(message).replace(/\n/g, "<br>"), x: 0.5, y: 0.5, xref: "paper", yref: "paper",
                  showarrow: false, font: {size: 14, color: "#6b7280"}}]}, height);
 

@@ -104,9 +104,17 @@ def log_prob_changes(a: Ablation) -> dict:
             "title": "Heads off: change in log p of each piece of the all-heads translation (teacher-forced)"}
 
 
-def _measure(title: str, scale: str, zmin: float, zmax: float) -> dict:
-    """One column of maps (figures.js `importanceMaps`): a name, its colour scale's stops and its range."""
-    return {"title": title, "colorscale": pc.get_colorscale(scale), "zmin": zmin, "zmax": zmax}
+def _measure(title: str, scale: str, zmin: float, zmax: float, legend: tuple[str, ...] = ()) -> dict:
+    """One column of maps (figures.js `importanceMaps`): a name, its colour scale's stops and its range, and the
+    lines under its name that say what its colours mean."""
+    return {"title": title, "colorscale": pc.get_colorscale(scale), "zmin": zmin, "zmax": zmax,
+            "legend": list(legend)}
+
+
+# The ablation's two ways: its most saturated cell may be a head the translation is better off without (a rise in
+# log p, a negative drop), which a reader takes for the most important one unless the map says which way is which.
+ABLATION_LEGEND = ("red: log p drops without it (the head helps)", "blue: log p rises without it (better off)",
+                   "white: no change")
 
 
 def _maps(measures: list[dict], values: dict[str, list], heads_off: str, title: str,
@@ -125,10 +133,11 @@ def importance_maps(imp: SentenceImportance, heads_off: str) -> dict:
     kinds = [kind.name for kind in KINDS]
     roles = {k: [None, None, [[f"{ROLE_NAMES[imp.roles[ref][0]]} {imp.roles[ref][1]:.2f}" for ref in row]
                               for row in _refs_grid(imp, k)]] for k in kinds}
-    # each measure on its own scale, symmetric for the drop, which is negative when a head's removal helps
+    # each measure on its own scale; the drop's diverges from white at 0 (symmetric: the same colour depth for the
+    # same size either way), negative when a head's removal helps
     top = max(max(float(np.abs(imp.ablation[k]).max()) for k in kinds), 1e-3)
     grad_top = max(max(float(imp.gradient[k].max()) for k in kinds), 1e-3)
-    measures = [_measure("ablation: drop in log p", "RdBu_r", -top, top),
+    measures = [_measure("ablation: drop in log p", "RdBu_r", -top, top, ABLATION_LEGEND),
                 _measure("gradient: |∂ log p / ∂ξ|", "Oranges", 0.0, grad_top),
                 _measure("confidence (mean max weight)", ATTENTION_SCALE, 0.0, 1.0)]
     return _maps(measures, {k: [imp.ablation[k], imp.gradient[k], imp.confidence[k]] for k in kinds}, heads_off,

@@ -77,10 +77,14 @@ def word_labels(pieces: list[str], groups: list[list[int]]) -> list[str]:
 
 
 def merge_labels(tokens: list, groups: list[list[int]]) -> list:
-    """Word labels of `groups`: strings, or (read, produced) pairs for decoder positions."""
+    """Word labels of `groups`: strings, or (read, produced) pairs for decoder positions, whose word is the one they
+    produce and which read the word before it ("I ▸ didn't"): the pieces read at a word's later positions are its
+    own first pieces, and joined to the word before they made labels such as "I didn' ▸ didn't"."""
     if tokens and isinstance(tokens[0], tuple):
         reads, prods = [t[0] for t in tokens], [t[1] for t in tokens]
-        return list(zip(word_labels(reads, groups), word_labels(prods, groups)))
+        words = word_labels(prods, groups)
+        before = [word_labels(reads, [g[:1]])[0] if k == 0 else words[k - 1] for k, g in enumerate(groups)]
+        return list(zip(before, words))
     return word_labels(tokens, groups)
 
 

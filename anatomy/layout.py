@@ -79,7 +79,8 @@ EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step
            ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
            ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
            ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
-KEYS = "Keys (outside text fields): ← / → decoding step · [ / ] layer · , / . head"
+KEYS = ("Keys (outside text fields): ← / → decoding step, also from a list or a checkbox (a slider moves itself) · "
+        "[ / ] layer · , / . head")
 # Export animation's choices: (label, value) and the first chosen
 ANIMATION_LAYOUTS = [("bars: the step's row", "bar"), ("heatmap, row by row", "heatmap")]
 ANIMATION_SIZES = [("1280 × 720", "1280x720"), ("1920 × 1080", "1920x1080")]
@@ -142,6 +143,7 @@ def tools_html() -> str:
         '<label class="anatomy-check"><input id="export-wide" type="checkbox"> 16:9 slide (1920 × 1080, large type)'
         '</label><div class="anatomy-fields"><button id="export-png" type="button">PNG</button> '
         '<button id="export-svg" type="button">SVG</button></div>'
+        '<p id="export-note" class="anatomy-muted" role="status" hidden></p>'
         '<details id="export-animation"><summary>Export animation (GIF / MP4)</summary>'
         '<label class="anatomy-field">Decoding, one frame per piece, as <select id="animation-layout">'
         f'{_options(ANIMATION_LAYOUTS)}</select></label>'

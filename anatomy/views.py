@@ -81,6 +81,14 @@ def language(code: str) -> str:
     return LANGUAGE_NAMES.get(code, code)
 
 
+def a_language(code: str) -> str:
+    """The language with its article, as a sentence reads it: "an English", "a German", "a Ukrainian"."""
+    name = language(code)
+    # a vowel sound takes "an"; a "U" said "you" (Ukrainian, Uyghur) does not
+    vowel = name[:1].lower() in "aeiou" and not name.lower().startswith(("uk", "uni", "uy"))
+    return f"{'an' if vowel else 'a'} {name}"
+
+
 @dataclass(frozen=True)
 class Arrays:
     """One attention kind of a trace, as the figures take it."""

@@ -138,6 +138,13 @@ def test_the_head_importance_tab_shows_the_measures_of_every_head(tiny):
     assert [m["title"].split(":")[0] for m in data["maps"]["measures"]] == ["ablation", "gradient",
                                                                             "confidence (mean max weight)"]
     assert data["maps"]["off"] == ["cross:1.2"] and data["corpus"] is None
+    # the drop's scale diverges from white at 0, and says which way a head helps (a head whose removal raised
+    # log p is as deep a colour as one whose removal lowered it as much)
+    ablation = data["maps"]["measures"][0]
+    stops = dict((round(at, 3), color) for at, color in ablation["colorscale"])
+    assert ablation["zmin"] == -ablation["zmax"] < 0 and stops[0.5] == "rgb(247,247,247)", ablation
+    assert any(line.startswith("red:") and "helps" in line for line in ablation["legend"]), ablation["legend"]
+    assert any(line.startswith("blue:") and "rises" in line for line in ablation["legend"]), ablation["legend"]
     assert np.allclose(np.subtract(data["changes"]["after"], data["changes"]["before"]),
                        run.ablation.ablated_log_probs - run.ablation.log_probs)
     top, drop = expected.ablation.ranked()[0]

@@ -384,6 +384,17 @@ def test_tabs_are_drawn_when_opened(tiny):
     assert p.tab_data not in tiny.direction_changed(Inputs(run=run, settings=en_de, view=cross))
 
 
+
+def test_the_source_hint_reads_as_english(tiny):
+    """"Type an English sentence", not "Type a English sentence": the article follows the language's sound."""
+    p = tiny.page
+    hints = {key: tiny.direction_changed(Inputs(settings=PageSettings(key=key)))[p.text]["placeholder"]
+             for key in ("de-en", "en-de")}
+    assert hints["en-de"].startswith("Type an English sentence, e.g.") and \
+        hints["de-en"].startswith("Type a German sentence, e.g."), hints
+    assert [views.a_language(code) for code in ("it", "ur", "uk", "fr", "xx")] == [
+        "an Italian", "an Urdu", "a Ukrainian", "a French", "a xx"]
+
 def test_examples_reset_the_settings_to_their_models_own_decoding(tiny):
     p = tiny.page
     out = tiny.example_settings("de-en")

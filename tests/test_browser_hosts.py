@@ -13,6 +13,8 @@ from tests.browser import TIMEOUT, choose, needs_chromium, slide, wait_title
 
 pytestmark = needs_chromium
 SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."
+LONG = ("Die Regierung hat gestern angekündigt, dass die Steuern für kleine Unternehmen im nächsten Jahr sinken "
+        "werden, obwohl viele Ökonomen davor warnen, dass das Defizit weiter steigen könnte.")
 HOSTS = ["app", "offline"]
 # The architecture figure's height and its boxes' labels (annotations): how many pairs of them overlap
 ARCHITECTURE = """() => {
@@ -40,25 +42,33 @@ def key(shipped):
     return shipped.anatomy.registry.default_key
 
 
-@pytest.fixture(scope="module")
-def page_file(shipped, key, tmp_path_factory):
-    """The offline file of SENTENCE as the app saves it after a tour (its stops that need the model in it)."""
+def saved(shipped, key, text, folder):
+    """The offline file of `text` as the app saves it after a tour (its stops that need the model in it)."""
     entry = shipped.anatomy.registry.get(key)
-    request = Request(key, SENTENCE, entry.decoding, "cpu")
+    request = Request(key, text, entry.decoding, "cpu")
     trace = engine.translate(entry.cpu, request)
     facts = tour.facts_of(entry.config, entry.untrained, entry.corpus_heads())
     toured = tour.tour(trace, facts, engine.tour_extras(entry.cpu, request, trace, facts))
-    return offline.write(trace, entry, SENTENCE, [], tmp_path_factory.mktemp("hosts") / "page.html",
-                         toured=toured).path
+    return offline.write(trace, entry, text, [], folder / "page.html", toured=toured).path
+
+
+@pytest.fixture(scope="module")
+def page_file(shipped, key, tmp_path_factory):
+    return saved(shipped, key, SENTENCE, tmp_path_factory.mktemp("hosts"))
+
+
+@pytest.fixture(scope="module")
+def long_file(shipped, key, tmp_path_factory):
+    return saved(shipped, key, LONG, tmp_path_factory.mktemp("long"))
 
 
 @pytest.fixture()
 def opened(request, browser, shipped, key):
-    """open(host, width, height, touch=False, **query): the page of SENTENCE in that host, drawn; `page.errors`
-    collects its errors. The app is asked for SENTENCE by a link, the offline file is of it."""
+    """open(host, width, height, touch=False, text=SENTENCE, **query): the page of SENTENCE (or LONG) in that host,
+    drawn; `page.errors` collects its errors. The app is asked for the text by a link, the offline file is of it."""
     contexts = []
 
-    def open_page(host, width, height, touch=False, **query):
+    def open_page(host, width, height, touch=False, text=SENTENCE, **query):
         context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True,
                                       has_touch=touch, is_mobile=touch)
         contexts.append(context)
@@ -68,10 +78,10 @@ def opened(request, browser, shipped, key):
         page.on("pageerror", lambda e: page.errors.append(str(e)))
         if host == "app":
             url = request.getfixturevalue("url")
-            page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key, **query})}",
+            page.goto(f"{url}?{urllib.parse.urlencode({'text': text, 'direction': key, **query})}",
                       wait_until="domcontentloaded")
         else:
-            path = request.getfixturevalue("page_file")
+            path = request.getfixturevalue("page_file" if text == SENTENCE else "long_file")
             page.goto(path.as_uri() + (f"?{urllib.parse.urlencode(query)}" if query else ""))
             page.wait_for_function("document.body.dataset.ready === '1'")
         page.wait_for_selector("#heatmap .heatmaplayer image")
@@ -180,4 +190,90 @@ def test_the_tour_panel_sits_at_the_bottom_of_a_phone(opened, host):
     page.tap("#anatomy-tour .anatomy-tour-next")
     page.wait_for_function("document.querySelector('#anatomy-tour')?.dataset.stop === '2'")
     assert_at_the_bottom(page.evaluate(PANEL))
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_arrows_move_the_step_from_a_list_or_a_checkbox(opened, host):
+    """After a click on a list or a checkbox, ← / → move the decoding step (a browser moves a focused list with
+    them on some systems only); a list keeps ↑ / ↓, a slider its arrows; the keys' hint says so."""
+    page = opened(host, 1600, 1000)
+    assert "from a list or a checkbox" in page.locator("#keys").inner_text()
+    slide(page, "step", 2)
+    wait_title(page, "step-cross", "Step 2 ·")
+    choose(page, "head", 2)
+    wait_title(page, "heatmap", "head 2")
+    page.focus("select#head")
+    page.keyboard.press("ArrowRight")
+    wait_title(page, "step-cross", "Step 3 ·")
+    assert page.locator("select#head").input_value() == "2"
+    page.keyboard.press("ArrowDown")  # the list's own key
+    page.wait_for_function("document.querySelector('select#head').value === '3'")
+    page.focus("input#merge")
+    page.keyboard.press("ArrowLeft")
+    wait_title(page, "step-cross", "Step 2 ·")
+    assert page.evaluate("document.activeElement.id") == "merge"
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_labels_left_out_for_room_are_said_on_the_figure(opened, host):
+    """A long input's large view labels every second source piece or so in a small window: its title says so; a
+    short one's labels every piece and says nothing."""
+    shown = """() => { const gd = document.querySelector('#heatmap .js-plotly-plot');
+      return {title: gd._fullLayout.title.text, labels: gd._fullLayout.xaxis.tickvals.length,
+              pieces: gd.data[0].z[0].length}; }"""
+    short = opened(host, 900, 900).evaluate(shown)
+    assert short["labels"] == short["pieces"] and "labelled" not in short["title"], short
+    page = opened(host, 900, 900, text=LONG)
+    page.wait_for_function(f"({shown})().labels < ({shown})().pieces")
+    narrow = page.evaluate(shown)
+    assert "column labelled, hover for the others" in narrow["title"], narrow
+    assert not page.errors, page.errors
+
+
+# What Why this word's first figure says from now on, each new text once (a MutationObserver: nothing it says is missed)
+WATCH_WHY = """() => { window.whySaid = [];
+  const box = document.querySelector('#why-step');
+  const read = () => { const t = Array.from(box.querySelectorAll('text')).map(e => e.textContent).join(' ');
+                       if (t && window.whySaid[window.whySaid.length - 1] !== t) window.whySaid.push(t); };
+  new MutationObserver(read).observe(box, {childList: true, subtree: true, characterData: true}); read(); }"""
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_why_this_word_says_it_is_working_and_asks_for_no_click(opened, host):
+    """While the tab's explanation is computed its figures say so (and where the progress shows), never "Open this
+    tab again"; then they show it, with no click. The offline file without one says how to get it."""
+    page = opened(host, 1600, 1000)
+    page.evaluate(WATCH_WHY)
+    page.click("#anatomy-tabs [role=tab][data-tab=why]")
+    if host == "app":
+        wait_title(page, "why-step", "Why “")
+        said = page.evaluate("window.whySaid")
+        assert any("Explaining this translation" in s and "progress" in s for s in said), said
+    else:
+        page.wait_for_selector("#why-none", state="visible")
+        said = page.evaluate("window.whySaid")
+    assert not any("again" in s for s in said), said
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_export_draws_a_figure_never_drawn_or_says_why_not(opened, key, host):
+    """Export → Architecture → SVG before its tab was opened: the tab opens, the figure is drawn and exported; a
+    figure this translation has none of says so."""
+    page = opened(host, 1600, 1000)
+    assert not page.locator("#architecture .js-plotly-plot").count()  # never drawn
+    page.get_by_text("Export a figure").click()
+    page.select_option("#export-figure", "architecture")
+    with page.expect_download() as svg:
+        page.locator("#export-svg").click()
+    text = open(svg.value.path(), encoding="utf-8").read()
+    assert text.lstrip().startswith("<svg") and "Encoder" in text, text[:300]
+    assert page.locator("#export-note").is_hidden()
+    # no heads are off: there is no change in log p to export
+    page.select_option("#export-figure", "log-probs")
+    page.locator("#export-png").click()
+    page.wait_for_function("!document.querySelector('#export-note').hidden")
+    assert "nothing to export" in page.locator("#export-note").inner_text()
     assert not page.errors, page.errors

@@ -95,6 +95,16 @@ def test_merged_words_label_decoder_positions_alike_in_cross_and_decoder_attenti
     assert labels[0] == labels[1]
 
 
+
+def test_a_merged_decoder_row_reads_the_word_before_it_and_produces_its_own():
+    """With Merge pieces into words a decoder row is "I ▸ didn't": not "I didn' ▸ didn't", whose read side joined
+    the word before to the word's own first pieces."""
+    produced = ["▁I", "▁didn", "'", "t", "▁like", "▁me", ".", "</s>"]
+    rows = list(zip(["<s>", *produced[:-1]], produced))
+    labels = attention_views.merge_labels(rows, views.word_groups(produced))
+    assert labels == [("<s>", "I"), ("I", "didn't"), ("didn't", "like"), ("like", "me."), ("me.", "</s>")]
+    assert attention_views.merge_labels(["▁I", "▁didn", "'", "t"], [[0], [1, 2, 3]]) == ["I", "didn't"]
+
 def page_of(h, run, *shown: View, twin=None) -> list[dict]:
     """What the page's viewer draws of `run` in each view (tests/viewer.py)."""
     data = h.show(Inputs(run=run))[h.page.trace_data]

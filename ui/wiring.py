@@ -154,8 +154,12 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
                                *tab_outputs]))
     tab_view = dict(**ours(h.tab_view, tab_inputs, tab_outputs), **DRAW)
 
-    p.replay.change(**ours(h.replay, {p.run, p.signal, p.vectors, p.view}, [*shown, p.vectors]),
-                    **REPLAY).then(**tab_view)
+    def explained_after(event) -> None:
+        event.then(None, js=js("explainIfOpen()"), show_progress="hidden", api_visibility="private")
+
+    # a replay's Run is explained once it has played (Why this word skips a replaying Run)
+    explained_after(p.replay.change(**ours(h.replay, {p.run, p.signal, p.vectors, p.view}, [*shown, p.vectors]),
+                                    **REPLAY).then(**tab_view))
     ablate = {p.heads_off, p.vectors, *tab_inputs}
     # what a page's address sets
     loaded = [p.direction, p.model_notices, p.text, p.heads_off_panel, p.heads_off, p.beam, p.max_new, p.lp,
@@ -177,9 +181,6 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     animations, pages = exporting(h.exporter.limits)
     p.export_ask.click(**ours(h.animate_page, {p.run, p.view}, [p.animation_file], "export"), **animations,
                        show_progress_on=[p.animation_file], trigger_mode="multiple")
-
-    def explained_after(event) -> None:
-        event.then(None, js=js("explainIfOpen()"), show_progress="hidden", api_visibility="private")
 
     streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
     explained_after(gr.on([p.translate_btn.click, p.text.submit], **ours(h.translate_page, asked, streamed), **model))

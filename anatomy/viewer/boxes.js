@@ -101,14 +101,26 @@ function weighing(d, v, look) {
     ? Object.assign(emptyFigure(look, ASKING_NORMS, 300), {asksNorms: true}) : null;
 }
 const twinned = (v, versions) => [versions.payload, versions.twin, versions.norms, ...Object.values(v)];
+/**
+ * What Why this word's figures say until the explanation of the shown translation comes: the tab asks for it when it
+ * opens and after each translation while it is open (a host without a model hides these figures), so it is on its
+ * way; where its progress shows.
+ * @param {Object} payload
+ * @returns {string}
+ */
+const explaining = (payload) => {
+  const T = payload.pieces.output.length;
+  if (!T) return NOTHING_TO_EXPLAIN;
+  return `Explaining this translation: each method at each of its ${T} step${T === 1 ? "" : "s"}…` +
+    "\n(seconds; the progress shows at the top of this section)";
+};
 // why the shown translation's pieces, once the server sent it (the Why this word tab asks for it); `fields`: the
 // view's fields the drawing reads
 const explained = (draw, name, fields) => ({
   depends: (v, versions) => [versions.payload, versions.explain, ...fields.map((f) => v[f])],
   make: (v, d, look) => explainsPayload(d.explain, d.payload)
     ? named(draw(d.explain, d, v, look), exportName(d.payload, v, name))
-    : emptyFigure(look, d.payload.pieces.output.length ? "Open this tab again to explain this translation"
-      : NOTHING_TO_EXPLAIN, 300)});
+    : emptyFigure(look, explaining(d.payload), 300)});
 const VIEWED = ["step", "method", "merge", "plain", "hide"];
 const agreeing = explained((e, d, v, look) => whyAgreement(e, d.payload, v, look), "why-agree", ["step"]);
 

@@ -188,8 +188,11 @@ export function createControls(root, options) {
 }
 
 /**
- * The view keys on a document: ← / → step, [ / ] layer, , / . head, and a host's `extra` keys; never while typing,
- * and arrows on a focused slider or select move it as the browser does.
+ * The view keys on a document: ← / → step, [ / ] layer, , / . head, and a host's `extra` keys; never while typing.
+ * A focused slider keeps its arrows (the step slider is the step); from any other control (a list, a checkbox, a
+ * button) ← / → move the step: browsers move a focused list with them on some systems only (never on a Mac), and an
+ * open list of Chromium's takes them and moves nothing, so the step would move or not by chance. A list keeps
+ * ↑ / ↓.
  * @param {Document} doc
  * @param {{nudge: function(string, number): void}} controls
  * @param {Object<string, function(): void>} [extra]
@@ -200,7 +203,7 @@ export function bindKeys(doc, controls, extra = {}) {
     if ((!move && !act) || e.ctrlKey || e.metaKey || e.altKey || !t || !t.matches) return;
     if (t.matches("textarea, [contenteditable], input:not([type=checkbox]):not([type=radio]):not([type=range])" +
                   ":not([type=button])")) return;
-    if (e.key.startsWith("Arrow") && t.matches("input[type=range], input[type=radio], select")) return;
+    if (e.key.startsWith("Arrow") && t.matches("input[type=range]")) return;
     e.preventDefault();
     if (move) controls.nudge(...move);
     else act();

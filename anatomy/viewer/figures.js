@@ -77,16 +77,16 @@ export const figure = (look, data, layout, height, title, margin) =>
   ({data, layout: Object.assign({}, layout, frame(look, height, title, margin))});
 
 /**
- * A figure that only says `message` (viz.empty_figure).
+ * A figure that only says `message` (viz.empty_figure), which its `meta.empty` holds (nothing to export).
  * @param {Look} look
- * @param {string} message
+ * @param {string} message  text; a newline starts a line
  * @param {number} [height]
  * @returns {Figure}
  */
 export const emptyFigure = (look, message, height = 260) => figure(look, [], {
-  xaxis: {visible: false}, yaxis: {visible: false},
-  annotations: [{text: escape(message), x: 0.5, y: 0.5, xref: "paper", yref: "paper", showarrow: false,
-                 font: {size: 14, color: "#6b7280"}}]}, height);
+  xaxis: {visible: false}, yaxis: {visible: false}, meta: {empty: message},
+  annotations: [{text: escape(message).replace(/\n/g, "<br>"), x: 0.5, y: 0.5, xref: "paper", yref: "paper",
+                 showarrow: false, font: {size: 14, color: "#6b7280"}}]}, height);
 
 // ---- one kind's layer and head as shown (attention_views.matrix) ----
 
@@ -790,11 +790,12 @@ export function walkFigure(w, view, look, title) {
 
 // ---- which heads a translation needs (anatomy/ablation_views.py sends the maps' values) ----
 
-// px: a layer row (two lines of text), between kinds, a title (two lines: the kind, the measure)
-const MAP_ROW = 34, MAP_GAP = 56, MAP_TITLE = 38;
+// px: a layer row (two lines of text), between kinds, a title (two lines: the kind, the measure), a legend's lines
+const MAP_ROW = 34, MAP_GAP = 56, MAP_TITLE = 38, MAP_LEGEND = 13;
 
 /**
- * @typedef {{title: string, colorscale: Array, zmin: number, zmax: number}} Measure  one column of maps
+ * @typedef {{title: string, colorscale: Array, zmin: number, zmax: number, legend?: string[]}} Measure  one
+ *   column of maps; `legend`: lines under its title saying what its colours mean (which way a head helps)
  * @typedef {{title: string, measures: Measure[], off: string[], kinds: {name: string, label: string,
  *   values: number[][][], notes: (string[][] | null)[]}[]}} Maps  per kind and measure a (layers, heads) array
  */
@@ -807,14 +808,16 @@ const MAP_ROW = 34, MAP_GAP = 56, MAP_TITLE = 38;
  * @returns {Figure}
  */
 export function importanceMaps(m, look) {
-  const heights = m.kinds.map((k) => k.values[0].length), blocks = heights.map((L) => MAP_TITLE + MAP_ROW * L);
+  const legend = Math.max(0, ...m.measures.map((measure) => (measure.legend || []).length));
+  const title = MAP_TITLE + MAP_LEGEND * legend;
+  const heights = m.kinds.map((k) => k.values[0].length), blocks = heights.map((L) => title + MAP_ROW * L);
   const plot = blocks.reduce((a, b) => a + b, 0) + MAP_GAP * (m.kinds.length - 1);
   const nCols = m.measures.length, colGap = 0.06, width = (1 - colGap * (nCols - 1)) / nCols;
   const data = [], layout = {}, annotations = [], shapes = [];
   const axis = {showgrid: false, zeroline: false, ticks: "", showline: false, tickfont: {size: 10}, dtick: 1};
   let y = plot; // px from the bottom of the plotting area to the top of the next kind's block
   m.kinds.forEach((kind, i) => {
-    const L = heights[i], top = (y - MAP_TITLE) / plot, bottom = (y - MAP_TITLE - MAP_ROW * L) / plot;
+    const L = heights[i], top = (y - title) / plot, bottom = (y - title - MAP_ROW * L) / plot;
     m.measures.forEach((measure, j) => {
       const n = i * nCols + j + 1, name = n === 1 ? "" : String(n), left = j * (width + colGap);
       const z = kind.values[j], H = z[0].length, notes = kind.notes[j];
@@ -831,7 +834,9 @@ export function importanceMaps(m, look) {
       layout[`yaxis${name}`] = Object.assign({}, axis, {domain: [bottom, top], anchor: `x${name}`,
                                                         autorange: "reversed"},
                                              j === 0 ? {title: {text: "layer", standoff: 2, font: {size: 10}}} : {});
-      annotations.push({text: `<b>${escape(kind.label)}</b><br>${escape(measure.title)}`, x: left, y: top,
+      const lines = (measure.legend || []).map((line) => `<br><span style="font-size:10px">${escape(line)}</span>`);
+      annotations.push({text: `<b>${escape(kind.label)}</b><br>${escape(measure.title)}${lines.join("")}`, x: left,
+                        y: top,
                         xref: "paper", yref: "paper", xanchor: "left", yanchor: "bottom", align: "left",
                         showarrow: false, font: {size: 12}});
       for (const head of m.off) {

@@ -47,6 +47,17 @@ export function createHost(options) {
   }
 
   /**
+   * What a box should show now: the view it is drawn with (null without its data) and the key of its drawing.
+   * @param {Object} box  one of BOXES
+   * @param {Object | null} fitted  the view fitted to the payload
+   */
+  function wanted(box, fitted) {
+    const own = box.needs && data[box.needs];
+    const v = box.needs ? own && view && Object.assign({}, view, {[box.needs]: own}) : fitted;
+    return {v, key: JSON.stringify(v ? box.depends(v, versions) : ["empty"])};
+  }
+
+  /**
    * Draw every box in view whose drawing is not what the data and the view now ask for: those in the window at
    * once, the others (below the fold) once the window's have been painted, so that a view change shows where the
    * visitor looks in the time of the figures there.
@@ -61,9 +72,7 @@ export function createHost(options) {
     const due = Object.entries(BOXES).map(([id, box]) => {
       const el = document.querySelector(`#${id} .anatomy-plot`);
       if (!el || !el.offsetParent) return null; // not on the page, or in a closed tab: drawn when it opens
-      const own = box.needs && data[box.needs];
-      const v = box.needs ? own && view && Object.assign({}, view, {[box.needs]: own}) : fitted;
-      const key = JSON.stringify(v ? box.depends(v, versions) : ["empty"]);
+      const {v, key} = wanted(box, fitted);
       if (drawn.get(el) === key) return null;
       const r = el.getBoundingClientRect();
       return {box, el, v, key, seen: r.bottom > 0 && r.top < window.innerHeight};
@@ -129,6 +138,16 @@ export function createHost(options) {
     /** @returns {number} how many times `name`'s data has changed (a new translation: "payload") */
     version: (name) => versions[name],
     refresh,
+    /**
+     * Whether the box `id` is drawn with what the data and the view now ask for (a box in a closed tab is drawn
+     * when it opens).
+     * @param {string} id
+     */
+    current(id) {
+      const el = document.querySelector(`#${id} .anatomy-plot`), box = BOXES[id];
+      return !!(el && box && drawn.get(el) ===
+                wanted(box, data.payload && view ? fittedView(data.payload, view) : null).key);
+    },
     /** @returns {string | null} what the shown translation is (payload.js `traceKey`), null before one */
     shownKey: () => (data.payload ? traceKey(data.payload) : null),
   };

@@ -228,9 +228,48 @@ export function createPage(document, options) {
     toggleView() {
       document.body.classList.toggle("anatomy-view-open");
     },
-    // what the viewer's Plotly.js (once loaded) and the export buttons call
+    // what the viewer's Plotly.js (once loaded) calls
     scan: screen.scan,
-    exportFigure: screen.exportFigure,
+    /**
+     * A figure exported (screen.js) as it shows now: one in a closed tab opens that tab, which draws it (and asks
+     * the host for what it needs), and is exported once drawn; one that cannot be drawn says why (#export-note).
+     * @param {string} id  the figure's box
+     * @param {"png" | "svg"} format
+     * @param {boolean} frame
+     * @param {boolean} wide
+     */
+    exportFigure(id, format, frame, wide) {
+      const box = $(id), note = $("export-note");
+      const option = Array.from($("export-figure").options).find((o) => o.value === id);
+      const name = option ? option.text : id, started = Date.now();
+      const say = (text) => { note.textContent = text; note.hidden = !text; };
+      clearTimeout(A.exporting);
+      const panel = box && box.closest("[role=tabpanel]");
+      if (panel && panel.hidden) A.tabs.select(panel.dataset.tab);
+      if (!box || box.closest("[hidden]")) {
+        say(`${name}: not shown for this translation (or this model), so there is nothing to export.`);
+        return;
+      }
+      const attempt = () => {
+        const gd = box.querySelector(".js-plotly-plot"), drawn = gd && gd._fullLayout && viewer.current(id);
+        const empty = drawn && gd.layout.meta && gd.layout.meta.empty;
+        if (drawn && !empty && window.Plotly) {
+          say("");
+          screen.exportFigure(id, format, frame, wide);
+          return;
+        }
+        // a figure on its way says "…" (an explanation, a model's answer); what the host has not sent yet comes
+        // within seconds; anything else is why it cannot be drawn
+        const waited = Date.now() - started, working = empty && empty.includes("\u2026");
+        if (waited > (working ? 120000 : 5000)) {
+          say(`${name} cannot be exported: ${empty ? empty.replace(/\n/g, " ") : "it was not drawn"}.`);
+          return;
+        }
+        say(`Drawing ${name} to export it…`);
+        A.exporting = setTimeout(attempt, 100);
+      };
+      attempt();
+    },
     // A new translation while Why this word is open: its explanation asked for (only then: a closed tab asks
     // nothing).
     explainIfOpen() {

@@ -112,11 +112,39 @@ function sized(b, k, height, narrow, width) {
     u["yaxis.title.text"] = text;
     if (text.includes("<br>") && !b.ytitle.includes("<br>")) u["margin.l"] += Math.round(1.2 * u["font.size"]);
   }
-  Object.assign(u, labelsFitted({x: b.x, y: b.y, angle: u["xaxis.tickangle"] ?? b.xangle,
-                                 colorbar: b.colorbars.some(Boolean)},
+  const labels = () => labelsFitted({x: b.x, y: b.y, angle: u["xaxis.tickangle"] ?? b.xangle,
+                                     colorbar: b.colorbars.some(Boolean)},
     {height, width, font: u["font.size"], least: 10 * (narrow ? 1 : k), narrow,
-     margin: {l: u["margin.l"], r: u["margin.r"], t: u["margin.t"], b: u["margin.b"]}}));
-  return u;
+     margin: {l: u["margin.l"], r: u["margin.r"], t: u["margin.t"], b: u["margin.b"]}});
+  let fitted = labels();
+  // labels left out (every second, third… one) are said under the title: a reader would take the gaps for pieces
+  // the model dropped; the line widens the top margin, which may leave out more
+  if (thinned(b, fitted) && typeof b.titleText === "string") {
+    u["margin.t"] += Math.round(1.25 * u["font.size"]);
+    fitted = labels();
+    u["title.text"] = (u["title.text"] ?? b.titleText) +
+      `<br><span style="font-size:${u["font.size"]}px">${thinned(b, fitted)}</span>`;
+  }
+  return Object.assign(u, fitted);
+}
+
+const ORDINALS = ["", "", "2nd", "3rd"];
+
+/**
+ * What a fit of a figure's labels (fit.js labelsFitted) left out, as its title says it ("every 2nd column labelled,
+ * hover for the others"), or "" when every label is shown.
+ * @param {Base} b
+ * @param {Object<string, *>} fitted
+ * @returns {string}
+ */
+function thinned(b, fitted) {
+  const every = (all, kept) => {
+    if (!all || !kept || kept.length >= all.vals.length) return 0;
+    return kept.length > 1 ? all.vals.indexOf(kept[1]) : all.vals.length;
+  };
+  const parts = [["column", every(b.x, fitted["xaxis.tickvals"])], ["row", every(b.y, fitted["yaxis.tickvals"])]]
+    .filter(([, k]) => k > 1).map(([axis, k]) => `every ${ORDINALS[k] || k + "th"} ${axis}`);
+  return parts.length ? `${parts.join(" and ")} labelled, hover for the others` : "";
 }
 
 /**

@@ -192,7 +192,8 @@ test("the softmax walk, by hand: q·k, ÷√d_k, the mask, the softmax over what
 test("head importance maps: a row per kind and a column per measure, each cell naming its head; heads off grey", () => {
   const kind = (name, label) => ({name, label, values: [[[0.5, -0.25]], [[1, 0]]], notes: [null, [["same 0.90", "eos 0.10"]]]});
   const m = {title: "Which heads", off: ["cross:1.2", "bogus", "cross:9.9"],
-             measures: [{title: "ablation: drop in log p", colorscale: LOOK.diverging, zmin: -1, zmax: 1},
+             measures: [{title: "ablation: drop in log p", colorscale: LOOK.diverging, zmin: -1, zmax: 1,
+                         legend: ["red: log p drops without it (the head helps)", "blue: <rises>"]},
                         {title: "confidence", colorscale: LOOK.attention, zmin: 0, zmax: 1}],
              kinds: [kind("encoder", "Encoder self-attention"), kind("cross", "<b>Cross</b>")]};
   const fig = importanceMaps(m, LOOK);
@@ -202,6 +203,14 @@ test("head importance maps: a row per kind and a column per measure, each cell n
   assert.equal(fig.data[1].text[0][0], "1.00<br>same 0.90");
   assert.equal(fig.layout.shapes.length, 2); // cross:1.2 in both columns; the others are no heads of the model
   assert.ok(fig.layout.annotations.some((a) => a.text.startsWith("<b>&lt;b&gt;Cross&lt;/b&gt;</b><br>ablation")));
+  // the ablation's legend under its title, in each kind's row, with room for its lines above the maps
+  const legends = fig.layout.annotations.filter((a) => a.text.includes("red: log p drops without it (the head helps)")
+                                                   && a.text.includes("blue: &lt;rises&gt;"));
+  assert.equal(legends.length, 2);
+  assert.ok(!fig.layout.annotations.find((a) => a.text.includes("confidence")).text.includes("red:"));
+  const plain = importanceMaps(Object.assign({}, m, {measures: m.measures.map((x) => Object.assign({}, x,
+                                                                                              {legend: []}))}), LOOK);
+  assert.ok(fig.layout.yaxis.domain[1] < plain.layout.yaxis.domain[1]);
   assert.ok(fig.layout.yaxis.domain[0] > fig.layout.yaxis3.domain[1]); // the first kind on top
   const change = logProbChange({pieces: ["\u2581Two", "<b>"], before: [-1, -2], after: [-1.5, -1], title: "t"}, LOOK);
   assert.deepEqual(change.data[0].y, [-0.5, 1]);

@@ -47,6 +47,24 @@ test("a title wider than its figure breaks at its ' · ' and widens the top marg
   assert.ok(u["margin.t"] > 100);
 });
 
+test("labels left out for room are said under the title, which widens the top margin", () => {
+  const columns = (n) => ({title: {text: "Cross-attention · layer 3"}, height: 400, margin: {l: 80, r: 20, t: 60, b: 80},
+                           xaxis: {tickmode: "array", tickangle: -50, tickvals: Array.from({length: n}, (_, i) => i),
+                                   ticktext: Array.from({length: n}, (_, i) => `piece${i}`)}});
+  const all = update(base([], columns(10)), mode({width: 800}), false, 1.5).layout;
+  assert.equal(all["xaxis.tickvals"].length, 10);
+  assert.equal(all["title.text"], "Cross-attention · layer 3");
+  const long = update(base([], columns(120)), mode({width: 800}), false, 1.5).layout;
+  const k = long["xaxis.tickvals"][1];
+  assert.ok(k > 1 && long["xaxis.tickvals"].length < 120);
+  assert.ok(long["title.text"].startsWith("Cross-attention · layer 3<br>"));
+  assert.ok(long["title.text"].includes(`every ${k === 2 ? "2nd" : k === 3 ? "3rd" : k + "th"} column labelled, ` +
+                                        "hover for the others"), long["title.text"]);
+  assert.ok(long["margin.t"] > all["margin.t"]);
+  const tall = update(base([], Object.assign(rows(300), {title: {text: "T"}})), mode({width: 800}), false, 1.5).layout;
+  assert.match(tall["title.text"], /^T<br>.*every \d+(nd|rd|th) row labelled/);
+});
+
 test("a piece's lines are those that start (query) or end (key) at its row", () => {
   const full = [{x: [0, 1, null, 0, 1, null, 0, 1, null], y: [0, 0, null, 0, -1, null, -1, -1, null]}];
   assert.deepEqual(linesThrough(full, 0, 0), {x: [[0, 1, null, 0, 1, null]], y: [[0, 0, null, 0, -1, null]]});

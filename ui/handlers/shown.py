@@ -196,7 +196,7 @@ class Showing:
 
     def _placeholder(self, key) -> str:
         entry = self.registry.get(key)
-        return f"Type a {views.language(entry.source_lang)} sentence, e.g. {(entry.examples or [''])[0]}"
+        return f"Type {views.a_language(entry.source_lang)} sentence, e.g. {(entry.examples or [''])[0]}"
 
     def share(self, values: Inputs | dict) -> str:
         """The query string of a link to what is on screen (run, view); the page prefixes its own address."""

@@ -8,7 +8,7 @@ import pytest
 
 from anatomy import engine, offline, tour
 from anatomy.inputs import Request
-from tests.browser import TIMEOUT, needs_chromium
+from tests.browser import TIMEOUT, needs_chromium, wait_title
 
 pytestmark = needs_chromium
 SENTENCES = [("de-en", "Zwei Hunde spielen im Schnee."),
@@ -109,6 +109,36 @@ def test_a_link_opens_stop_5_in_presenter_mode_beside_the_view(browser, url):
     page.wait_for_function(AT_STOP, arg=[5, want])
     assert not page.errors
     page.context.close()
+
+
+WHY_TITLE = """() => Array.from(document.querySelectorAll('#why-step [data-testid=plotly] text'))
+  .map(t => t.textContent).find(t => t.startsWith('Why ')) || ''"""
+
+
+def test_a_link_to_the_why_stop_draws_what_walking_there_draws(browser, url):
+    """Issue 50: a link to the Why this word stop (of a sentence long enough that its last step is far from the
+    stop's) once drew the last step's explanation under a panel naming the stop's step."""
+    key, text = "de-en", "Der kleine Junge spielt jeden Nachmittag mit seinem Hund im Garten."
+    walked = open_page(browser, url, key, text)
+    walked.click("#tour-start")
+    walked.wait_for_selector("#anatomy-tour")
+    k = walked.evaluate("window.anatomy.tourData.stops.findIndex(s => s.key === 'why') + 1")
+    assert k > 1
+    for stop in range(1, k):
+        walked.wait_for_function(AT_STOP, arg=[stop, wanted(walked, stop)])
+        walked.keyboard.press("ArrowRight")
+    want = wanted(walked, k)
+    walked.wait_for_function(AT_STOP, arg=[k, want])
+    wait_title(walked, "why-step", f"at step {want['step']}?")
+    title = walked.evaluate(WHY_TITLE)
+    walked.context.close()
+    linked = open_page(browser, url, key, text, tour=k)
+    linked.wait_for_selector("#anatomy-tour")
+    linked.wait_for_function(AT_STOP, arg=[k, want])
+    wait_title(linked, "why-step", f"at step {want['step']}?")
+    assert linked.evaluate(WHY_TITLE) == title and f"step {want['step']}" in title
+    assert not linked.errors
+    linked.context.close()
 
 
 def test_the_offline_page_tours_from_its_file(browser, shipped, tmp_path):

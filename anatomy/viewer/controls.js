@@ -2,7 +2,7 @@
 // decoding step, how the large view draws it, the walk's query, the weights and the three label switches, and the
 // keys that move them. They hold the view; a host draws it (host.js, page.js) when `changed` tells it.
 
-import {MEAN, fitted} from "./figures.js";
+import {MEAN, fitIn} from "./figures.js";
 import {readable} from "./labels.js";
 
 export const FLAGS = ["merge", "plain", "hide"];
@@ -49,9 +49,7 @@ export function shapeOf(payload) {
  */
 export function fitView(view, shape, offer) {
   const kind = shape.kinds.find((k) => k.name === view.kind) || shape.kinds[0];
-  const payloadLike = {kinds: shape.kinds.map((k) => ({name: k.name, attention: {shape: [k.layers, k.heads]}})),
-                       pieces: {output: Array.from({length: shape.steps})}};
-  const v = fitted(payloadLike, Object.assign({}, view, {kind: kind.name}));
+  const v = fitIn(view, kind, shape.steps);
   const displays = DISPLAYS.map(([, d]) => d).filter((d) => offer.walk || d !== "walk");
   return Object.assign(v, {
     step: shape.steps ? v.step : 0,

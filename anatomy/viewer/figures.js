@@ -51,7 +51,20 @@ export const steps = (payload) => payload.pieces.output.length;
  */
 export function fitted(payload, view) {
   const kind = payload.kinds.find((k) => k.name === view.kind) || payload.kinds[0];
-  const [L, H] = kind.attention.shape, T = steps(payload);
+  const [layers, heads] = kind.attention.shape;
+  return fitIn(view, {name: kind.name, layers, heads}, steps(payload));
+}
+
+/**
+ * The view within one kind's layers and heads and a translation's T steps (the last when unset; 0 when none).
+ * @template {{kind?: string, layer?: number, head?: string, step?: number}} V
+ * @param {V} view
+ * @param {{name: string, layers: number, heads: number}} kind
+ * @param {number} T
+ * @returns {V}
+ */
+export function fitIn(view, kind, T) {
+  const L = kind.layers, H = kind.heads;
   return Object.assign({}, view, {kind: kind.name, layer: clamp(Math.round(+view.layer) || L, 1, L),
                                   head: view.head === MEAN ? MEAN : String(clamp(Math.round(+view.head) || 1, 1, H)),
                                   step: T ? clamp(Math.round(+view.step) || T, 1, T) : 0});

@@ -73,11 +73,10 @@ class Asking:
         """What the open tab shows of a model (run, twin, judged, explained, tab), when it opens or a translation
         comes to it: the untrained twin, head importance or why each piece, each once per translation."""
         p, i = self.page, Inputs.of(self.page, values)
-        made = {Tab.COMPARE: (p.twin, self.make_twin), Tab.IMPORTANCE: (p.judged, self.judge),
-                Tab.WHY: (p.explained, lambda i: self.explain_trace(i, progress))}.get(i.tab)
-        if made is None:
+        if not i.tab.needs_model:  # the one list of such tabs (anatomy/layout.py Tab): each has its maker here
             return gr.skip()
-        state, make = made
+        state, make = {Tab.COMPARE: (p.twin, self.make_twin), Tab.IMPORTANCE: (p.judged, self.judge),
+                       Tab.WHY: (p.explained, lambda i: self.explain_trace(i, progress))}[i.tab]
         out = make(i)
         return out if out == gr.skip() else {state: out}
 

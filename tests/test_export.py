@@ -82,6 +82,7 @@ def _streamed_like_pillow(pictures: list[Image.Image], path: Path, seconds: floa
     return path.read_bytes()
 
 
+@pytest.mark.slow  # seconds each: every frame drawn twice
 @pytest.mark.parametrize("layout", anim.LAYOUTS)
 def test_a_gif_written_a_frame_at_a_time_is_the_gif_pillow_writes_of_all_its_pictures(trace, layout, tmp_path):
     """Byte for byte: every picture, one, repeated pictures (a repeat adds its time to the frame before), and all
@@ -126,6 +127,7 @@ def test_an_animation_s_memory_does_not_grow_with_its_frames(checkpoints, suffix
     assert grown[1] - grown[0] < 35 * 1280 * 720 / 2 ** 20, grown
 
 
+@pytest.mark.slow  # seconds: a GIF read back frame by frame
 def test_heatmap_frame_k_shows_exactly_the_rows_of_steps_1_to_k_in_the_gif_too(trace, tmp_path):
     """Every cell's colour, read back from the picture, is the page's colour of that weight (viridis, Plotly's
     interpolation); rows after step k are blank. The GIF's one palette keeps each within a few levels."""
@@ -321,6 +323,7 @@ def test_export_animation_on_the_page_animates_the_shown_translation_and_view(ti
             tiny.animate_page({**values, **refused})
 
 
+@pytest.mark.slow  # seconds: an animation for each bad argument
 def test_the_animate_endpoint_answers_every_bad_argument_with_a_notice(tiny):
     fn = next(f for f in tiny.demo.fns.values() if f.api_name == "animate")
     names = list(inspect.signature(tiny.api_animate).parameters)

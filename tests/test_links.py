@@ -78,6 +78,7 @@ def test_a_link_opens_each_kinds_own_layers(uneven):
     assert f"layer={ENCODER_LAYERS} (allowed: 1 to {DECODER_LAYERS}" in cross.notices[0]
 
 
+@pytest.mark.slow  # seconds: a model of uneven stacks, through the API and an offline file
 def test_the_api_and_the_offline_page_keep_each_kinds_layers(uneven, tmp_path):
     path, notice = uneven.api_animate(SENTENCE, "de-en", kind="encoder", layer=ENCODER_LAYERS, layout="heatmap")
     assert path and "layer" not in notice, notice

@@ -115,6 +115,7 @@ def test_the_file_holds_plotly_once_and_the_data_inside_script_safely(trace, ent
     assert written.size == written.path.stat().st_size <= len(plotly_js.encode()) + 250_000
 
 
+@pytest.mark.slow  # seconds: the command, run for each bad input
 def test_the_command_writes_the_page_and_answers_bad_input_as_the_page_does(entry, tmp_path, monkeypatch, capsys,
                                                                              tiny):
     monkeypatch.setenv("ANATOMY_CHECKPOINT_DIR", str(Path(entry.source).parent))

@@ -87,6 +87,7 @@ def test_make_batch_shifts_target_and_pads():
     assert batch.n_tokens == 6
 
 
+@pytest.mark.slow  # seconds: a corpus past the cache's memory budget
 def test_the_token_cache_streams_a_corpus_larger_than_its_memory_budget_and_maps_it(tmp_path):
     import tracemalloc
 

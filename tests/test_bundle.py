@@ -19,7 +19,8 @@ PRINT = "console.log(JSON.stringify([viewer_first.first(), viewer_second.second(
 
 
 def _node(script: str) -> subprocess.CompletedProcess:
-    return subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60)
+    # on stdin: the pages' bundle is longer than one argument may be (Linux: 128 KiB)
+    return subprocess.run([NODE, "-"], input=script, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture

@@ -16,8 +16,9 @@ _IMPORT = re.compile(r'^import\s*\{([^}]*)\}\s*from\s*"\./([\w-]+)\.js";[ \t]*$'
 _EXPORT = re.compile(r"^export\s+((?:async\s+)?(?:function\*?|const|let|class)\s+([A-Za-z_$][\w$]*))", flags=re.M)
 _ANY_MODULE_SYNTAX = re.compile(r"^\s*(import|export)\b", flags=re.M)
 # Comments on lines of their own (JSDoc blocks, `//` lines): for the reader of the source, not for the page that
-# carries the bundle (a third of its size). No code line of the viewer starts with `//` or `/**`.
-_COMMENT_LINES = re.compile(r"^[ \t]*(?:/\*\*[\s\S]*?\*/|//[^\n]*)[ \t]*\n", flags=re.M)
+# carries the bundle (a third of its size). A block ends at its first `*/`: a line that opens with a JSDoc cast
+# (`/** @type {T} */ (x).y = ...`) is code. No code line of the viewer starts with `//`.
+_COMMENT_LINES = re.compile(r"^[ \t]*(?:/\*\*(?:[^*]|\*(?!/))*\*/|//[^\n]*)[ \t]*\n", flags=re.M)
 
 
 def _name(module: str) -> str:

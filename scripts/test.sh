@@ -6,6 +6,8 @@ python3 -m pip install -q -r requirements-dev.txt
 MISSING=""
 command -v chromium >/dev/null 2>&1 || MISSING="chromium"
 command -v node >/dev/null 2>&1 || MISSING="$MISSING nodejs"
+# Debian packages npm apart from nodejs
+command -v npm >/dev/null 2>&1 || MISSING="$MISSING npm"
 if [ -n "$MISSING" ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   # shellcheck disable=SC2086  # one word per package
@@ -13,6 +15,10 @@ if [ -n "$MISSING" ]; then
 fi
 # The Python's lint (pyproject.toml: pyflakes, pycodestyle's errors, import order, 120 columns).
 python3 -m ruff check --quiet .
+# The viewer's JavaScript type-checked from its JSDoc (tsconfig.json); TypeScript (package.json) is a dev tool only,
+# installed when node_modules lacks the locked version (npm ls).
+npm ls --silent >/dev/null 2>&1 || npm ci --silent
+npx --no-install tsc -p tsconfig.json
 # The browser viewer's ES modules (anatomy/viewer/), by Node's own test runner; a failure stops the script.
 node --test tests/js/
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1

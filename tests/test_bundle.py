@@ -19,7 +19,8 @@ PRINT = "console.log(JSON.stringify([viewer_first.first(), viewer_second.second(
 
 
 def _node(script: str) -> subprocess.CompletedProcess:
-    return subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60)
+    # on stdin: the pages' bundle is longer than one argument may be (Linux: 128 KiB)
+    return subprocess.run([NODE, "-"], input=script, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture
@@ -54,3 +55,19 @@ def test_the_pages_entries_bundled_together_run():
     ran = _node(script + "console.log(typeof viewer_page.createPage, typeof viewer_offline.showOffline);")
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == ["function", "function"]
+
+
+def test_a_line_that_starts_with_a_cast_keeps_its_code(tmp_path, monkeypatch):
+    """Comment lines go, but a line that opens with a JSDoc cast (`/** @type {T} */ (x).y = ...`, for the type
+    check) is code: it stays, and so does the code after it up to the next comment."""
+    (tmp_path / "cast.js").write_text(
+        "/** The one function. */\nexport function f(el) {\n  /** @type {Object} */ (el).value = 1;\n"
+        "  return el;\n}\n\n/**\n * Another.\n */\nexport const g = 2;\n", encoding="utf-8")
+    monkeypatch.setattr(bundle, "VIEWER", tmp_path)
+    bundle.script.cache_clear()
+    try:
+        script = bundle.script("cast")
+    finally:
+        bundle.script.cache_clear()
+    assert "/** @type {Object} */ (el).value = 1;\n  return el;\n}" in script
+    assert "The one function" not in script and "Another" not in script and "return {f, g};" in script

@@ -25,7 +25,10 @@ export const PLACEHOLDER = "Translate a sentence to see this";
  *   importance: Importance | null, explain: import("./explain.js").Explain | null,
  *   norms: import("./weights.js").Norms | null, figures: Object<string, Figure | null> | null}} Data  `figures`:
  *   those the server drew, by box
- * @typedef {View & {query: number}} Shown  a view with the walk's query (from 1)
+ * @typedef {View & {query: number, method: string, dims?: (string | number)[]}} Shown  a view with the walk's
+ *   query (from 1), Why this word's method and the positional encoding's chosen dimensions
+ * @typedef {Figure & {asks?: string, asksNorms?: boolean}} Drawing  a figure, or a placeholder whose `asks` or
+ *   `asksNorms` says what the server should send for it (walk, norms)
  */
 
 /**
@@ -159,7 +162,7 @@ const judged = (part, draw, name) => ({needs: "importance",
  * the drawing. A box needs the payload (`v` fitted to it: fittedView) unless it names the data it needs
  * (positional, importance: `v` as the controls give it).
  * @type {Object<string, {needs?: string, depends: function(Shown, Object): Array,
- *   make: function(Shown, Data, Look): Figure}>}
+ *   make: function(Shown, Data, Look): Drawing}>}
  */
 export const BOXES = {
   heatmap: {depends: (v, versions) => [versions.payload, versions.walk, versions.norms, ...Object.values(v)],

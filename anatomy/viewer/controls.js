@@ -12,6 +12,7 @@ const FLAG_LABELS = {merge: ["Merge pieces into words", ""],
                      plain: ["Hide ▁ marker", "a piece inside a word starts with ·"],
                      hide: ["Hide special tokens", "<s>, </s>, <pad>; rows renormalised"]};
 // ← / → step, [ / ] layer, , / . head
+/** @type {Object<string, ["step" | "layer" | "head", number]>} */
 export const KEYS = {ArrowLeft: ["step", -1], ArrowRight: ["step", 1], "[": ["layer", -1], "]": ["layer", 1],
                      ",": ["head", -1], ".": ["head", 1]};
 const range = (n) => Array.from({length: n}, (_, i) => i + 1);
@@ -174,7 +175,7 @@ export function createControls(root, options) {
       const select = name === "step" ? null : fields[name];
       if (select) {
         const i = Math.min(Math.max(select.selectedIndex + delta, 0), select.options.length - 1);
-        state[name] = name === "layer" ? +select.options[i].value : select.options[i].value;
+        /** @type {Object} */ (state)[name] = name === "layer" ? +select.options[i].value : select.options[i].value;
       } else {
         if (!shape.steps) return;
         state.step = Math.min(Math.max(state.step + delta, 1), shape.steps);
@@ -197,7 +198,7 @@ export function createControls(root, options) {
  */
 export function bindKeys(doc, controls, extra = {}) {
   doc.addEventListener("keydown", (e) => {
-    const t = e.target, move = KEYS[e.key], act = extra[e.key];
+    const t = /** @type {Element} */ (e.target), move = KEYS[e.key], act = extra[e.key];
     if ((!move && !act) || e.ctrlKey || e.metaKey || e.altKey || !t || !t.matches) return;
     if (t.matches("textarea, [contenteditable], input:not([type=checkbox]):not([type=radio]):not([type=range])" +
                   ":not([type=button])")) return;

@@ -15,7 +15,8 @@ import {axesOf, mergedWords, picked, renormalised} from "./words.js";
  *   heads: string[], hide_title: string, stats: {labels: Object<string, string>, panels: string[],
  *   signed: string[]}}} Look  the page's template and colour scales, the hidden-tokens title, the statistics' names
  * @typedef {{kind: string, layer: number, head: string, step: number, merge: boolean, plain: boolean,
- *   hide: boolean, display: string}} View  layer and step from 1 (step 0: the last); head "mean" or "1", "2", …
+ *   hide: boolean, display: string, weights: string}} View  layer and step from 1 (step 0: the last); head "mean"
+ *   or "1", "2", …; `weights`: which weights are drawn (weights.js)
  * @typedef {{d_model: number, max_len: number, layout: string, dims: number[]}} Positional
  */
 
@@ -45,9 +46,11 @@ export const steps = (payload) => payload.pieces.output.length;
 
 /**
  * The view fitted to the payload (views.fitted): its kind's layers and heads, its steps (the last when unset).
- * @param {TracePayload} payload
- * @param {View} view
- * @returns {View}
+ * @template {View} V
+ * @param {{kinds: {name: string, attention: {shape: number[]}}[], pieces: {output: Array}}} payload  a trace
+ *   payload, or what of one this reads (controls.js)
+ * @param {V} view
+ * @returns {V}
  */
 export function fitted(payload, view) {
   const kind = payload.kinds.find((k) => k.name === view.kind) || payload.kinds[0];
@@ -279,12 +282,14 @@ export function lines(payload, view, look) {
   }
   const qFull = queries.map((q) => queryLabel(q)), kFull = keys.map((x) => label(x));
   const qShort = queries.map((q) => label(Array.isArray(q) ? q[1] : q)), kShort = keys.map((x) => label(x, 12));
+  /** @type {[string, number, string[], string[], string][]} */
   const columns = [["queries", 0, qShort, qFull, "middle left"], ["keys", 1, kShort, kFull, "middle right"]];
   columns.forEach(([meta, x, names, full, side]) =>
     data.push({type: "scatter", x: names.map(() => x), y: names.map((_, i) => -i), mode: "markers+text", text: names,
                textposition: side, textfont: {size: LINE_FONT}, customdata: full, meta, showlegend: false,
                marker: {size: 9, color: "#94a3b8"}, hovertemplate: "%{customdata}<extra></extra>"}));
   const rows = Math.max(queries.length, keys.length);
+  /** @type {Object[]} */
   const annotations = [[0, kind.stepped ? "produces" : "query"], [1, "key"]].map(([x, text]) => ({
     x, y: 0.7, text: `<b>${text}</b>`, showarrow: false, font: {size: LINE_FONT},
     xanchor: x === 0 ? "right" : "left"}));
@@ -589,6 +594,10 @@ export function positionalTable(positions, d, layout) {
   });
 }
 
+/**
+ * A dimension's wave: sin or cos, and its wavelength in positions.
+ * @returns {[string, number]}
+ */
 function wave(dim, d, layout) {
   let kind, twoI;
   if (layout === "split") {
@@ -611,6 +620,7 @@ function wave(dim, d, layout) {
 export function positional(p, source, look) {
   const d = p.d_model, pe = positionalTable(p.max_len, d, p.layout);
   const order = p.layout === "split" ? ", all sines, then all cosines" : "";
+  /** @type {Object[]} */
   const data = [{type: "heatmap", z: pe, x: range(d), y: range(p.max_len), colorscale: look.diverging, zmin: -1,
                  zmax: 1, hovertemplate: "pos %{y}, dim %{x}<br>%{z:.3f}<extra></extra>",
                  colorbar: {thickness: 10, len: 0.8, x: 0.52}}];
@@ -659,7 +669,7 @@ export function positional(p, source, look) {
  * large view draws it when not as a heatmap, "no-special" when special tokens are hidden; `figure` names one that
  * is not the large view ("step-cross", "step-self", "step-topk", "grid", "trained", "untrained").
  * @param {TracePayload} payload
- * @param {View & {query: number}} view  fitted
+ * @param {View & {query: number, method?: string}} view  fitted
  * @param {string} [figure]
  */
 export function exportName(payload, view, figure = "") {
@@ -763,8 +773,10 @@ export function walkFigure(w, view, look, title) {
   const vector = (name, z, y, r, c, hover) => Object.assign({type: "heatmap", name, z, x: dims, y,
     coloraxis: "coloraxis", xgap: 0, ygap: 1, hovertemplate: `${hover}, dim %{x}: %{z:.4f}<extra></extra>`},
   cell(r, c));
+  /** @type {Object[]} */
   const data = [vector("q", [w.q], ["q"], 1, 1, "q"), vector("k", w.k, kLab, 2, 1, "k of %{y}"),
                 vector("output", [output], ["output"], 1, 6, "output"), vector("v", w.v, kLab, 2, 6, "v of %{y}")];
+  /** @type {[string, (number | null)[], string, string[]][]} */
   const stages = [["q·k", scores, "coloraxis2", scores.map((s) => s.toFixed(1))],
                   ["scaled", scaled, "coloraxis2", scaled.map((s) => s.toFixed(2))],
                   ["masked", scaled.map((s, j) => w.visible[j] ? s : null), "coloraxis2",

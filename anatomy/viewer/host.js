@@ -70,7 +70,7 @@ export function createHost(options) {
     // what each box in view should show, measured before any is drawn: a look after a drawing would lay the page
     // out again
     const due = Object.entries(BOXES).map(([id, box]) => {
-      const el = document.querySelector(`#${id} .anatomy-plot`);
+      const el = /** @type {HTMLElement | null} */ (document.querySelector(`#${id} .anatomy-plot`));
       if (!el || !el.offsetParent) return null; // not on the page, or in a closed tab: drawn when it opens
       const {v, key} = wanted(box, fitted);
       if (drawn.get(el) === key) return null;
@@ -79,6 +79,7 @@ export function createHost(options) {
     }).filter(Boolean);
     for (const {box, el, v, key} of outside ? due : due.filter((d) => d.seen)) {
       drawn.set(el, key);
+      /** @type {import("./boxes.js").Drawing} */
       const figure = v ? box.make(v, data, look) : emptyFigure(look, PLACEHOLDER, 300);
       if (figure.asks && figure.asks !== asked) { // once per view: a walk the server cannot make is not asked again
         asked = figure.asks;

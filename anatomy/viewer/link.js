@@ -121,5 +121,6 @@ export function viewQuery(view) {
   if (view.step) params.step = view.step;
   if (view.hide) params.hide = 1;
   if (view.display !== DISPLAYS[0]) Object.assign(params, {display: view.display, query: view.query});
-  return "?" + new URLSearchParams(params).toString();
+  // URLSearchParams writes each number as String does
+  return "?" + new URLSearchParams(/** @type {Object<string, *>} */ (params)).toString();
 }

@@ -67,7 +67,8 @@ export function showOffline(data) {
   if (!data.explain) {
     $("why-none").textContent = P.pieces.output.length ? NO_EXPLANATION : NOTHING_TO_EXPLAIN;
     $("why-none").hidden = false;
-    for (const el of $("why-none").parentElement.querySelectorAll(".anatomy-box, #why-controls, #lens-help")) {
+    const parts = $("why-none").parentElement.querySelectorAll(".anatomy-box, #why-controls, #lens-help");
+    for (const el of /** @type {NodeListOf<HTMLElement>} */ (parts)) {
       el.hidden = true;
     }
   }
@@ -83,6 +84,7 @@ export function showOffline(data) {
     // the softmax walk needs the app's model: this page draws heatmaps and lines
     if (query[param] && value !== null && !(field === "display" && value === "walk")) start[field] = value;
   }
+  /** @type {[string[], string][]} */
   const said = [[linked.outside, "Out of range in the link, so the nearest allowed value was used"],
                 [linked.unread, "Not understood in the link, so the default was used"]];
   $("notices").append(...said.filter(([items]) => items.length).map(([items, what]) => {
@@ -98,7 +100,7 @@ export function showOffline(data) {
   }
   // the large view drawn: the page is ready, and a link to a stop (?tour=K) opens the tour there
   const ready = () => {
-    const gd = document.querySelector("#heatmap .anatomy-plot");
+    const gd = /** @type {PlotlyDiv} */ (document.querySelector("#heatmap .anatomy-plot"));
     if (!gd._fullLayout) {
       setTimeout(ready, 50);
       return;
@@ -136,7 +138,8 @@ function translation(P, G) {
   document.title = `${P.model.key}: ${P.translation || P.text} · Transformer Anatomy`;
   if (G.candidates.length) {
     $("candidates-box").hidden = false;
-    const table = $("candidates"), head = table.createTHead().insertRow(), body = table.createTBody();
+    const table = /** @type {HTMLTableElement} */ ($("candidates"));
+    const head = table.createTHead().insertRow(), body = table.createTBody();
     for (const h of ["#", "candidate", "score", "log p", "pieces"]) head.appendChild(document.createElement("th")).textContent = h;
     for (const row of G.candidates) {
       const tr = body.insertRow();

@@ -30,6 +30,8 @@ import {createTour} from "./tour.js";
 export function createPage(document, options) {
   const window = document.defaultView, server = options.server;
   const $ = (id) => document.getElementById(id);
+  const value = (id) => /** @type {HTMLInputElement | HTMLSelectElement} */ ($(id)).value;
+  const checked = (id) => /** @type {HTMLInputElement} */ ($(id)).checked;
   const viewer = createHost({look: options.look, config: options.config, plotly: options.plotly,
                              askWalk: () => A.ask("walk"), askNorms: () => A.ask("norms"),
                              loaded: () => A.scan()});
@@ -53,7 +55,8 @@ export function createPage(document, options) {
       if (!d) return;
       if (A.preloading) {
         A.preloading = false;
-        (window.requestIdleCallback || setTimeout)(() => viewer.preload(), {timeout: 2000});
+        if (window.requestIdleCallback) window.requestIdleCallback(() => viewer.preload(), {timeout: 2000});
+        else setTimeout(() => viewer.preload()); // no idle callbacks (Safari): at once
       }
       const before = viewer.version("payload");
       const drawn = ["payload", "twin", "walk", "positional", "importance", "explain", "norms"].filter((n) => n in d);
@@ -113,19 +116,20 @@ export function createPage(document, options) {
       // the tools (anatomy/layout.py tools_html): presenter mode, a figure's export, the animation's
       const presenter = $("presenter").querySelector("input");
       presenter.addEventListener("change", () => A.presenter(presenter.checked));
-      for (const format of ["png", "svg"]) {
+      for (const format of /** @type {const} */ (["png", "svg"])) {
         $("export-" + format).addEventListener("click", () => A.exportFigure(
-          $("export-figure").value, format, $("export-frame").checked, $("export-wide").checked));
+          value("export-figure"), format, checked("export-frame"), checked("export-wide")));
       }
       $("share").addEventListener("click", () => A.ask("share"));
       $("share-url").addEventListener("click", (e) => {
-        const act = e.target.dataset && e.target.dataset.do, box = $("share-url");
+        const target = /** @type {HTMLElement} */ (e.target);
+        const act = target.dataset && target.dataset.do, box = $("share-url");
         if (act === "copy") window.navigator.clipboard?.writeText(box.querySelector("textarea").value);
         if (act === "close") box.hidden = true;
       });
       $("animation-make").addEventListener("click", () => {
-        A.animation = {layout: $("animation-layout").value, size: $("animation-size").value,
-                       seconds: Number($("animation-seconds").value), suffix: $("animation-format").value};
+        A.animation = {layout: value("animation-layout"), size: value("animation-size"),
+                       seconds: Number(value("animation-seconds")), suffix: value("animation-format")};
         A.ask("animation");
       });
       A.changed(A.view.view());

@@ -4,11 +4,17 @@
 /**
  * @typedef {{shape: number[], scale: number, weights: string}} Packed  uint8 round(w × scale), base64, C order
  * @typedef {{rows: number[], cols: number[], queries: (string|string[])[], keys: string[],
- *   query_groups: number[][], key_groups: number[][], query_words: (string|string[])[], key_words: string[]}} Axes
- * @typedef {{name: string, label: string, queries: string, keys: string, causal: boolean, off: number[][],
+ *   query_groups: number[][], key_groups: number[][], query_words: (string|string[])[], key_words: string[],
+ *   key_prefix_words?: string[]}} Axes  `key_prefix_words` (a causal kind's): each key's word cut at that key
+ * @typedef {{name: string, label: string, title: string, queries: string, keys: string, causal: boolean,
+ *   stepped: boolean, query_title: string, key_title: string, step_color: string | null, off: number[][],
  *   attention: Packed, axes: {all: Axes, hidden: Axes}}} Kind
- * @typedef {{schema: string, model: Object, settings: Object, pieces: Object, kinds: Kind[]}} TracePayload
- * @typedef {{kind: Kind, shape: number[], scale: number, bytes: Uint8Array}} Attention  shape: (L, H, Tq, Tk)
+ * @typedef {{source: string[], target: string[], output: string[]}} Pieces
+ * @typedef {{schema: string, model: Object, settings: Object, text: string, translation: string,
+ *   cut_by_limit: boolean, notices: string[], pieces: Pieces, piece_texts: Object<string, string[]>,
+ *   top_k: [string, number][][], candidates: Object[], kinds: Kind[], stats: Object[]}} TracePayload
+ * @typedef {{kind: Kind, shape: number[], scale: number, bytes: Uint8Array | Float32Array}} Attention  shape:
+ *   (L, H, Tq, Tk); `bytes`: round(w × scale) as read, or (weights.js) weights reweighed, scale 1
  */
 
 export const SCHEMA_NAME = "anatomy.trace";

@@ -42,6 +42,23 @@ const NARROW = 560; // px: a figure narrower than this (a phone) gets small marg
  */
 
 /**
+ * @typedef {PlotlyDiv & FigureState} Figured  a figure div with what this module keeps on it
+ * @typedef {Object} FigureState
+ * @property {Object} [anatomyLayout]  the layout its base was read from (a new one: read again)
+ * @property {Base} [anatomyBase]
+ * @property {string | null} [anatomyMode]  the key of the mode it was last fitted to
+ * @property {Mode} [anatomyModeOf]  its mode when last measured
+ * @property {boolean} [anatomyHooked]  its Plotly events are listened to
+ * @property {string | null} [anatomyPinned]  the line view's pinned piece
+ * @property {number} [anatomyTouched]  when it was last tapped (ms)
+ * @property {string} [anatomyKept]  the line view's kept piece
+ * @property {Object} [anatomyKeptOf]  the first line trace it was kept on
+ * @property {0 | 1 | null} [anatomyKeptEnd]  the kept piece's column: 0 queries, 1 keys
+ * @property {number | null} [anatomyKeptRow]  the kept piece's row (its y)
+ * @property {Promise<*>} [anatomyRestyle]  the last restyle of the kept lines
+ */
+
+/**
  * A heatmap's cell text: its longest line in characters and the share of the plot's width one cell takes (the text
  * grows in presenter mode only as far as its cells hold it).
  * @param {Object} t  a trace
@@ -71,9 +88,10 @@ export function base(data, layout) {
           cells: data.map((d) => cellText(d, layout)),
           xangle: layout.xaxis?.tickangle,
           // sizes a figure sets on its own axes (small multiples), else the layout's font's
-          axes: Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key)).flatMap((key) => [
-            [key + ".tickfont.size", layout[key].tickfont?.size],
-            [key + ".title.font.size", layout[key].title?.font?.size]]).filter(([, size]) => size),
+          axes: /** @type {[string, number][]} */ (Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key))
+            .flatMap((key) => [[key + ".tickfont.size", layout[key].tickfont?.size],
+                               [key + ".title.font.size", layout[key].title?.font?.size]])
+            .filter(([, size]) => size)),
           y: ticksOf(layout.yaxis), x: ticksOf(layout.xaxis),
           ytitle: layout.yaxis ? layout.yaxis.title?.text ?? "" : undefined, titleText: layout.title?.text};
 }
@@ -272,7 +290,7 @@ export function createScreen(document, options) {
         // new figures, and tabs or panels coming into view (a class or style change), get the current mode, once
         // per frame; Plotly's drawing changes its own figures' insides by the hundred, which never needs a fit
         observer = new window.MutationObserver((records) => {
-          if (records.some((r) => !r.target.closest(".js-plotly-plot"))) soon();
+          if (records.some((r) => !/** @type {Element} */ (r.target).closest(".js-plotly-plot"))) soon();
         });
         observer.observe(document.body, {childList: true, subtree: true, attributes: true,
                                          attributeFilter: ["class", "style"]});
@@ -283,7 +301,7 @@ export function createScreen(document, options) {
     },
     /**
      * Where a figure is drawn: presenter mode or not, narrow (a phone) or not, and the height it may take.
-     * @param {HTMLElement} gd
+     * @param {Figured} gd
      * @returns {Mode}
      */
     modeOf(gd) {
@@ -296,7 +314,7 @@ export function createScreen(document, options) {
     },
     /**
      * A drawn figure fitted to its mode, when that changed since its last fit.
-     * @param {HTMLElement} gd
+     * @param {Figured} gd
      */
     fit(gd) {
       const Plotly = window.Plotly;
@@ -322,7 +340,7 @@ export function createScreen(document, options) {
     },
     /**
      * A new figure of the page, fitted to its mode before its first drawing (else it would be drawn twice).
-     * @param {HTMLElement} gd
+     * @param {Figured} gd
      * @param {Object[]} data
      * @param {Object} layout
      */
@@ -373,7 +391,7 @@ export function createScreen(document, options) {
     },
     /**
      * Whether a figure is drawn with every value of a layout update.
-     * @param {HTMLElement} gd
+     * @param {Figured} gd
      * @param {Object<string, *>} u
      */
     holds(gd, u) {
@@ -389,7 +407,7 @@ export function createScreen(document, options) {
     scan() {
       S.wrap();
       if (options.refresh) options.refresh();
-      document.querySelectorAll(options.figures).forEach((gd) => {
+      /** @type {NodeListOf<Figured>} */ (document.querySelectorAll(options.figures)).forEach((gd) => {
         if (!gd.classList.contains("js-plotly-plot")) return; // not drawn yet
         if (!gd.anatomyHooked && gd.on) S.hook(gd);
         S.fit(gd);
@@ -399,7 +417,7 @@ export function createScreen(document, options) {
      * A drawn figure's events: fitted again after each drawing; the line view (viz/lines.py) keeps a pointed
      * piece's lines, and a click or tap pins that, another click on it (or anywhere else) lets go (a tap also makes
      * Plotly report a hover and a click: the tap's own handler answers it); a click on a head goes to the host.
-     * @param {HTMLElement} gd
+     * @param {Figured} gd
      */
     hook(gd) {
       gd.anatomyHooked = true;
@@ -421,7 +439,7 @@ export function createScreen(document, options) {
     },
     /**
      * Pins a piece's lines, or lets go when it is the pinned one.
-     * @param {HTMLElement} gd
+     * @param {Figured} gd
      * @param {Object | null} point
      */
     pin(gd, point) {
@@ -431,7 +449,7 @@ export function createScreen(document, options) {
     },
     /**
      * The line view's query or key piece whose marker is nearest to a point of the screen (within 40 px).
-     * @param {HTMLElement} gd
+     * @param {Figured} gd
      * @param {number} x
      * @param {number} y
      */
@@ -450,7 +468,7 @@ export function createScreen(document, options) {
     /**
      * Only the lines that start (queries) or end (keys) at the point's piece; every line again for null; the kept
      * piece in the figure's `data-kept`.
-     * @param {HTMLElement} gd
+     * @param {Figured} gd
      * @param {Object | null} point
      */
     keep(gd, point) {
@@ -486,7 +504,8 @@ export function createScreen(document, options) {
      */
     exportFigure(elemId, format, frame, wide) {
       const el = document.getElementById(elemId), Plotly = window.Plotly;
-      const gd = el && (el.matches(".js-plotly-plot") ? el : el.querySelector(".js-plotly-plot"));
+      const gd = /** @type {Figured} */ (el && (el.matches(".js-plotly-plot") ? el
+        : el.querySelector(".js-plotly-plot")));
       if (!gd || !gd._fullLayout || !Plotly) return;
       const layout = JSON.parse(JSON.stringify(gd.layout));
       if (!frame) layout.shapes = (layout.shapes || []).filter((s) => s.name !== STEP_FRAME);

@@ -17,11 +17,11 @@
  *   runner-up)
  */
 export function createTabs(root, options) {
-  const $ = (id) => root.querySelector("#" + id);
-  const buttons = Array.from(root.querySelectorAll("[role=tab]"));
-  const panels = Array.from(root.querySelectorAll("[role=tabpanel]"));
+  const $ = (id) => /** @type {HTMLElement} */ (root.querySelector("#" + id));
+  const buttons = /** @type {HTMLElement[]} */ (Array.from(root.querySelectorAll("[role=tab]")));
+  const panels = /** @type {HTMLElement[]} */ (Array.from(root.querySelectorAll("[role=tabpanel]")));
   let open = buttons.find((b) => b.getAttribute("aria-selected") === "true")?.dataset.tab || buttons[0].dataset.tab;
-  const stats = statsTable($("head-stats"), options.openHead);
+  const stats = statsTable(/** @type {HTMLTableElement} */ ($("head-stats")), options.openHead);
 
   function select(tab, silent = false) {
     if (!buttons.some((b) => b.dataset.tab === tab)) return;
@@ -34,14 +34,15 @@ export function createTabs(root, options) {
   for (const b of buttons) b.addEventListener("click", () => select(b.dataset.tab));
 
   $("pick-head").addEventListener("change", (e) => {
-    const [layer, head] = e.target.value.split(":");
+    const [layer, head] = /** @type {HTMLSelectElement} */ (e.target).value.split(":");
     if (layer) options.openHead({layer: +layer, head});
   });
-  $("why-method").addEventListener("change", (e) => options.method(e.target.value));
-  const contrast = () => options.contrast($("why-foil").value.trim());
+  $("why-method").addEventListener("change", (e) => options.method(/** @type {HTMLSelectElement} */ (e.target).value));
+  const contrast = () => options.contrast(/** @type {HTMLInputElement} */ ($("why-foil")).value.trim());
   $("why-compare").addEventListener("click", contrast);
   $("why-foil").addEventListener("keydown", (e) => { if (e.key === "Enter") contrast(); });
-  $("pe-dims").addEventListener("change", (e) => options.dims(readDims(e.target.value)));
+  $("pe-dims").addEventListener("change",
+    (e) => options.dims(readDims(/** @type {HTMLInputElement} */ (e.target).value)));
 
   return {
     select,
@@ -68,7 +69,7 @@ export function createTabs(root, options) {
     stats: stats.show,
     /** The positional encoding's curves, as the dimensions input shows them. */
     showDims(dims) {
-      $("pe-dims").value = dims.join(" ");
+      /** @type {HTMLInputElement} */ ($("pe-dims")).value = dims.join(" ");
     },
   };
 }

@@ -244,18 +244,19 @@ export function createPage(document, options) {
      */
     exportFigure(id, format, frame, wide) {
       const box = $(id), note = $("export-note");
-      const option = Array.from($("export-figure").options).find((o) => o.value === id);
+      const option = Array.from(/** @type {HTMLSelectElement} */ ($("export-figure")).options)
+        .find((o) => o.value === id);
       const name = option ? option.text : id, started = Date.now();
       const say = (text) => { note.textContent = text; note.hidden = !text; };
       clearTimeout(A.exporting);
-      const panel = box && box.closest("[role=tabpanel]");
+      const panel = box && /** @type {HTMLElement | null} */ (box.closest("[role=tabpanel]"));
       if (panel && panel.hidden) A.tabs.select(panel.dataset.tab);
       if (!box || box.closest("[hidden]")) {
         say(`${name}: not shown for this translation (or this model), so there is nothing to export.`);
         return;
       }
       const attempt = () => {
-        const gd = box.querySelector(".js-plotly-plot"), drawn = gd && gd._fullLayout && viewer.current(id);
+        const gd = /** @type {PlotlyDiv | null} */ (box.querySelector(".js-plotly-plot")), drawn = gd && gd._fullLayout && viewer.current(id);
         const empty = drawn && gd.layout.meta && gd.layout.meta.empty;
         if (drawn && !empty && window.Plotly) {
           say("");

@@ -77,6 +77,7 @@ EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step
            ("Head importance", "importance"), ("Heads off: change in log p", "log-probs"),
            ("Head importance over a corpus", "corpus-importance"), ("Pruning curves", "pruning"),
            ("Trained", "compare-trained"), ("Untrained", "compare-untrained"), ("Positional encoding", "pe"),
+           ("Positional encoding: chosen dimensions", "pe-curves"),
            ("Positional similarity", "pe-similarity"), ("Encodings of this input", "pe-rows"),
            ("Architecture", "architecture"), ("Parameters", "parameters"), ("Training curves", "training")]
 KEYS = ("Keys (outside text fields): ← / → decoding step, also from a list or a checkbox (a slider moves itself) · "

@@ -170,6 +170,30 @@ def test_diagram_has_figure_1s_boxes_with_this_inputs_shapes():
     assert fig.layout.xaxis.visible is False and fig.layout.yaxis.visible is False
 
 
+def test_diagram_says_the_width_its_text_fits_and_its_lines_are_short():
+    """Lines of at most LONGEST characters (a shape under its label), and layout.meta.fit: the plot width at which
+    the widest line fits its box, which the page scales the type by (anatomy/viewer/screen.js boxed)."""
+    from viz import architecture
+
+    config = ModelConfig(vocab_size=32000, d_model=512, n_heads=8, d_ff=2048, n_encoder_layers=6,
+                         n_decoder_layers=6, max_len=512)
+    fig = architecture_diagram(tensor_shapes(config, 13, 14))
+    lines = [re.sub(r"<[^>]*>", "", line) for a in fig.layout.annotations if a.name != "legend"
+             for line in a.text.split("<br>") if a.text]
+    assert lines and max(len(line) for line in lines) <= architecture.LONGEST
+    labels = _labels(fig)
+    assert "softmax(QKᵀ/√d_k + mask)<br>(B, h, T, T) = (1, 8, 14, 14)" in labels["decoder.self_attention"]
+    width = fig.layout.meta["fit"]["width"]
+    bold = max(len(re.sub(r"<[^>]*>", "", t)) for t in re.findall(r"<b>.*?</b>", "".join(
+        a.text for a in fig.layout.annotations if a.name != "legend")))
+    assert width >= architecture.BOLD_EM * architecture.BOX_FONT * bold / 0.37
+    assert 500 < width < 800  # the page's own widths hold it at its type
+    # the legend stays above the encoder's memory
+    legend = next(a for a in fig.layout.annotations if a.name == "legend")
+    memory = _boxes(fig)["memory"]
+    assert legend.y - 15 * (legend.text.count("<br>") + 1) >= memory[3]
+
+
 def test_diagram_arrows_flow_upwards_and_memory_feeds_cross_attention():
     fig = architecture_diagram(tensor_shapes(ModelConfig(**TINY), 5, 4, batch=2))
     boxes = _boxes(fig)

@@ -1,6 +1,8 @@
 """One host (anatomy/viewer/page.js) for the app and the offline file: the same browser tests on both, each on the
 same translation by the shipped model: the keys move the view, any figure exports by name, the figures keep their
-size and labels through a resize and the tour, and the tour's panel sits at the bottom of a phone's screen."""
+size and labels through a resize and the tour, the tour's panel sits at the bottom of a phone's screen, presenter mode
+keeps its large type beside the tour's panel, and a phone's page fits its screen (issue 50). Each layout is measured
+from the page: boxes, scroll widths, font sizes."""
 from __future__ import annotations
 
 import urllib.parse
@@ -9,14 +11,15 @@ import pytest
 
 from anatomy import engine, offline, tour
 from anatomy.inputs import Request
-from tests.browser import TIMEOUT, choose, needs_chromium, slide, wait_title
+from tests.browser import TIMEOUT, choose, load_page, needs_chromium, slide, wait_title
 
 pytestmark = needs_chromium
 SENTENCE = "Ein Mann mit einem roten Hut sitzt auf einer Bank im Park."
 LONG = ("Die Regierung hat gestern angekündigt, dass die Steuern für kleine Unternehmen im nächsten Jahr sinken "
         "werden, obwohl viele Ökonomen davor warnen, dass das Defizit weiter steigen könnte.")
 HOSTS = ["app", "offline"]
-# The architecture figure's height and its boxes' labels (annotations): how many pairs of them overlap
+# The architecture figure's height, its boxes' labels (annotations): how many pairs of them overlap, and those whose
+# text spills out of its box (the rect of the same name), their size and the page's scroll width
 ARCHITECTURE = """() => {
   const gd = document.querySelector('#architecture .anatomy-plot');
   const boxes = Array.from(gd.querySelectorAll('.annotation-text')).map(t => t.getBoundingClientRect());
@@ -25,8 +28,22 @@ ARCHITECTURE = """() => {
     if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 2 &&
         Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 2) overlaps += 1;
   }));
-  return {height: gd.getBoundingClientRect().height, labels: boxes.length, overlaps};
+  const f = gd._fullLayout, g = gd.getBoundingClientRect(), rects = {}, spills = [];
+  f.shapes.forEach(s => { if (s.type === 'rect' && s.name) rects[s.name] = {
+    left: g.left + f.xaxis._offset + f.xaxis.l2p(s.x0), right: g.left + f.xaxis._offset + f.xaxis.l2p(s.x1),
+    top: g.top + f.yaxis._offset + f.yaxis.l2p(s.y1), bottom: g.top + f.yaxis._offset + f.yaxis.l2p(s.y0)}; });
+  gd.querySelectorAll('.annotation').forEach(el => {
+    const a = f.annotations[Number(el.dataset.index)], r = rects[a.name];
+    if (!r || !a.text || a.name.endsWith('.layer')) return;
+    const t = el.querySelector('.annotation-text').getBoundingClientRect();
+    if (Math.max(r.left - t.left, t.right - r.right, r.top - t.top, t.bottom - r.bottom) > 1) spills.push(a.name);
+  });
+  return {height: g.height, labels: boxes.length, overlaps, spills, size: f.annotations[0].font.size,
+          scroll: document.documentElement.scrollWidth, width: window.innerWidth};
 }"""
+# Kept: the architecture at its size, its labels apart and each in its box, the page no wider than the window
+KEPT = f"() => {{ const a = ({ARCHITECTURE})(); return a.height > 300 && a.labels > 5 && a.overlaps === 0 " \
+       "&& !a.spills.length && a.scroll <= a.width; }"
 # The tour's panel and its Next button, as the screen shows them
 PANEL = """() => {
   const box = el => { const r = el.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left,
@@ -154,7 +171,7 @@ def test_the_architecture_keeps_its_size_and_labels_through_a_resize_and_the_tou
     page = opened(host, 900, 900)
     page.click("#anatomy-tabs [role=tab][data-tab=architecture]")
     page.wait_for_selector("#architecture .annotation-text")
-    kept = f"() => {{ const a = ({ARCHITECTURE})(); return a.height > 300 && a.labels > 5 && a.overlaps === 0; }}"
+    kept = KEPT
     page.wait_for_function(kept)
     page.set_viewport_size({"width": 1280, "height": 900})
     page.wait_for_timeout(500)  # Plotly's and the page's answers to the resize
@@ -169,6 +186,15 @@ def test_the_architecture_keeps_its_size_and_labels_through_a_resize_and_the_tou
     page.wait_for_function(kept)
     # it fills the wider page again
     page.wait_for_function("document.querySelector('#architecture .anatomy-plot')._fullLayout.width > 700")
+    # at the tour's architecture stop, beside the panel (a 500 px figure): its text in its boxes, the table below it
+    page.set_viewport_size({"width": 900, "height": 900})
+    page.click("#tour-start")
+    page.wait_for_selector("#anatomy-tour")
+    to_stop(page, "architecture")
+    page.wait_for_timeout(500)
+    page.wait_for_function(kept)
+    assert page.evaluate("document.querySelector('#architecture-row').getBoundingClientRect().top >= "
+                         "document.querySelector('#architecture .anatomy-plot').getBoundingClientRect().bottom - 1")
     assert not page.errors, page.errors
 
 
@@ -181,13 +207,15 @@ def assert_at_the_bottom(shown: dict) -> None:
 
 
 @pytest.mark.parametrize("host", HOSTS)
-def test_the_tour_panel_sits_at_the_bottom_of_a_phone(opened, host):
-    page = opened(host, 390, 844, touch=True, tour=1)
+@pytest.mark.parametrize("touch", [True, False], ids=["phone", "window"])
+def test_the_tour_panel_sits_at_the_bottom_of_a_phone(opened, host, touch):
+    """On a phone (touch) and in a plain window as narrow."""
+    page = opened(host, 390, 844, touch=touch, tour=1)
     page.wait_for_selector("#anatomy-tour .anatomy-tour-next")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing scrolls sideways
     assert_at_the_bottom(page.evaluate(PANEL))
     # the panel's buttons work there: Next goes to the second stop
-    page.tap("#anatomy-tour .anatomy-tour-next")
+    (page.tap if touch else page.click)("#anatomy-tour .anatomy-tour-next")
     page.wait_for_function("document.querySelector('#anatomy-tour')?.dataset.stop === '2'")
     assert_at_the_bottom(page.evaluate(PANEL))
     assert not page.errors, page.errors
@@ -213,6 +241,71 @@ def test_the_arrows_move_the_step_from_a_list_or_a_checkbox(opened, host):
     page.keyboard.press("ArrowLeft")
     wait_title(page, "step-cross", "Step 2 ·")
     assert page.evaluate("document.activeElement.id") == "merge"
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_tour_s_panel_never_scrolls_the_page_sideways(opened, host):
+    page = opened(host, 1280, 800, tour=1)
+    page.wait_for_selector("#anatomy-tour .anatomy-tour-next")
+    page.wait_for_timeout(500)
+    # the panel's room comes out of the page's width (the app's body is 100% wide: padding beside it overflowed)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    assert page.evaluate("document.querySelector('#anatomy-tour').getBoundingClientRect().left") >= \
+        page.evaluate("document.querySelector('#heatmap').getBoundingClientRect().right")
+    assert not page.errors, page.errors
+
+
+# Tick and title sizes of a figure, and whether its title lies under Plotly's toolbar
+TYPE = """(id) => {
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  const size = (sel) => Math.min(...Array.from(gd.querySelectorAll(sel)).map(t => parseFloat(t.style.fontSize)));
+  const t = gd.querySelector('.gtitle').getBoundingClientRect();
+  const m = gd.querySelector('.modebar').getBoundingClientRect();
+  const under = Math.min(t.right, m.right) - Math.max(t.left, m.left) > 1 &&
+                Math.min(t.bottom, m.bottom) - Math.max(t.top, m.top) > 1;
+  return {y: size('.ytick text'), x: size('.xtick text'), title: size('.gtitle'), under};
+}"""
+# The beam candidates' headers and numbers whose text is cut by its cell (Gradio's table or the offline page's; the
+# candidates themselves wrap)
+CUT = """() => Array.from(document.querySelectorAll(
+    '#candidates [role=columnheader] span, #candidates [role=gridcell]:not([data-col="1"]) span, ' +
+    'table#candidates th, table#candidates td:not(:nth-child(2))'))
+  .filter(e => e.offsetParent && e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"""
+
+
+def to_stop(page, key: str) -> None:
+    """The tour walked by key to its stop `key`."""
+    for _ in range(20):
+        if page.evaluate("document.querySelector('#anatomy-tour').dataset.key") == key:
+            return
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(200)
+    raise AssertionError(f"no stop {key}")
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_presenter_mode_keeps_its_large_type_beside_the_tour(opened, host):
+    page = opened(host, 1280, 720, presenter=1)
+    outside = page.evaluate(TYPE, "heatmap")
+    assert outside["y"] >= 18, outside
+    page.click("#tour-start")
+    page.wait_for_selector("#anatomy-tour")
+    to_stop(page, "positional-head")
+    page.wait_for_timeout(800)
+    inside = page.evaluate(TYPE, "heatmap")
+    assert inside["y"] == outside["y"] and inside["x"] >= 15 and inside["title"] == outside["title"], inside
+    assert not inside["under"], inside
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    # the beam's candidates: headers and numbers whole
+    to_stop(page, "beam")
+    page.wait_for_timeout(500)
+    assert page.evaluate(CUT) == []
+    # the architecture's text in its boxes, larger than its own 11 px
+    to_stop(page, "architecture")
+    page.wait_for_timeout(800)
+    page.wait_for_function(KEPT)
+    assert page.evaluate(ARCHITECTURE)["size"] >= 1.25 * 11
     assert not page.errors, page.errors
 
 
@@ -259,6 +352,29 @@ def test_why_this_word_says_it_is_working_and_asks_for_no_click(opened, host):
 
 
 @pytest.mark.parametrize("host", HOSTS)
+@pytest.mark.parametrize("width,presenter", [(1280, 0), (900, 0), (1280, 1)])
+def test_the_positional_encoding_s_colorbars_lie_beside_their_heatmaps(opened, host, width, presenter):
+    page = opened(host, width, 800, **({"presenter": 1} if presenter else {}))
+    page.click("#anatomy-tabs [role=tab][data-tab=positional]")
+    for name in ("pe", "pe-similarity", "pe-rows"):
+        page.wait_for_selector(f"#{name} .colorbar")
+    page.wait_for_timeout(800)
+    # each colorbar (bar and tick labels) right of its own heatmap and clear of every other figure's plot
+    placed = page.evaluate("""() => ['pe', 'pe-curves', 'pe-similarity', 'pe-rows'].flatMap(id => {
+      const gd = document.querySelector('#' + id + ' .js-plotly-plot'), bar = gd.querySelector('.colorbar');
+      if (!bar) return [];
+      const b = bar.getBoundingClientRect(), map = gd.querySelector('.heatmaplayer image').getBoundingClientRect();
+      const others = Array.from(document.querySelectorAll('[data-tab=positional] .nsewdrag'))
+        .filter(d => !gd.contains(d)).map(d => d.getBoundingClientRect())
+        .filter(o => Math.min(o.right, b.right) - Math.max(o.left, b.left) > 1 &&
+                     Math.min(o.bottom, b.bottom) - Math.max(o.top, b.top) > 1);
+      return [[id, b.left >= map.right - 1, others.length]];
+    })""")
+    assert placed and all(right and not over for _, right, over in placed), placed
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
 def test_export_draws_a_figure_never_drawn_or_says_why_not(opened, key, host):
     """Export → Architecture → SVG before its tab was opened: the tab opens, the figure is drawn and exported; a
     figure this translation has none of says so."""
@@ -277,3 +393,57 @@ def test_export_draws_a_figure_never_drawn_or_says_why_not(opened, key, host):
     page.wait_for_function("!document.querySelector('#export-note').hidden")
     assert "nothing to export" in page.locator("#export-note").inner_text()
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_phone_s_page_fits_its_screen(opened, host):
+    page = opened(host, 390, 844, touch=True)
+    shown = """() => {
+      const figures = Array.from(document.querySelectorAll('[data-testid=plotly].js-plotly-plot'))
+        .filter(gd => gd.offsetParent && gd.querySelector('.gtitle'));
+      const under = figures.filter(gd => {
+        const t = gd.querySelector('.gtitle').getBoundingClientRect(), m = gd.querySelector('.modebar');
+        const b = m && m.getBoundingClientRect();
+        return b && Math.min(t.right, b.right) - Math.max(t.left, b.left) > 1 &&
+               Math.min(t.bottom, b.bottom) - Math.max(t.top, b.top) > 1;
+      }).map(gd => gd.parentElement.id);
+      return {scroll: document.documentElement.scrollWidth, figures: figures.length, under};
+    }"""
+    for tab in ("heads", "stats", "positional", "architecture"):
+        page.click(f"#anatomy-tabs [role=tab][data-tab={tab}]")
+        page.wait_for_timeout(1500)
+        seen = page.evaluate(shown)
+        assert seen["scroll"] <= 390 and seen["figures"] and not seen["under"], (tab, seen)
+        if tab == "stats":
+            # the statistics' numbers each inside its cell
+            cells = page.evaluate("""() => Array.from(document.querySelectorAll('#summary .heatmaplayer .hm'))
+              .map((hm, i) => {
+                const gd = document.querySelector('#summary .js-plotly-plot');
+                const cell = hm.querySelector('image').getBoundingClientRect().width / gd._fullData[i].z[0].length;
+                return [cell, Math.max(...Array.from(hm.querySelectorAll('text'))
+                                       .map(t => t.getBoundingClientRect().width))];
+              })""")
+            assert cells and all(text < cell for cell, text in cells), cells
+    # the large view's row labels: a label of up to 13 characters shown whole, only longer ones cut
+    labels = page.evaluate("""() => { const gd = document.querySelector('#heatmap .js-plotly-plot');
+      const full = gd.anatomyBase.y, shown = gd._fullLayout.yaxis;
+      return shown.tickvals.map((v, i) => [full.text[full.vals.indexOf(v)], shown.ticktext[i]]); }""")
+    assert labels and all(cut == full for full, cut in labels if len(full) <= 13), labels
+    assert not page.errors, page.errors
+
+
+def test_translate_on_a_phone_brings_the_translation_and_the_large_view_into_sight(browser, url):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT)
+    load_page(page, url)
+    page.fill("#source-text textarea", SENTENCE)
+    page.tap("#translate")
+    page.wait_for_function("document.querySelector('#translation textarea').value.length > 3")
+    page.wait_for_selector("#heatmap .heatmaplayer image")
+    page.wait_for_timeout(800)
+    sight = page.evaluate("""() => ({translation: document.querySelector('#translation').getBoundingClientRect().top,
+                                     view: document.querySelector('#heatmap').getBoundingClientRect().top,
+                                     height: window.innerHeight})""")
+    assert -1 <= sight["translation"] < sight["view"] < sight["height"], sight
+    context.close()

@@ -384,11 +384,11 @@ def test_the_positional_encoding_tab_shows_the_models_own_split_table(pair):
     shown = viewer.drawn(None, [View()], positional=positional(c, trace.source_tokens),
                          dims=["1", str(c.d_model // 2 + 1)])[0]
     np.testing.assert_allclose(shown["pe-rows"]["data"][0]["z"], pe[:len(trace.source_tokens)], atol=1e-6)
-    curves = shown["pe"]["data"]
-    np.testing.assert_allclose(curves[0]["z"], pe, atol=1e-6)
-    assert [t["name"].split(" (")[1].split(",")[0] for t in curves[1:]] == ["sin", "cos"]
+    np.testing.assert_allclose(shown["pe"]["data"][0]["z"], pe, atol=1e-6)
+    curves = shown["pe-curves"]["data"]
+    assert [t["name"].split(" (")[1].split(",")[0] for t in curves] == ["sin", "cos"]
     dim_1 = np.sin(np.arange(c.max_len) / 10000 ** (2 / c.d_model))  # split: dim 1 is the second sine
-    np.testing.assert_allclose(curves[1]["y"], dim_1, atol=1e-6)
+    np.testing.assert_allclose(curves[0]["y"], dim_1, atol=1e-6)
 
 
 OPUS_CARD = "# opus-mt-de-en\n\n* source languages: de\n*  dataset: opus\n* model: transformer-align\n"

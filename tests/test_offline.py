@@ -196,7 +196,7 @@ def test_the_page_template_travels_with_the_space():
 
 # The figures of each tab (the heads tab is open with the page)
 FIGURES = {"heads": ("heatmap", "step-cross", "step-self", "step-topk", "grid"), "stats": ("summary",),
-           "predictions": ("topk-table",), "positional": ("pe", "pe-similarity", "pe-rows"),
+           "predictions": ("topk-table",), "positional": ("pe", "pe-curves", "pe-similarity", "pe-rows"),
            "architecture": ("architecture", "parameters"), "training": ("training",)}
 HEATMAPS = {"heatmap": 1, "grid": None, "summary": None, "topk-table": 1, "pe": 1, "pe-similarity": 1, "pe-rows": 1}
 

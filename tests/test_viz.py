@@ -86,11 +86,12 @@ def test_the_viewer_draws_the_model_s_own_positional_table(layout):
         viewer.drawn(None, [View()], positional=positional)[0]
     shown = shown[0]
     np.testing.assert_allclose(shown["pe"]["data"][0]["z"], pe, atol=1e-6)
-    curves = shown["pe"]["data"][1:]
+    assert len(shown["pe"]["data"]) == 1
+    curves = shown["pe-curves"]["data"]
     assert [c["name"].split(" (")[1].split(",")[0] for c in curves] == (
         ["cos", "sin"] if layout == "interleaved" else ["sin", "cos"])  # 99 and "x" are not dimensions
     np.testing.assert_allclose(curves[0]["y"], pe[:, 1], atol=1e-6)
-    assert len(default["pe"]["data"]) == 1 + len(viz.default_dims(32))
+    assert len(default["pe-curves"]["data"]) == len(viz.default_dims(32))
     sim = np.array(shown["pe-similarity"]["data"][0]["z"])
     np.testing.assert_allclose(sim, pe @ pe.T / 32, atol=1e-6)
     rows = shown["pe-rows"]

@@ -14,6 +14,7 @@ def figure_json(fig: go.Figure, name: str | None = None) -> dict:
     """A figure as Plotly JSON for the viewer (anatomy/viewer/host.js draws it with PLOT_CONFIG); `name` is the
     file name the page's export gives it (layout.meta.export)."""
     data = json.loads(fig.to_json())
-    if name:
-        data["layout"]["meta"] = {"export": name}
+    if name:  # beside what the figure says of itself there (viz/architecture.py: the width its text fits)
+        meta = data["layout"].get("meta")
+        data["layout"]["meta"] = {**(meta if isinstance(meta, dict) else {}), "export": name}
     return data

@@ -7,6 +7,9 @@ name, formula, count, section.
 """
 from __future__ import annotations
 
+import html
+import math
+import re
 from typing import Sequence
 
 import plotly.graph_objects as go
@@ -23,12 +26,37 @@ PALETTE = {
 FRAME = ("#f9fafb", "#d1d5db")
 ARROW, RESIDUAL = "#374151", "#9ca3af"
 
-# x runs 0..100 across the figure; y is in pixels, so text always fits its box whatever the width.
+# x runs 0..100 across the figure; y is in pixels at the figure's own type. Its text fits its boxes at a width the
+# figure states (layout.meta.fit, FIT): the page scales the type, and the height with it, to the width it is drawn at.
 ENCODER_X, DECODER_X = (8.0, 45.0), (55.0, 92.0)
 # The stacks as their frames name them; in lower case, the prefix of their stages' keys and of their box ids.
 ENCODER, DECODER = "Encoder", "Decoder"
 GAP, LINE, FRAME_PAD, FRAME_TITLE = 22, 15, 12, 30
-ONE_LINE = ("io", "norm")  # boxes whose title and shape share a line
+ONE_LINE = ("io", "norm")  # boxes whose title and shape share a line when it is short
+BOX_FONT, NOTE_FONT = 11, 12  # the boxes' text, the frames' titles and the legend
+LONGEST = 34  # characters in a line of a box: a longer one breaks (a label above its shape, else at spaces)
+EM, BOLD_EM = 0.6, 0.68  # a character's width in em, regular and bold (above Chromium's widest lines: 0.57, 0.65)
+LEGEND_SHARE = (DECODER_X[0] - ENCODER_X[0] + 2) / 100  # the legend's room: the left column's and its gap's
+
+
+def _broken(line: str) -> list[str]:
+    """A line of at most LONGEST characters, else broken at its spaces into lines of at most that many."""
+    lines: list[str] = []
+    for word in line.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= LONGEST:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def fit_width(annotations: Sequence[tuple[str, int, float]]) -> int:
+    """The plot width (px) at which every line of these (text, font size, share of the width it may take) fits."""
+    def ems(line: str) -> float:
+        bold = "".join(re.findall(r"<b>(.*?)</b>", line))
+        count = [len(html.unescape(re.sub(r"<[^>]*>", "", t))) for t in (line, bold)]
+        return EM * (count[0] - count[1]) + BOLD_EM * count[1]
+    return math.ceil(max(ems(line) * size / share for text, size, share in annotations for line in text.split("<br>")))
 
 
 def shape_text(stage) -> str:
@@ -86,12 +114,16 @@ def _polyline(fig: go.Figure, points: list[tuple[float, float]], color: str) -> 
 
 
 def _box_text(kind: str, title: str, lines: list) -> tuple[str, int]:
-    """The box's label and its height in pixels."""
-    shapes = [" ".join(t for t in (escape(label), "" if stage is None else escape(shape_text(stage))) if t)
-              for label, stage in lines]
-    if kind in ONE_LINE:
-        return f"<b>{escape(title)}</b>  {shapes[0]}", 30
-    return "<br>".join([f"<b>{escape(title)}</b>", *shapes]), 14 + LINE * (1 + len(shapes))
+    """The box's label (lines of at most LONGEST characters) and its height in pixels."""
+    shown = []
+    for label, stage in lines:
+        parts = [p for p in (label, "" if stage is None else shape_text(stage)) if p]
+        joined = " ".join(parts)
+        shown += [joined] if len(joined) <= LONGEST else [q for p in parts for q in _broken(p)]
+    if kind in ONE_LINE and len(title) + 2 + len(shown[0]) <= LONGEST:
+        return f"<b>{escape(title)}</b>  {escape(shown[0])}", 30
+    text = [f"<b>{escape(t)}</b>" for t in _broken(title)] + [escape(t) for t in shown]
+    return "<br>".join(text), 14 + LINE * len(text)
 
 
 def _stack(boxes: list[tuple]) -> tuple[dict[str, tuple[float, float]], tuple[float, float]]:
@@ -121,7 +153,7 @@ def _draw_column(fig: go.Figure, boxes: list[tuple], x: tuple[float, float], sta
                   fillcolor=FRAME[0], line=dict(color=FRAME[1], width=1, dash="dot"), name=f"{stack.lower()}.layer")
     pre = " (pre-LN)" if norm_first else ""
     fig.add_annotation(x=x0 - 3.5, y=frame_top - 4, text=f"<b>{stack} layer × N = {repeat}</b>{pre}",
-                       xanchor="left", yanchor="top", showarrow=False, font=dict(size=12, color="#4b5563"),
+                       xanchor="left", yanchor="top", showarrow=False, font=dict(size=NOTE_FONT, color="#4b5563"),
                        name=f"{stack.lower()}.layer")
     for box_id, kind, title, lines, _ in boxes:
         y0, y1 = spans[box_id]
@@ -129,7 +161,7 @@ def _draw_column(fig: go.Figure, boxes: list[tuple], x: tuple[float, float], sta
         fig.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, fillcolor=fill, line=dict(color=border, width=1.5),
                       layer="below", name=box_id)
         fig.add_annotation(x=centre, y=(y0 + y1) / 2, text=_box_text(kind, title, lines)[0], showarrow=False,
-                           font=dict(size=11), name=box_id)
+                           font=dict(size=BOX_FONT), name=box_id)
         hover.append((centre, (y0 + y1) / 2, "<br>".join(
             f"<b>{escape(s.name)}</b>  {escape(s.tensor)}  {escape(shape_text(s))}<br>{escape(s.note)}"
             for _, s in lines if s is not None)))
@@ -158,9 +190,11 @@ def _legend(stages: dict) -> str:
     _, h, _, d_k = stages["encoder.qkv"].shape
     return "<br>".join([
         f"<b>This input</b>: B = {B} in the batch,",
-        f"S = {S} source pieces, T = {T} target pieces",
-        f"<b>This model</b>: d_model = {stages['source.input'].shape[2]}, h = {h} heads,",
-        f"d_k = d_model / h = {d_k}, d_ff = {stages['encoder.ffn'].shape[2]}, V = {stages['logits'].shape[2]}",
+        f"S = {S} source pieces,",
+        f"T = {T} target pieces",
+        f"<b>This model</b>: d_model = {stages['source.input'].shape[2]},",
+        f"h = {h} heads, d_k = d_model / h = {d_k},",
+        f"d_ff = {stages['encoder.ffn'].shape[2]}, V = {stages['logits'].shape[2]}",
         "Hover a box for what each tensor is."])
 
 
@@ -189,12 +223,19 @@ def architecture_diagram(stages: Sequence, *, norm_first: bool = False, title: s
                              mode="markers", marker=dict(size=30, opacity=0), showlegend=False,
                              hoverlabel=dict(align="left"),
                              hovertemplate="%{hovertext}<extra></extra>"))
-    top = max(end for _, end in spans.values()) + 10
+    legend = _legend(by_key)
+    # above the encoder's memory, down to its top at most (a long legend raises the figure's top)
+    top = max(max(end for _, end in spans.values()) + 10,
+              spans["memory"][1] + 20 + LINE * (legend.count("<br>") + 1))
     fig.add_annotation(x=ENCODER_X[0] - 4, y=top - 10, xanchor="left", yanchor="top", align="left",
-                       showarrow=False, font=dict(size=12, color="#4b5563"), text=_legend(by_key), name="legend")
+                       showarrow=False, font=dict(size=NOTE_FONT, color="#4b5563"), text=legend, name="legend")
     fig.update_xaxes(visible=False, range=[0, 100], fixedrange=True)
     fig.update_yaxes(visible=False, range=[0, top], fixedrange=True)
     margin = dict(l=10, r=10, b=10, t=40 if title else 10)
+    box = (ENCODER_X[1] - ENCODER_X[0]) / 100
+    fig.update_layout(meta={"fit": {"width": fit_width(
+        [(a.text, a.font.size, LEGEND_SHARE if a.name == "legend" else box)
+         for a in fig.layout.annotations if a.text])}})
     return base_layout(fig, top + margin["t"] + margin["b"], title=title, margin=margin)
 
 

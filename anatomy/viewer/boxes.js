@@ -194,7 +194,8 @@ export const BOXES = {
   "compare-untrained": {depends: twinned, make: (v, d, look) => d.twin
     ? named(heatmap(d.twin, fitted(d.twin, v), look, "Untrained"), exportName(d.payload, v, "untrained"))
     : emptyFigure(look, PLACEHOLDER, 300)},
-  pe: encoding("curves"), "pe-similarity": encoding("similarity"), "pe-rows": encoding("rows"),
+  pe: encoding("table"), "pe-curves": encoding("curves"), "pe-similarity": encoding("similarity"),
+  "pe-rows": encoding("rows"),
   importance: judged("maps", importanceMaps, "head-importance"),
   "log-probs": judged("changes", logProbChange, "heads-off-log-p"),
   "corpus-importance": judged("corpus", importanceMaps, "corpus-head-importance"),

@@ -610,37 +610,35 @@ function wave(dim, d, layout) {
 }
 
 /**
- * The positional encoding: the table and chosen dimensions as curves, the similarity of positions, and the
- * encodings added to the source's pieces.
+ * The positional encoding: the table, chosen dimensions as curves, the similarity of positions, and the encodings
+ * added to the source's pieces. The table and the curves are two figures, not two subplots of one: each colorbar
+ * has the room Plotly makes beside its own figure (in one figure it lay over the table once a margin grew).
  * @param {Positional} p
  * @param {string[]} source  the source pieces
  * @param {Look} look
- * @returns {{curves: Figure, similarity: Figure, rows: Figure}}
+ * @returns {{table: Figure, curves: Figure, similarity: Figure, rows: Figure}}
  */
 export function positional(p, source, look) {
   const d = p.d_model, pe = positionalTable(p.max_len, d, p.layout);
   const order = p.layout === "split" ? ", all sines, then all cosines" : "";
-  /** @type {Object[]} */
-  const data = [{type: "heatmap", z: pe, x: range(d), y: range(p.max_len), colorscale: look.diverging, zmin: -1,
-                 zmax: 1, hovertemplate: "pos %{y}, dim %{x}<br>%{z:.3f}<extra></extra>",
-                 colorbar: {thickness: 10, len: 0.8, x: 0.52}}];
-  p.dims.forEach((dim, n) => {
+  const table = figure(look, [{type: "heatmap", z: pe, x: range(d), y: range(p.max_len), colorscale: look.diverging,
+                                zmin: -1, zmax: 1, hovertemplate: "pos %{y}, dim %{x}<br>%{z:.3f}<extra></extra>",
+                                colorbar: {thickness: 10, len: 0.8}}],
+                       {xaxis: {title: {text: "dimension i"}},
+                        yaxis: {autorange: "reversed", title: {text: "position"}}},
+                       430, `Sinusoidal positional encoding PE(pos, i) (d_model = ${d}, ${p.max_len} positions` +
+                       `${order})`);
+  const lines = p.dims.map((dim, n) => {
     const [kind, wavelength] = wave(dim, d, p.layout);
-    data.push({type: "scatter", x: range(p.max_len), y: pe.map((row) => row[dim]), mode: "lines", xaxis: "x2",
-               yaxis: "y2", line: {color: look.heads[n % look.heads.length]},
-               name: `dim ${dim} (${kind}, λ≈${Math.round(wavelength).toLocaleString("en-US")})`,
-               hovertemplate: `dim ${dim}<br>pos %{x}: %{y:.3f}<extra></extra>`});
+    return {type: "scatter", x: range(p.max_len), y: pe.map((row) => row[dim]), mode: "lines",
+            line: {color: look.heads[n % look.heads.length]},
+            name: `dim ${dim} (${kind}, λ≈${Math.round(wavelength).toLocaleString("en-US")})`,
+            hovertemplate: `dim ${dim}<br>pos %{x}: %{y:.3f}<extra></extra>`};
   });
-  const sub = (text, x0, x1) => ({text, x: (x0 + x1) / 2, y: 1, xref: "paper", yref: "paper", xanchor: "center",
-                                  yanchor: "bottom", showarrow: false, font: {size: 16}});
-  const curves = figure(look, data, {
-    xaxis: {domain: [0, 0.495], title: {text: "dimension i"}},
-    yaxis: {autorange: "reversed", title: {text: "position"}},
-    xaxis2: {domain: [0.595, 1], anchor: "y2", title: {text: "position"}},
-    yaxis2: {anchor: "x2", range: [-1.1, 1.1], showgrid: true, gridcolor: "#f3f4f6"},
-    annotations: [sub("PE(pos, i)", 0, 0.495), sub("selected dimensions", 0.595, 1)],
-    showlegend: true, legend: {orientation: "h", y: -0.18, x: 0.55, font: {size: 11}}},
-  430, `Sinusoidal positional encoding (d_model = ${d}, ${p.max_len} positions${order})`, {t: 70, b: 90});
+  const curves = figure(look, lines, {
+    xaxis: {title: {text: "position"}}, yaxis: {range: [-1.1, 1.1], showgrid: true, gridcolor: "#f3f4f6"},
+    showlegend: true, legend: {orientation: "h", y: -0.25, x: 0, font: {size: 11}}},
+  430, "The chosen dimensions of PE, along the positions", {b: 90});
   const sim = pe.map((a) => pe.map((b) => a.reduce((s, x, i) => s + x * b[i], 0) / d));
   const similarity = figure(look, [{type: "heatmap", z: sim, x: range(p.max_len), y: range(p.max_len),
                                     colorscale: look.attention, colorbar: {thickness: 10},
@@ -658,7 +656,7 @@ export function positional(p, source, look) {
                            xaxis: {title: {text: "dimension i"}}},
                           cellHeight(n, 20, 260, 1400, 100), "The encodings added to this input's pieces", {l: 120})
     : emptyFigure(look, "No source pieces");
-  return {curves, similarity, rows};
+  return {table, curves, similarity, rows};
 }
 
 

@@ -38,17 +38,23 @@ export function spaced(ticks, text, px, font, least, need) {
 }
 
 /**
- * A label cut for a phone, keeping both sides of "read ▸ produced" (the produced piece a character longer); an HTML
- * entity counts as the one character it shows and is never cut.
+ * A label cut for a phone to `n` characters shown (what a phone's row-label margin holds), keeping both sides of
+ * "read ▸ produced": only a label longer than that is cut, its longer side first (the read one on a tie), so that a
+ * short word stays whole; an HTML entity counts as the one character it shows and is never cut.
  * @param {string} label
+ * @param {number} [n]
  */
-export function short(label) {
-  const cut = (s, n) => {
-    const shown = s.match(/&[a-z]+;|[\s\S]/gu) || [];
-    return shown.length > n ? shown.slice(0, n - 1).join("") + "\u2026" : s;
-  };
-  const sides = label.split(" \u25b8 ");
-  return sides.length === 2 ? `${cut(sides[0], 4)} \u25b8 ${cut(sides[1], 5)}` : cut(label, 12);
+export function short(label, n = 13) {
+  const chars = (s) => s.match(/&[a-z]+;|[\s\S]/gu) || [];
+  const cut = (shown, keep) => shown.length > keep ? shown.slice(0, keep - 1).join("") + "\u2026" : shown.join("");
+  const sides = label.split(" \u25b8 ").map(chars);
+  if (sides.length !== 2) return cut(chars(label), n);
+  let [a, b] = sides.map((side) => side.length);
+  while (a + b + 3 > n && (a > 2 || b > 2)) {
+    if (a >= b) a -= 1;
+    else b -= 1;
+  }
+  return `${cut(sides[0], a)} \u25b8 ${cut(sides[1], b)}`;
 }
 
 /**
@@ -63,7 +69,7 @@ export function short(label) {
 export function labelsFitted(axes, at) {
   const u = {}, m = at.margin;
   if (axes.y) {
-    const y = spaced(axes.y, at.narrow ? axes.y.text.map(short) : axes.y.text, at.height - m.t - m.b, at.font,
+    const y = spaced(axes.y, at.narrow ? axes.y.text.map((t) => short(t)) : axes.y.text, at.height - m.t - m.b, at.font,
                      at.least, (f) => 1.15 * f);
     Object.assign(u, {"yaxis.tickvals": y.vals, "yaxis.ticktext": y.text, "yaxis.tickfont.size": y.size});
   }

@@ -68,6 +68,7 @@ export function createPage(document, options) {
         A.kinds = payload.kinds.map((k) => ({name: k.name, label: k.label}));
         view.fit(A.shape);
         if (payload.opens_at) view.set(payload.opens_at);
+        A.showTranslation();
       }
       // Head importance's parts that are there only for some translations and models
       if ("importance" in d) {
@@ -87,6 +88,18 @@ export function createPage(document, options) {
       if ("open" in d) A.open(d.open);
       if ("tour" in d) A.tour(d.tour);
       if ("link" in d) A.shared(d.link);
+    },
+    // A translation the visitor asked for (the app's Translate button, an example): the translation and the large
+    // view after it brought into sight when either is out of it (a phone's one column puts the large view screens
+    // below the button); a page opened by a link stays at its top.
+    showTranslation() {
+      if (!A.asked) return;
+      A.asked = false;
+      const el = $("translation"), r = el && el.getBoundingClientRect(), view = $("heatmap");
+      if (r && (r.top < 0 || r.bottom > window.innerHeight || (view && view.getBoundingClientRect().top
+                                                                 > window.innerHeight))) {
+        el.scrollIntoView({block: "start"});
+      }
     },
     // A link to the shown view (its query from the host), over the page, with Copy.
     shared(query) {
@@ -112,6 +125,10 @@ export function createPage(document, options) {
         contrast: (foil) => { A.foil = foil; A.ask("contrast"); },
       });
       bindKeys(document, A.view, {v: () => screen.on && A.toggleView()});
+      document.addEventListener("click", (e) => {
+        const target = /** @type {Element} */ (e.target);
+        if (target.closest && target.closest("#translate, #examples")) A.asked = true;
+      }, true);
       $("view-toggle").addEventListener("click", () => A.toggleView());
       // the tools (anatomy/layout.py tools_html): presenter mode, a figure's export, the animation's
       const presenter = $("presenter").querySelector("input");

@@ -9,6 +9,8 @@ import {frameOf, labelsFitted, pathKeys, put, ticksOf, titleFitted, titleLines} 
 /** The name viz/attention.py and figures.js give the large view's orange step frame (left out of an export). */
 export const STEP_FRAME = "step-frame";
 const NARROW = 560; // px: a figure narrower than this (a phone) gets small margins and short labels
+const TOOLBAR = 32; // px: the height of Plotly's toolbar, which a title goes under where it has no room beside it
+const PHONE = 700; // px: a window narrower than this is a phone's (the pages' CSS stacks their columns below it)
 
 /**
  * @typedef {Object} Base  a figure's own sizes, from its layout before any mode changed it
@@ -22,13 +24,17 @@ const NARROW = 560; // px: a figure narrower than this (a phone) gets small marg
  * @property {number[]} notes  each annotation's font size
  * @property {(number | null)[]} text  each trace's text size
  * @property {(Object | null)[]} colorbars  each trace's colorbar
+ * @property {boolean} bar  a colorbar beside the plot (a trace's or a shared colour axis's), which takes its width
  * @property {({chars: number, share: number} | null)[]} cells  each heatmap's cell text (cellText)
+ * @property {(string | null)[]} templates  each trace's texttemplate
  * @property {number | undefined} xangle
  * @property {[string, number][]} axes  sizes the figure sets on its own axes, by Plotly path
  * @property {import("./fit.js").Ticks | null} x
  * @property {import("./fit.js").Ticks | null} y
  * @property {string | undefined} ytitle
  * @property {*} titleText
+ * @property {number | null} fit  the plot width at which a diagram's text fits its boxes at the figure's own sizes,
+ *   its y axis in pixels at those sizes (layout.meta.fit, viz/architecture.py); null for other figures
  */
 
 /**
@@ -39,6 +45,7 @@ const NARROW = 560; // px: a figure narrower than this (a phone) gets small marg
  * @property {boolean} large  the large view
  * @property {number} fold  the large view's height to the bottom of the first screen (Infinity further down)
  * @property {number} width
+ * @property {number} [bar]  the width of Plotly's toolbar (none before the figure's first drawing)
  */
 
 /**
@@ -85,7 +92,8 @@ export function base(data, layout) {
   return {font, title: layout.title?.font?.size ?? Math.round(font * 1.4), height: layout.height ?? 450, l, r, t, b,
           notes: (layout.annotations || []).map((a) => a.font?.size ?? font),
           text: data.map((d) => d.textfont?.size || null), colorbars: data.map((d) => d.colorbar || null),
-          cells: data.map((d) => cellText(d, layout)),
+          bar: data.some((d) => d.colorbar) || Object.keys(layout).some((key) => /^coloraxis\d*$/.test(key)),
+          cells: data.map((d) => cellText(d, layout)), templates: data.map((d) => d.texttemplate ?? null),
           xangle: layout.xaxis?.tickangle,
           // sizes a figure sets on its own axes (small multiples), else the layout's font's
           axes: /** @type {[string, number][]} */ (Object.keys(layout).filter((key) => /^[xy]axis\d*$/.test(key))
@@ -93,7 +101,8 @@ export function base(data, layout) {
                                [key + ".title.font.size", layout[key].title?.font?.size]])
             .filter(([, size]) => size)),
           y: ticksOf(layout.yaxis), x: ticksOf(layout.xaxis),
-          ytitle: layout.yaxis ? layout.yaxis.title?.text ?? "" : undefined, titleText: layout.title?.text};
+          ytitle: layout.yaxis ? layout.yaxis.title?.text ?? "" : undefined, titleText: layout.title?.text,
+          fit: layout.meta?.fit?.width || null};
 }
 
 /**
@@ -103,12 +112,14 @@ export function base(data, layout) {
  * @param {number} height
  * @param {boolean} narrow
  * @param {number} width  the figure's (for its title and x labels)
+ * @param {number} [bar]  the width of Plotly's toolbar at the figure's top right (the title stays clear of it)
+ * @param {number} [notes]  the annotations' scale (k, but a diagram's as its boxes hold: boxed)
  * @returns {Object<string, *>}  Plotly.relayout's paths
  */
-function sized(b, k, height, narrow, width) {
+function sized(b, k, height, narrow, width, bar = 0, notes = k) {
   const u = {"font.size": b.font * k, "title.font.size": b.title * k, height,
              "margin.l": b.l * k, "margin.r": b.r * k, "margin.t": b.t * k, "margin.b": b.b * k};
-  b.notes.forEach((size, i) => { u["annotations[" + i + "].font.size"] = size * k; });
+  b.notes.forEach((size, i) => { u["annotations[" + i + "].font.size"] = size * notes; });
   b.axes.forEach(([path, size]) => { u[path] = size * k; });
   // large type or narrow: upright labels stand one per column, where slanted ones run into their neighbours
   if (b.xangle !== undefined) u["xaxis.tickangle"] = k > 1 || narrow ? -90 : b.xangle;
@@ -116,12 +127,19 @@ function sized(b, k, height, narrow, width) {
     Object.assign(u, {"font.size": 10, "margin.l": Math.min(b.l, 84), "margin.r": Math.min(b.r, 10),
                       "margin.b": Math.min(b.b, 90)});
   }
-  // a title wider than its figure takes more lines (broken at its ' · '), each widening the top margin
+  // a title wider than its figure takes more lines (broken at its ' · '), each widening the top margin; it stays
+  // clear of Plotly's toolbar where that costs no height, and on a phone (whose toolbar stays after a tap) goes under
+  // it where beside it would take more lines; elsewhere the toolbar shows only under the pointer, over the title
   if (typeof b.titleText === "string" && width) {
-    const text = titleLines(b.titleText, 0.97 * width - 10, u["title.font.size"]);
-    const added = text.split("<br>").length - b.titleText.split("<br>").length;
-    u["title.text"] = text;
-    u["margin.t"] += Math.round(1.25 * u["title.font.size"] * added);
+    const px = 0.97 * width - 10, size = u["title.font.size"];
+    const beside = titleLines(b.titleText, px - bar, size), under = titleLines(b.titleText, px, size);
+    const longer = beside.split("<br>").length > under.split("<br>").length, low = longer && narrow;
+    const text = longer ? under : beside;
+    const lines = text.split("<br>").length, added = lines - b.titleText.split("<br>").length;
+    // (Plotly anchors a title of several lines by their middle: the top line would rise into the toolbar)
+    Object.assign(u, {"title.text": text, "title.y": low ? 1 : "auto", "title.yanchor": low ? "top" : "auto",
+                      "title.pad.t": low ? Math.round(TOOLBAR + 1.3 * size * (lines - 1)) : 0});
+    u["margin.t"] += Math.round(1.25 * size * added) + (low ? TOOLBAR : 0);
   }
   // narrow: no room beside the labels for the y title (labels are cut whole: no half HTML entity); else as many
   // lines of it as its axis's height takes (a second line widens the margin by one)
@@ -165,9 +183,11 @@ function thinned(b, fitted) {
   return parts.length ? `${parts.join(" and ")} labelled, hover for the others` : "";
 }
 
+const LEAST_TEXT = 7; // px: cell text shrinks to fit its cells (a phone's) down to this, else is left out
+
 /**
- * A trace's text size: k times its own, but no larger than its cells hold (0.6 em a character) nor smaller than
- * its own.
+ * A trace's text size: k times its own, but no larger than its cells hold (0.62 em a character): numbers never
+ * spill over their neighbours' cells.
  * @param {number} size
  * @param {number} k
  * @param {{chars: number, share: number} | null} cells
@@ -175,7 +195,26 @@ function thinned(b, fitted) {
  */
 function textSize(size, k, cells, plotWidth) {
   if (!cells) return size * k;
-  return Math.max(size, Math.min(size * k, Math.floor(plotWidth * cells.share / (0.62 * cells.chars))));
+  return Math.min(size * k, Math.floor(plotWidth * cells.share / (0.62 * cells.chars)));
+}
+
+const LEAST_NOTES = 0.8; // a diagram's type shrinks to fit a narrow figure down to this share of its own
+
+/**
+ * A diagram's type scale and size (b.fit): its text k times its own, but no larger than its boxes hold at this
+ * width, down to LEAST_NOTES; its height scaled with its type (its y axis is in pixels); narrower than it holds at
+ * that least type, it keeps that width (minWidth) and its box scrolls sideways.
+ * @param {Base} b
+ * @param {number} k
+ * @param {number} width  the figure's
+ * @returns {{notes: number, height: number, minWidth: number}}
+ */
+export function boxed(b, k, width) {
+  const margins = b.l + b.r;
+  const notes = Math.max(LEAST_NOTES, Math.min(k, (width - margins) / b.fit));
+  const height = Math.round((b.height - b.t - b.b) * Math.max(1, notes) + (b.t + b.b) * k);
+  return {notes, height, minWidth: (width - margins) / b.fit < LEAST_NOTES ? Math.ceil(LEAST_NOTES * b.fit + margins)
+    : 0};
 }
 
 /**
@@ -184,7 +223,9 @@ function textSize(size, k, cells, plotWidth) {
  * @param {Mode} mode
  * @param {boolean} on  presenter mode
  * @param {number} scale  presenter mode's type, times the figure's own
- * @returns {{layout: Object<string, *>, text: (number | null)[], colorbars: (Object | null)[]}}
+ * @returns {{layout: Object<string, *>, text: (number | null)[], templates: (string | null)[],
+ *   colorbars: (Object | null)[], minWidth: number}}  templates: each trace's texttemplate ("": its cells cannot
+ *   hold their text, left out; their hover still says it); minWidth: the width the figure keeps (0: none)
  */
 export function update(b, mode, on, scale) {
   const k = on && !mode.narrow ? scale : 1;
@@ -202,9 +243,16 @@ export function update(b, mode, on, scale) {
   // narrow: a colorbar without its title and with every other tick leaves the plot its width
   const colorbars = b.colorbars.map((c) => c && (mode.narrow ? Object.assign({}, c, {title: {text: ""}, thickness: 8},
     c.tickvals ? {tickvals: c.tickvals.filter((_, i) => i % 2 === 0)} : {}) : c));
-  return {layout: Object.assign({autosize: true, width: null}, sized(b, k, height, mode.narrow, mode.width)),
-          text: b.text.map((s, i) => s && textSize(s, k, b.cells[i], (mode.width - (b.l + b.r) * k))),
-          colorbars};
+  // a diagram (the architecture) grows with its type, whatever the window's height: its text stays in its boxes
+  const diagram = b.fit ? boxed(b, k, mode.width) : {notes: k, height, minWidth: 0};
+  const plot = mode.width - (b.l + b.r) * k - (b.bar ? 80 : 0);
+  const sizes = b.text.map((s, i) => s && textSize(s, k, b.cells[i], plot));
+  return {layout: Object.assign({autosize: true, width: null},
+                                sized(b, k, diagram.height, mode.narrow, Math.max(mode.width, diagram.minWidth),
+                                      mode.bar || 0, diagram.notes)),
+          text: sizes.map((s) => s && Math.max(s, LEAST_TEXT)),
+          templates: b.templates.map((t, i) => t && (!b.cells[i] || sizes[i] >= LEAST_TEXT ? t : "")),
+          colorbars, minWidth: diagram.minWidth};
 }
 
 /**
@@ -305,11 +353,14 @@ export function createScreen(document, options) {
      * @returns {Mode}
      */
     modeOf(gd) {
-      const width = room(gd).clientWidth, narrow = width < NARROW, space = Math.max(360, window.innerHeight - 24);
+      // presenter mode keeps its large type in a narrow column (beside the tour's panel): only a phone is narrow
+      const width = room(gd).clientWidth, narrow = width < NARROW && (!S.on || window.innerWidth < PHONE);
+      const space = Math.max(360, window.innerHeight - 24);
       const large = !!gd.closest("#heatmap"), top = gd.getBoundingClientRect().top + window.scrollY;
       // the large view beside the settings ends above the fold (the window's first screen)
       const fold = large && top < 0.6 * window.innerHeight ? Math.max(360, window.innerHeight - top - 16) : Infinity;
-      gd.anatomyModeOf = {key: [S.on, width, space, fold].join(), narrow, room: space, large, fold, width};
+      const bar = /** @type {HTMLElement | null} */ (gd.querySelector(".modebar"))?.offsetWidth || 0;
+      gd.anatomyModeOf = {key: [S.on, width, space, fold, bar].join(), narrow, room: space, large, fold, width, bar};
       return gd.anatomyModeOf;
     },
     /**
@@ -325,7 +376,8 @@ export function createScreen(document, options) {
       const mode = S.modeOf(gd);
       if (gd.anatomyMode === mode.key) return;
       gd.anatomyMode = mode.key;
-      const {layout, text, colorbars} = update(gd.anatomyBase, mode, S.on, S.scale);
+      const {layout, text, templates, colorbars, minWidth} = update(gd.anatomyBase, mode, S.on, S.scale);
+      S.keepWidth(gd, minWidth);
       const bars = colorbars.flatMap((c, i) =>
         c && gd.data[i] && JSON.stringify(gd.data[i].colorbar) !== JSON.stringify(c) ? [i] : []);
       // a box that changed width with nothing else (the tour's panel beside the page) needs the relayout too: its
@@ -335,8 +387,21 @@ export function createScreen(document, options) {
       Plotly.relayout(gd, layout).then(() => {
         if (bars.length) return Plotly.restyle(gd, {colorbar: bars.map((i) => colorbars[i])}, bars);
       }).then(() => {
+        const cells = templates.flatMap((t, i) => t !== null && gd.anatomyBase.cells[i] ? [i] : []);
+        if (cells.length) return Plotly.restyle(gd, {texttemplate: cells.map((i) => templates[i])}, cells);
+      }).then(() => {
         if (text.some((s) => s)) return Plotly.restyle(gd, {"textfont.size": text});
       }).catch(() => {});
+    },
+    /**
+     * A figure kept at least `px` wide (0: none), its box scrolling sideways: a diagram whose text would not fit.
+     * @param {HTMLElement} gd
+     * @param {number} px
+     */
+    keepWidth(gd, px) {
+      const want = px ? px + "px" : "";
+      if (gd.style.minWidth !== want) gd.style.minWidth = want;
+      gd.parentElement.classList.toggle("anatomy-wide", !!px);
     },
     /**
      * A new figure of the page, fitted to its mode before its first drawing (else it would be drawn twice).
@@ -355,11 +420,16 @@ export function createScreen(document, options) {
       // are the first drawing's
       const again = Array.isArray(gd.data) && data.length === gd.data.length && data.every((t, i) => t === gd.data[i]);
       const b = base(data, layout);
-      if (again && gd.anatomyBase) Object.assign(b, {text: gd.anatomyBase.text, colorbars: gd.anatomyBase.colorbars});
-      const {layout: u, text, colorbars} = update(b, mode, S.on, S.scale);
+      if (again && gd.anatomyBase) {
+        const {text: t, colorbars: c, templates: own, cells} = gd.anatomyBase;
+        Object.assign(b, {text: t, colorbars: c, templates: own, cells});
+      }
+      const {layout: u, text, templates, colorbars, minWidth} = update(b, mode, S.on, S.scale);
+      S.keepWidth(gd, minWidth);
       Object.entries(u).forEach(([path, v]) => { if (v !== null) put(layout, path, v); });
       if (!again) {
         text.forEach((size, i) => { if (size) data[i].textfont = Object.assign({}, data[i].textfont, {size}); });
+        templates.forEach((t, i) => { if (t !== null && b.cells[i]) data[i].texttemplate = t; });
         colorbars.forEach((c, i) => { if (c) data[i].colorbar = c; });
       }
       Object.assign(gd, {anatomyLayout: layout, anatomyBase: b, anatomyMode: mode.key});

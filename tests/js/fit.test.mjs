@@ -44,10 +44,14 @@ test("only labelled axes are fitted", () => {
 });
 
 test("a phone's row label keeps both pieces, each cut, never half an entity", () => {
-  assert.equal(short("\u2581while \u25b8 \u2581table"), "\u2581wh\u2026 \u25b8 \u2581tab\u2026");
+  assert.equal(short("\u2581while \u25b8 \u2581table"), "\u2581whi\u2026 \u25b8 \u2581tab\u2026");
   assert.equal(short("&lt;/s&gt; \u25b8 \u2581a"), "&lt;/s&gt; \u25b8 \u2581a");  // </s>: 4 characters shown
-  assert.equal(short("&lt;unk&gt;x \u25b8 &amp;"), "&lt;un\u2026 \u25b8 &amp;");
-  assert.equal(short("\u2581Sonnenaufgang"), "\u2581Sonnenaufg\u2026");
+  assert.equal(short("&lt;unk&gt;x \u25b8 &amp;"), "&lt;unk&gt;x \u25b8 &amp;");
+  assert.equal(short("\u2581Sonnenaufgang"), "\u2581Sonnenaufga\u2026");
+  // a short word stays whole: only the longer side is cut
+  assert.equal(short("\u2581runs \u25b8 \u2581in"), "\u2581runs \u25b8 \u2581in");
+  assert.equal(short("\u2581a \u25b8 \u2581Sonnenaufgang"), "\u2581a \u25b8 \u2581Sonnen\u2026");
+  assert.equal(short("&lt;unk&gt;xyzuvw \u25b8 &amp;"), "&lt;unk&gt;xyz\u2026 \u25b8 &amp;");
 });
 
 test("a title too wide breaks at its separators, as few times as it must", () => {

@@ -7,7 +7,7 @@ import {test} from "node:test";
 import {fileURLToPath} from "node:url";
 import vm from "node:vm";
 
-import {base, headOf, linesThrough, pieceKey, update} from "../../anatomy/viewer/screen.js";
+import {base, boxed, headOf, linesThrough, pieceKey, update} from "../../anatomy/viewer/screen.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const mode = (over) => Object.assign({key: "", narrow: false, room: 900, large: false, fold: Infinity, width: 800},
@@ -34,10 +34,10 @@ test("presenter mode scales type and margins; the large view fills the first scr
 
 test("narrow: small type and margins, row labels cut, no y title", () => {
   const layout = Object.assign(rows(3), {yaxis: Object.assign(rows(3).yaxis, {title: {text: "queries"},
-                                                                             ticktext: ["verylongpiece", "a", "b"]})});
+                                                                             ticktext: ["averyverylongpiece", "a", "b"]})});
   const u = update(base([], layout), mode({narrow: true, width: 360}), true, 1.5).layout;
   assert.deepEqual([u["font.size"], u["margin.r"], u["yaxis.title.text"]], [10, 10, ""]);
-  assert.equal(u["yaxis.ticktext"][0], "verylongpie\u2026");
+  assert.equal(u["yaxis.ticktext"][0], "averyverylon\u2026");
 });
 
 test("a title wider than its figure breaks at its ' · ' and widens the top margin", () => {
@@ -63,6 +63,40 @@ test("labels left out for room are said under the title, which widens the top ma
   assert.ok(long["margin.t"] > all["margin.t"]);
   const tall = update(base([], Object.assign(rows(300), {title: {text: "T"}})), mode({width: 800}), false, 1.5).layout;
   assert.match(tall["title.text"], /^T<br>.*every \d+(nd|rd|th) row labelled/);
+});
+
+test("on a phone, a title with no room beside Plotly's toolbar goes under it, with the margin for it", () => {
+  const layout = {title: {text: "Cross-attention · layer 3, mean of 4 heads"}, height: 300, margin: {t: 40}};
+  const beside = update(base([], layout), mode({width: 800, bar: 200}), false, 1.5).layout;
+  assert.deepEqual([beside["title.y"], beside["margin.t"]], ["auto", 40]);
+  // elsewhere it keeps its height (the toolbar shows under the pointer only)
+  const kept = update(base([], layout), mode({width: 500, bar: 216}), false, 1.5).layout;
+  assert.deepEqual([kept["title.y"], kept["margin.t"], kept["title.text"].includes("<br>")], ["auto", 40, false]);
+  const under = update(base([], layout), mode({width: 500, bar: 216, narrow: true}), false, 1.5).layout;
+  assert.deepEqual([under["title.y"], under["title.yanchor"], under["title.pad.t"]], [1, "top", 32]);
+  assert.equal(under["margin.t"], 40 + 32);
+  assert.ok(!under["title.text"].includes("<br>"));
+});
+
+test("a diagram's type grows as far as its boxes hold, and its height with it; narrower, it keeps a width", () => {
+  const b = base([], {height: 700, margin: {l: 10, r: 10, t: 40, b: 10}, meta: {fit: {width: 600}}});
+  assert.deepEqual(boxed(b, 1.5, 1240), {notes: 1.5, height: 650 * 1.5 + 50 * 1.5, minWidth: 0});
+  assert.deepEqual(boxed(b, 1.5, 800), {notes: 780 / 600, height: Math.round(650 * 780 / 600 + 75), minWidth: 0});
+  assert.equal(boxed(b, 1, 500).notes, 0.8);  // smaller type down to 0.8 of its own
+  assert.equal(boxed(b, 1, 400).minWidth, 0.8 * 600 + 20);  // then the figure keeps its width: its box scrolls
+  const u = update(b, mode({width: 1240}), true, 1.5);
+  assert.equal(u.layout.height, 1050);  // taller than the room of 900: its text stays in its boxes
+});
+
+test("cell text shrinks to what its cells hold, and is left out where they cannot hold it", () => {
+  const cells = (n) => ({type: "heatmap", z: [Array(n).fill(0.5)], texttemplate: "%{z:.2f}", textfont: {size: 10}});
+  const layout = {height: 300, margin: {l: 40, r: 10, t: 40, b: 40}};
+  const fits = update(base([cells(4)], layout), mode({width: 800}), false, 1.5);
+  assert.deepEqual([fits.text[0], fits.templates[0]], [10, "%{z:.2f}"]);
+  const small = update(base([cells(30)], layout), mode({width: 800}), false, 1.5);  // 25 px cells: 4 characters
+  assert.deepEqual([small.text[0], small.templates[0]], [Math.floor(750 / 30 / (0.62 * 4)), "%{z:.2f}"]);
+  const none = update(base([cells(100)], layout), mode({width: 800}), false, 1.5);
+  assert.equal(none.templates[0], "");
 });
 
 test("a piece's lines are those that start (query) or end (key) at its row", () => {

@@ -156,15 +156,36 @@ function sized(b, k, height, narrow, width, bar = 0, notes = k) {
   // labels left out (every second, third… one) are said under the title: a reader would take the gaps for pieces
   // the model dropped; the line widens the top margin, which may leave out more
   if (thinned(b, fitted) && typeof b.titleText === "string") {
-    u["margin.t"] += Math.round(1.25 * u["font.size"]);
+    // as many lines as the figure's width takes (a phone's: two or three)
+    const px = width ? 0.97 * width - 10 : Infinity, size = u["font.size"];
+    u["margin.t"] += Math.round(1.25 * size) * wrapped(thinned(b, fitted), px, size).length;
     fitted = labels();
-    u["title.text"] = (u["title.text"] ?? b.titleText) +
-      `<br><span style="font-size:${u["font.size"]}px">${thinned(b, fitted)}</span>`;
+    u["title.text"] = (u["title.text"] ?? b.titleText) + wrapped(thinned(b, fitted), px, size)
+      .map((line) => `<br><span style="font-size:${size}px">${line}</span>`).join("");
   }
   return Object.assign(u, fitted);
 }
 
 const ORDINALS = ["", "", "2nd", "3rd"];
+
+/**
+ * Plain text in lines of at most `px` pixels of type `size` (words kept whole; ~0.55 em a character).
+ * @param {string} text
+ * @param {number} px
+ * @param {number} size
+ * @returns {string[]}
+ */
+export function wrapped(text, px, size) {
+  const per = Math.max(12, Math.floor(px / (0.55 * size)));
+  /** @type {string[]} */
+  const lines = [];
+  text.split(" ").forEach((word) => {
+    const last = lines.length ? lines[lines.length - 1] + " " + word : "";
+    if (last && last.length <= per) lines[lines.length - 1] = last;
+    else lines.push(word);
+  });
+  return lines;
+}
 
 /**
  * What a fit of a figure's labels (fit.js labelsFitted) left out, as its title says it ("every 2nd column labelled,

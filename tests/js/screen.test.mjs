@@ -7,7 +7,7 @@ import {test} from "node:test";
 import {fileURLToPath} from "node:url";
 import vm from "node:vm";
 
-import {base, boxed, headOf, linesThrough, pieceKey, update} from "../../anatomy/viewer/screen.js";
+import {base, boxed, headOf, linesThrough, pieceKey, update, wrapped} from "../../anatomy/viewer/screen.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const mode = (over) => Object.assign({key: "", narrow: false, room: 900, large: false, fold: Infinity, width: 800},
@@ -126,4 +126,12 @@ test("one bundle of several entries holds a module they share once, and runs", (
   assert.equal(typeof screen.createScreen, "function");
   assert.equal(typeof host.createHost, "function");
   assert.deepEqual(screen.base([], {}).l, fit.frameOf({}).l);
+});
+
+test("a note wider than its figure takes more lines, words whole", () => {
+  const note = "every 2nd column and every 2nd row labelled, hover for the others";
+  assert.deepEqual(wrapped(note, 2000, 10), [note]);
+  const lines = wrapped(note, 330, 10);  // a phone's figure: 60 characters a line
+  assert.ok(lines.length >= 2 && lines.every((l) => l.length <= 60), lines);
+  assert.equal(lines.join(" "), note);
 });

@@ -77,11 +77,18 @@ class ModelEntry:
     untrained: bool = False
     metrics: list[dict] = field(default_factory=list)  # metrics.jsonl records
     card: str = ""  # the checkpoint's model card (README.md), front matter removed
+    # the precision $ANATOMY_PRECISION asked for when the model loaded (auto, fp32, fp16), read once: a translator
+    # made later for another device runs as the loaded one does, whatever the environment says by then
+    precision: str = field(default_factory=engine.precision)
     # by device type and precision: the one each runs in, and the one asked for when that was "auto" (`translator`)
     _translators: dict[tuple[str, str], Translator] = field(default_factory=dict, repr=False)
     _twin: Translator | None = field(default=None, repr=False)
     _heads: tuple[CorpusImportance | None] | None = field(default=None, repr=False)  # (read once,)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self):
+        for (device, _), translator in list(self._translators.items()):
+            self._translators.setdefault((device, self.precision), translator)
 
     @property
     def source_lang(self) -> str:
@@ -125,9 +132,9 @@ class ModelEntry:
         return self.translator("cpu")
 
     def translator(self, device: str, precision: str | None = None) -> Translator:
-        """This model on "cpu" or "cuda" in `precision` (auto, fp32 or fp16; None: as $ANATOMY_PRECISION asks),
-        copied to the device on first use: one translator per device and precision it runs in."""
-        asked = engine.precision() if precision is None else precision
+        """This model on "cpu" or "cuda" in `precision` (auto, fp32 or fp16; None: the entry's), copied to the device
+        on first use: one translator per device and precision it runs in."""
+        asked = self.precision if precision is None else precision
         with self._lock:
             if (device, asked) not in self._translators:
                 ck = dataclasses.replace(self.checkpoint, model=_copy(self.checkpoint.model))
@@ -162,9 +169,9 @@ class ModelEntry:
 
 
 def _kept(translator: Translator) -> dict[tuple[str, str], Translator]:
-    """A translator that engine.load or on_device made as $ANATOMY_PRECISION asks, as ModelEntry keeps it."""
-    device = translator.device.type
-    return {(device, translator.precision): translator, (device, engine.precision()): translator}
+    """A translator that engine.load or on_device made, as ModelEntry keeps it (its __post_init__ adds the precision
+    asked for)."""
+    return {(translator.device.type, translator.precision): translator}
 
 
 def _copy(model: Transformer) -> Transformer:

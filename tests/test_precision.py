@@ -256,3 +256,15 @@ def test_a_trace_from_a_device_this_machine_lacks_is_read_on_the_cpu(tiny, monke
     on_gpu = dataclasses.replace(trace, settings=dataclasses.replace(trace.settings, device="cuda:0"))
     monkeypatch.setattr(registry, "cuda_available", lambda: False)
     assert entry.maker(on_gpu) is entry.translator("cpu", "fp32")
+
+
+def test_an_entry_reads_anatomy_precision_once_when_it_loads(folders, monkeypatch):
+    """A translator made after the model loaded (another device, a trace's own) runs in the precision asked for at
+    load, not in whatever $ANATOMY_PRECISION says by then."""
+    from anatomy.registry import ModelRegistry
+
+    monkeypatch.setenv("ANATOMY_PRECISION", "fp32")
+    entry = ModelRegistry.discover([str(folders / "tiny-de-en")]).get("de-en")
+    loaded = entry.cpu
+    monkeypatch.setenv("ANATOMY_PRECISION", "fp16")
+    assert entry.precision == "fp32" and entry.translator("cpu") is loaded and loaded.precision == "fp32"

@@ -44,11 +44,19 @@ def key(shipped):
 def test_a_link_restores_the_exact_view(page, url, key):
     query = urllib.parse.urlencode({"direction": key, "text": SENTENCE, "view": "decoder", "layer": 2,
                                     "head": 3, "step": 4, "merge": 0})
+    page.add_init_script("""new MutationObserver((_, seen) => { if (document.querySelector('#source-text textarea')) {
+        window.__sourceAt = performance.now(); seen.disconnect(); } }).observe(document, {childList: true,
+                                                                                       subtree: true});""")
     page.goto(f"{url}?{query}", wait_until="domcontentloaded")
     wait_title(page, "heatmap", "Decoder masked self-attention · layer 2, head 3")
     wait_title(page, "step-topk", "Step 4:")
     assert shown_view(page) == {"kind": "decoder", "layer": "2", "head": "3", "step": "4", "merge": False}
     assert page.locator("#source-text textarea").input_value() == SENTENCE
+    # Plotly.js asked for with the page's head (ui/__init__.py plotly_early), before Gradio drew the page, and once
+    loaded = page.evaluate("""() => performance.getEntriesByType('resource').map(e => [e.name, e.startTime])""")
+    plotly = [t for name, t in loaded if name.endswith("plotly.min.js")]
+    assert len(plotly) == 1 and page.locator("script[src$='plotly.min.js']").count() == 1, loaded
+    assert plotly[0] < page.evaluate("window.__sourceAt"), (plotly, page.evaluate("window.__sourceAt"))
 
     # change the view, then ask for its link: the page's own address with every setting
     choose(page, "head", 1)

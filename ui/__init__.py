@@ -61,7 +61,7 @@ def page_script() -> str:
     """The page's JavaScript: the viewer's page (anatomy/viewer/page.js and what it imports) as one script, the
     tour's, the view controls' and the tabs' CSS as a style element of the page, then ui/static/app.js given the page
     maker and the page's look. Plotly.js comes from the plotly package (launch_options allows that one file)."""
-    options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": f"gradio_api/file={offline.PLOTLY_JS}"}
+    options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": plotly_src()}
     # Gradio scopes the CSS of css_paths to its container, where an @media rule never matches: the tour's panel
     # would not move to the bottom of a phone's screen
     css = "".join((bundle.VIEWER / name).read_text(encoding="utf-8")
@@ -72,12 +72,26 @@ def page_script() -> str:
             f"({(STATIC / 'app.js').read_text(encoding='utf-8')})(viewer_page, {json.dumps(options)});\n}}")
 
 
+def plotly_src() -> str:
+    """Plotly.js's address on the page: the plotly package's own file, the one file the app serves besides Gradio's."""
+    return f"gradio_api/file={offline.PLOTLY_JS}"
+
+
+def plotly_early() -> str:
+    """The page's head: a link with text opens on its figures, so its Plotly.js (4.7 MB, about a second of parsing)
+    loads with the page and is parsed in the gaps while Gradio's own scripts arrive, not after them (host.js waits
+    for this script rather than adding another). Any other page loads it once idle (app.js `opened`)."""
+    return ("<script>if (new URLSearchParams(location.search).get('text')) document.head.appendChild("
+            f"Object.assign(document.createElement('script'), {{src: {json.dumps(plotly_src())}, async: true}}));"
+            "</script>")
+
+
 def launch_options() -> dict:
     """What demo.launch(...) takes besides the server settings: theme, CSS, JavaScript, footer, the one file it
     serves besides its own (Plotly.js), the server's middleware and what it runs beside, Gradio's monitoring (see
     server.py)."""
     return dict(theme=_light_only(gr.themes.Soft(primary_hue="blue", secondary_hue="orange", neutral_hue="slate")),
-                css_paths=[STATIC / "app.css"], js=page_script(),
+                css_paths=[STATIC / "app.css"], js=page_script(), head=plotly_early(),
                 allowed_paths=[str(offline.PLOTLY_JS)],
                 footer_links=["api", "settings"],
                 app_kwargs={"middleware": server.MIDDLEWARE, "lifespan": server.lifespan},

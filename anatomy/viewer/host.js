@@ -29,9 +29,11 @@ export function createHost(options) {
     if (window.Plotly) return window.Plotly;
     if (!loading && options.plotly) {
       loading = true;
-      const script = Object.assign(document.createElement("script"), {src: options.plotly});
-      script.onload = () => options.loaded();
-      document.head.appendChild(script);
+      // a host may have started it with the page (the app, for a link with text): wait for that one
+      const started = document.querySelector(`script[src="${options.plotly}"]`);
+      const script = started || Object.assign(document.createElement("script"), {src: options.plotly});
+      script.addEventListener("load", () => options.loaded());
+      if (!started) document.head.appendChild(script);
     }
     return null;
   }

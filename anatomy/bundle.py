@@ -48,6 +48,17 @@ def _wrapped(module: str, text: str, order: list[str], seen: set[str]) -> None:
     order.append("\n".join(parts))
 
 
+# the viewer page's stylesheets, as every host puts them in its page (the app unscoped, as a style element)
+STYLES = ("page.css", "controls.css", "tabs.css", "tour.css")
+
+
+def style(*own: str) -> str:
+    """The viewer page's CSS as one text, after a host's `own` sheets (of VIEWER); without the comments, which are
+    for the reader of the source (the CSS holds no string with a comment's marks)."""
+    text = "\n".join((VIEWER / name).read_text(encoding="utf-8") for name in own + STYLES)
+    return re.sub(r"/\*.*?\*/[ \t]*\n?", "", text, flags=re.S)
+
+
 @lru_cache(maxsize=None)
 def script(*entries: str) -> str:
     """The modules `entries` (file names in anatomy/viewer/, without .js) and every module they import, as one

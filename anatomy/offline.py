@@ -141,8 +141,7 @@ def page(data: dict, config: ModelConfig, plotly_html: str | None = None) -> str
     instead of inlining it (a notebook's frame: anatomy/notebook.py); it may set `window.anatomyPlotlyReady`, a
     promise the page waits for before it starts."""
     # The bundle is the repository's own code: no "</script" in it (tests/test_offline.py checks).
-    style = "\n".join((bundle.VIEWER / name).read_text(encoding="utf-8")
-                      for name in ("offline.css", "controls.css", "tabs.css", "tour.css"))
+    style = bundle.style("offline.css")
     # value-norm weights only when the file carries the norms; the softmax walk needs the model
     weights = [w for w in WEIGHTS_CHOICES if data["norms"] is not None or w[1] != "value-norm"]
     plotly_html = f"<script>{_plotly()}</script>" if plotly_html is None else plotly_html

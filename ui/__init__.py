@@ -58,14 +58,13 @@ def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
 
 
 def page_script() -> str:
-    """The page's JavaScript: the viewer's page (anatomy/viewer/page.js and what it imports) as one script, the
-    tour's, the view controls' and the tabs' CSS as a style element of the page, then ui/static/app.js given the page
+    """The page's JavaScript: the viewer's page (anatomy/viewer/page.js and what it imports) as one script, its CSS
+    (bundle.style: as the offline file has it) as a style element of the page, then ui/static/app.js given the page
     maker and the page's look. Plotly.js comes from the plotly package (launch_options allows that one file)."""
     options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": plotly_src()}
-    # Gradio scopes the CSS of css_paths to its container, where an @media rule never matches: the tour's panel
-    # would not move to the bottom of a phone's screen
-    css = "".join((bundle.VIEWER / name).read_text(encoding="utf-8")
-                  for name in ("tour.css", "controls.css", "tabs.css"))
+    # Gradio scopes the CSS of css_paths to its container, where an @media rule never matches (the tour's panel
+    # would not move to the bottom of a phone's screen) and a body class's rule no longer outranks its own
+    css = bundle.style()
     return ("() => {\n" + bundle.script("page") +
             "document.head.appendChild(Object.assign(document.createElement('style'), "
             f"{{id: 'anatomy-tour-css', textContent: {json.dumps(css)}}}));\n"

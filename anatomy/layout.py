@@ -119,7 +119,10 @@ def explorer_html(config: ModelConfig, asks: dict[str, tuple[str, ...]], walk: b
              "shape": {"kinds": [{"name": k.name, "title": views.name(k.name), "layers": config.n_layers(k.name),
                                   "heads": config.n_heads} for k in PAGE_KINDS],
                        "steps": 0, "source": [], "target": [], "output": []}}
-    return (f'<div id="view-bar"><button id="view-toggle" type="button">View settings (v)</button>'
+    return ('<div id="branch" class="anatomy-branch" role="status" hidden><p id="branch-own"></p>'
+            '<p id="branch-line"></p><button id="branch-back" type="button" class="anatomy-button">Back to the '
+            "model's own</button></div>"
+            f'<div id="view-bar"><button id="view-toggle" type="button">View settings (v)</button>'
             f'<span id="keys">{KEYS}</span></div>'
             f'<div id="view-controls" data-offer="{html.escape(json.dumps(offer))}"></div>'
             '<div id="heatmap" class="anatomy-box"><div class="anatomy-plot" data-testid="plotly"></div></div>'

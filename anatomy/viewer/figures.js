@@ -381,8 +381,8 @@ export function topkBars(payload, view, look, t) {
   const data = [{type: "bar", x: probs, y: range(pieces.length), orientation: "h",
                  marker: {color: pieces.map((p) => p === produced ? "#ea580c" : "#9333ea")},
                  text: probs.map((p) => p.toFixed(2)), textposition: "outside", cliponaxis: false,
-                 hovertext: pieces.map((p, i) => `${i + 1} ${label(p)}`),
-                 hovertemplate: "%{hovertext}<br>p = %{x:.3f}<extra></extra>"}];
+                 hovertext: pieces.map((p, i) => `${i + 1} ${label(p)}`), meta: `branch=${t}`,
+                 hovertemplate: "%{hovertext}<br>p = %{x:.3f}<br>(click: continue from it)<extra></extra>"}];
   const layout = {yaxis: {tickmode: "array", tickvals: range(pieces.length), ticktext: pieces.map((p) => label(p)),
                           autorange: "reversed"},
                   xaxis: {range: [0, 1.12], title: {text: "probability"}, showgrid: true, gridcolor: "#f3f4f6"}};
@@ -550,12 +550,14 @@ export function topkTable(payload, look) {
       hit = hit || chosen;
       z[t][r] = p;
       text[t][r] = chosen ? `<b>${lab}</b>` : lab;
-      hover[t][r] = `step ${t + 1}: ${label(piece)}<br>p = ${p.toFixed(3)}` + (chosen ? "<br>(emitted)" : "");
+      hover[t][r] = `step ${t + 1}: ${label(piece)}<br>p = ${p.toFixed(3)}` +
+        (chosen ? "<br>(emitted)" : "<br>(click: continue from it)");
     });
     const name = `${t + 1} ${label(out, 16)}`;
     names.push(hit ? name : `<span style="color:#dc2626">${name}</span>`);
   });
   const data = [{type: "heatmap", z, x: range(k).map((r) => `#${r + 1}`), y: range(n), text, customdata: hover,
+                 meta: "branch",
                  texttemplate: "%{text}", textfont: {size: 11}, colorscale: look.probability, zmin: 0, zmax: 1,
                  xgap: 2, ygap: 2, hoverongaps: false, hovertemplate: "%{customdata}<extra></extra>",
                  colorbar: {title: {text: "probability"}, thickness: 12, len: 0.8}}];

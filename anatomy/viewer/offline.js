@@ -45,6 +45,7 @@ export function showOffline(data) {
       } else if (name === "contrast") note("why-none", "Comparing with another word");
       else if (name === "norms") note("why-none", "Value-norm weights for this translation");
       else if (name === "animation") note("animation-note", "The animation");
+      else if (name === "branch") page.branchNote(`Continuing from another word ${IN_THE_APP}`);
       else if (name === "share") {
         if (location.protocol === "about:") {  // a notebook's frame
           page.shared("");

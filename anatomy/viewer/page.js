@@ -5,6 +5,7 @@
 // importance, the untrained twin, heads off, the animation, a share link's query) the page asks its host for
 // through one small interface (`Server`); the host answers through `data`.
 
+import {branchLines, drawLine} from "./branch.js";
 import {createHost} from "./host.js";
 import {bindKeys, createControls, shapeOf} from "./controls.js";
 import {createScreen} from "./screen.js";
@@ -15,7 +16,8 @@ import {createTour} from "./tour.js";
  * What a page asks of its host.
  * @typedef {Object} Server
  * @property {function(string): void} ask  one of the offer's asks (anatomy/layout.py explorer_html: "walk",
- *   "norms", "make", "contrast", "toggle", "tab", "animation", "share", and the app's "link", "address"); the answer,
+ *   "norms", "make", "contrast", "toggle", "branch", "tab", "animation", "share", and the app's "link", "address",
+ *   "own"); the answer,
  *   if any, comes back through the page's `data`, and the page's state (`state`) says what it is asked with
  * @property {function(): string} translation  the shown translation as the host shows it
  */
@@ -45,6 +47,11 @@ export function createPage(document, options) {
       A.ask("toggle");
       return true;
     },
+    branch(step, rank) {
+      const row = A.payload && A.payload.top_k[step], next = row && row[rank];
+      if (next) A.branch(step, next[0], "");
+      return !!next;
+    },
   });
   const A = {
     viewer, screen,
@@ -64,6 +71,8 @@ export function createPage(document, options) {
       const view = A.mount();
       const {payload, importance, positional} = d;
       if (payload && viewer.version("payload") !== before) {
+        A.payload = payload;
+        A.showBranch(payload);
         A.shape = shapeOf(payload);
         A.kinds = payload.kinds.map((k) => ({name: k.name, label: k.label}));
         view.fit(A.shape);
@@ -100,6 +109,33 @@ export function createPage(document, options) {
                                                                  > window.innerHeight))) {
         el.scrollIntoView({block: "start"});
       }
+    },
+    // Continue the shown translation from another piece at a step (from 0): a step's next piece clicked (its bars,
+    // the predictions) or a word typed; the host makes the branch (the app: one model event) or says why it cannot.
+    branch(step, piece, word) {
+      A.branching = {step, piece, word};
+      const note = $("branch-note");
+      if (note) note.hidden = true;
+      A.ask("branch");
+    },
+    // A branch beside the model's own translation (branch.js), above the large view; hidden for any other trace.
+    // Back to the model's own is offered where the host keeps it (the app's ask "own").
+    showBranch(payload) {
+      const box = $("branch"), lines = branchLines(payload);
+      if (!box) return;
+      box.hidden = !lines;
+      if (!lines) return;
+      const own = $("branch-own");
+      own.hidden = !lines.own;
+      if (lines.own) drawLine(document, own, "Model's own", lines.own, 0, lines.partsAt);
+      drawLine(document, $("branch-line"), "Branch", lines.branch, lines.forced, lines.partsAt);
+      $("branch-back").hidden = !(A.offer && Object.values(A.offer.asks).some((names) => names.includes("own")));
+    },
+    // What a host says of a branch it cannot make (the offline file, a word the model cannot write).
+    branchNote(text) {
+      const note = $("branch-note");
+      note.textContent = text;
+      note.hidden = !text;
     },
     // A link to the shown view (its query from the host), over the page, with Copy.
     shared(query) {
@@ -138,6 +174,12 @@ export function createPage(document, options) {
           value("export-figure"), format, checked("export-frame"), checked("export-wide")));
       }
       $("share").addEventListener("click", () => A.ask("share"));
+      $("branch-back").addEventListener("click", () => A.ask("own"));
+      $("branch-form").addEventListener("submit", (e) => {
+        e.preventDefault();
+        const word = value("branch-word").trim();
+        if (word) A.branch(Math.max(0, A.view.view().step - 1), "", word);
+      });
       $("share-url").addEventListener("click", (e) => {
         const target = /** @type {HTMLElement} */ (e.target);
         const act = target.dataset && target.dataset.do, box = $("share-url");
@@ -198,7 +240,7 @@ export function createPage(document, options) {
     // What an ask is asked with: the view and the page's own choices.
     state() {
       return Object.assign(A.mount().view(), {tab: A.tabs.open(), foil: A.foil || "", animation: A.animation || {},
-                                              clicked: A.clickedHead || ""});
+                                              clicked: A.clickedHead || "", branch: A.branching || null});
     },
     // The host's answer to a click on a head came: the comparison where the visitor looks, and Why this word of
     // the new translation when its tab is open.

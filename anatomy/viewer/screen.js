@@ -289,6 +289,20 @@ export function headOf(point) {
 }
 
 /**
+ * The step and rank of a clicked next piece (figures.js: one step's bars, `meta` "branch=T", a bar per rank; the
+ * predictions' table, `meta` "branch", a cell per step and rank), else null: a branch continues from it.
+ * @param {Object} point
+ * @returns {{step: number, rank: number} | null}
+ */
+export function branchOf(point) {
+  const meta = point && point.data && point.data.meta;
+  if (typeof meta !== "string" || !/^branch(=\d+)?$/.test(meta)) return null;
+  const at = point.pointIndex;
+  if (meta === "branch") return Array.isArray(at) ? {step: at[0], rank: at[1]} : null;
+  return Number.isInteger(at) ? {step: Number(meta.slice(7)), rank: at} : null;
+}
+
+/**
  * The line view's piece a point is: "queries:ROW" or "keys:ROW", else null.
  * @param {Object} point
  * @returns {string | null}
@@ -325,6 +339,8 @@ export function linesThrough(full, end, row) {
  * @property {function(HTMLElement): HTMLElement} [room]  the element whose width a figure fills (its parent)
  * @property {function(): void} [refresh]  draws what changed, before each fit (the app's viewer)
  * @property {function(string): boolean} [head]  a click on a head ("KIND:LAYER.HEAD"): true when it did something
+ * @property {function(number, number): boolean} [branch]  a click on a step's next piece (step and rank, from 0):
+ *   true when it did something
  */
 
 /**
@@ -518,8 +534,9 @@ export function createScreen(document, options) {
       gd.on("plotly_unhover", () => { if (free()) S.keep(gd, null); });
       gd.addEventListener("mouseleave", () => { if (free()) S.keep(gd, null); });
       gd.on("plotly_click", (e) => {
-        const named = headOf(e.points[0]);
+        const named = headOf(e.points[0]), next = branchOf(e.points[0]);
         if (named && options.head && options.head(named)) return;
+        if (next && options.branch && options.branch(next.step, next.rank)) return;
         if (Date.now() - (gd.anatomyTouched || 0) > 800) S.pin(gd, e.points[0]);
       });
       // a tap: Plotly may not report it as a click, so the nearest piece is found here

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import viz
-from anatomy import attention_views, payload
+from anatomy import attention_views, offline, payload
 from anatomy.inputs import View
 from anatomy.registry import ModelRegistry
 from tests.app_fixtures import SENTENCE, tiny_entry
@@ -180,5 +180,9 @@ def test_a_branch_s_payload_names_its_forced_pieces_parting_step_and_each_piece_
     assert data["pieces"]["output"][:2] == s["prefix"]
     assert data["log_probs"] == [round(p, 4) for p in branch.log_probs] and len(data["log_probs"]) == STEPS
     assert data["log_prob"] == round(sum(branch.log_probs), 4)
+    parted = 1 if own.output_tokens[1] != "nde" else None
+    assert f"branch: 2 forced pieces ({own.output_tokens[0]} nde), " + (
+        "parting from the model's own choice at step 2" if parted else "each the model's own choice") in \
+        offline.about(branch, entry)  # what the offline page and the exports say it was made with
     plain = json.loads(payload.to_json(payload.trace_payload(own, entry, SENTENCE)))["settings"]
     assert (plain["mode"], plain["prefix"], plain["parts_at"]) == ("greedy", [], None)

@@ -6,12 +6,13 @@ default or the nearest allowed value named in a notice (link), or a notice (API)
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 import unicodedata
 import urllib.parse
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Callable, Mapping, Sequence
 
 from transformer.config import ModelConfig
 from transformer.decoding import Decoding
@@ -176,6 +177,29 @@ def api_int(name: str, value, hi: int, automatic: bool = False) -> tuple[int | N
     return number, ""
 
 
+def api_prefix(value, ids_of: Callable[[Sequence], tuple[int, ...]]) -> tuple[tuple[int, ...] | None, str]:
+    """The API's forced prefix (null, or a list of pieces or ids) as ids by `ids_of` (Translator.prefix_ids, which
+    knows the model's vocabulary), or None and the notice that says why not."""
+    if value is None:
+        return (), ""
+    if not isinstance(value, list):
+        return None, f"prefix must be a list of pieces (strings) or ids (integers), or null, got {_show(value)}."
+    try:
+        return ids_of(value), ""
+    except ValueError as err:
+        return None, f"prefix: {err}."
+
+
+def link_prefix(pieces: Sequence[str], ids_of: Callable[[Sequence], tuple[int, ...]]) -> tuple[tuple[int, ...],
+                                                                                               list[str]]:
+    """A link's forced pieces (Link.prefix) as ids by `ids_of` (Translator.prefix_ids); when it refuses one, none
+    and the notice that names it: the link then opens the model's own translation."""
+    try:
+        return ids_of(pieces), []
+    except ValueError as err:
+        return (), [f"The link's forced pieces were not used, so its translation is the model's own: {err}."]
+
+
 def api_request(text, direction, beam_size, max_new_tokens, decodings: Mapping[str, Decoding],
                 skipped: Mapping[str, str] | None = None) -> tuple[Request | None, str]:
     """The /translate arguments (any JSON values) as a Request, or None and the notice that says why not.
@@ -248,6 +272,8 @@ class Link:
     # (name, value) of the numbers whose range only the translation tells: its steps, its source pieces
     later: tuple[tuple[str, str], ...] = ()
     tour: int | None = None  # the tour's stop to open once translated (from 1); None: no tour
+    # a branch's forced pieces, as the link names them; their ids (link_prefix) need the model's vocabulary
+    prefix: tuple[str, ...] = ()
 
     def translated_notices(self, steps: int, pieces: int) -> list[str]:
         """The notice for a step or walk query outside its translation's steps or source pieces (known only once
@@ -260,9 +286,12 @@ class Link:
                 f"{', '.join(read.outside)}."] if read.outside else []
 
 
-def build_link(request: Request, view: View) -> str:
-    """The query string of a link that restores this translation and view."""
+def build_link(request: Request, view: View, prefix: Sequence[str] = ()) -> str:
+    """The query string of a link that restores this translation and view; `prefix`: the request's forced pieces
+    (a branch's, as its trace's settings name them), written as a JSON list, whatever they hold."""
     d = request.decoding
+    if len(prefix) != len(d.prefix):
+        raise ValueError(f"the request forces {len(d.prefix)} pieces; the link was given {len(prefix)}")
     params = {"direction": request.key, "text": request.text, "beam": d.beam_size, "max": d.max_new_tokens or 0,
               "lp": d.length_penalty, "view": view.kind, "layer": view.layer, "head": view.head,
               "merge": int(view.merge)}
@@ -273,6 +302,8 @@ def build_link(request: Request, view: View) -> str:
     if view.display != DISPLAYS[0]:
         params["display"] = view.display
         params["query"] = view.query
+    if prefix:
+        params["prefix"] = json.dumps(list(prefix), ensure_ascii=False, separators=(",", ":"))
     # HeadMask's link form is made of characters a query may hold as they are: readable in the address bar
     off = f"&off={d.heads_off}" if d.heads_off else ""
     return "?" + urllib.parse.urlencode(params) + off
@@ -304,7 +335,7 @@ def shorten_query(query: str) -> str | None:
 GRADIO_PARAMS = ("deep_link", "page", "ui", "lang", "write_token")
 GRADIO_VIEWS = ("api", "settings", "api-recorder")
 LINK_PARAMS = ("direction", "text", "beam", "max", "lp", "view", "layer", "head", "merge", "step", "hide", "display",
-               "query", "off", "presenter", "tour", SHORTENED)
+               "query", "off", "prefix", "presenter", "tour", SHORTENED)
 MAX_TOUR = 20  # a link's tour stop, at most (the tour's own count clamps it further: viewer/tour.js)
 # Names a visitor may guess for a link's parameter that difflib would not find: the API calls the view's kind `kind`
 GUESSES = {"kind": "view", "attention": "view"}
@@ -370,6 +401,23 @@ class _Reader:
         return None
 
 
+def _prefix(read: _Reader, most: int) -> tuple[str, ...]:
+    """A link's forced pieces: a JSON list of at most `most` strings (the model's output positions); none, named as
+    not understood, for anything else."""
+    raw = read.given("prefix")
+    if raw is None:
+        return ()
+    try:
+        pieces = json.loads(raw)
+    except ValueError:
+        pieces = None
+    if isinstance(pieces, list) and all(isinstance(p, str) for p in pieces) and len(pieces) <= most:
+        return tuple(pieces)
+    read.unread.append(f"prefix={_short(raw)} (allowed: a JSON list of at most {most} pieces, "
+                       '["▁Der","▁Hund"])')
+    return ()
+
+
 def _unknown(q: Mapping[str, str]) -> list[str]:
     """The parameters that are neither a link's nor Gradio's, each with the nearest known name if there is one."""
     out = []
@@ -419,6 +467,7 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
             later[name] = raw
     step, walk = (int(round(min(max(_number(later[n]), 1), MAX_STEPS))) if n in later else None
                   for n in ("step", "query"))
+    prefix = _prefix(read, config.max_len - 1)
     off, off_notices = heads_off(q.get("off", ""), config)
     if read.outside:
         notices.append(f"Out of range in the link, so the nearest allowed value was used: {', '.join(read.outside)}.")
@@ -430,6 +479,8 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
     if step is not None and not text:
         notices.append(f"step={_short(read.given('step'))} was not used: a link without text opens no translation "
                        "to step through.")
+    if prefix and not text:
+        notices.append("prefix= was not used: a link without text opens no translation to continue.")
     unknown = _unknown(q)
     if unknown:
         notices.append(f"Not parameters of these links, so they were ignored: {', '.join(unknown)}. Links take "
@@ -440,4 +491,5 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
     return Link(key=key, text=text, notices=tuple(notices + off_notices), decoding=decoding,
                 view=View(kind, layer or layers, str(head or MEAN_HEAD), bool(merge), step, False, bool(hide),
                           display or DISPLAYS[0], walk or 1),
-                presenter=presenter, later=tuple(later.items()), tour=tour if text else None)
+                presenter=presenter, later=tuple(later.items()), tour=tour if text else None,
+                prefix=prefix if text else ())

@@ -23,7 +23,7 @@ import plotly
 import plotly.colors as pc
 
 import viz
-from transformer import ModelConfig, Trace
+from transformer import DecodingSettings, ModelConfig, Trace
 from viz.common import ATTENTION_STOPS, COLORS, DIVERGING_SCALE, MASKED_COLOR, PROBABILITY_SCALE, TEMPLATE_JSON
 from viz.heads import PANELS, SIGNED
 
@@ -60,6 +60,14 @@ def card_summary(entry: ModelEntry) -> str:
     return f"{head}\n\n---\n\n{card.strip()}{where}"
 
 
+def branch(s: DecodingSettings) -> str:
+    """A branch's forced pieces, and the step (from 1) where they part from the model's own choices."""
+    n = len(s.prefix)
+    parted = f"parting from the model's own choice at step {s.parts_at + 1}" if s.parts_at is not None and \
+        s.parts_at < n else "each the model's own choice"
+    return f"branch: {n} forced piece{'s' if n > 1 else ''} ({' '.join(s.prefix)}), {parted}"
+
+
 def about(trace: Trace, entry: ModelEntry) -> str:
     """What made the page, in one line: model, checkpoint and decoding settings."""
     s = trace.settings
@@ -67,6 +75,7 @@ def about(trace: Trace, entry: ModelEntry) -> str:
     parts = [f"{entry.label} ({entry.key})", f"checkpoint {checkpoint_id(trace, entry)}",
              decoding + (f", length penalty {s.length_penalty:g}" if s.length_penalty is not None and
                          (s.beam_size or 1) > 1 else ""),
+             *([branch(s)] if s.prefix else []),
              *([f"max new tokens {s.max_new_tokens}"] if s.max_new_tokens is not None else []),
              f"top-k {s.top_k}", f"on {views.made_on(trace)}", f"heads off: {s.heads_off or 'none'}"]
     return ("Untrained model (random weights): " if entry.untrained else "") + " · ".join(parts)

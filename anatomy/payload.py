@@ -1,4 +1,4 @@
-"""A translation as one versioned JSON value, the trace payload (schema `anatomy.trace/1`, docs/payload.md): what a
+"""A translation as one versioned JSON value, the trace payload (schema `anatomy.trace/1.1`, docs/payload.md): what a
 viewer in the browser (anatomy/viewer/) needs to draw every attention view of a Trace with no server.
 
 Everything that turns pieces into words happens here, through transformer.pieces and anatomy.views, so the browser
@@ -28,7 +28,7 @@ from .registry import ModelEntry, shown_name
 from .run import Explained, Norms
 from .tour import Tour
 
-SCHEMA = "anatomy.trace/1"
+SCHEMA = "anatomy.trace/1.1"  # 1.1 added log_probs, log_prob and a branch's settings
 SCALE = 255  # a weight w travels as round(w × SCALE): a uint8
 ATTRIBUTION_DECIMALS = 4  # attributions are parts of a log-probability: 1e-4 is far below what a figure shows
 
@@ -121,6 +121,8 @@ def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list
         "piece_texts": {"source": piece_texts(trace.source_tokens), "target": piece_texts(trace.target_tokens),
                         "output": piece_texts(trace.output_tokens)},
         "top_k": top_k(trace),
+        "log_probs": [round(float(p), 4) for p in trace.log_probs],
+        "log_prob": None if trace.log_prob is None else round(trace.log_prob, 4),
         "candidates": [{"text": c.text, "pieces": list(c.tokens), "score": round(c.score, 4),
                         "log_prob": round(c.log_prob, 4), "cut_by_limit": c.cut_by_limit} for c in trace.candidates],
         "kinds": [_kind(trace, kind) for kind in KINDS],

@@ -58,7 +58,7 @@ def prefix(trace: Trace, n: int) -> Trace:
     """The trace as it stood after its first n decoding steps (a slow-motion frame)."""
     n = max(0, min(n, steps(trace)))
     return dataclasses.replace(trace, target_tokens=trace.target_tokens[:n], output_tokens=trace.output_tokens[:n],
-                               output_ids=trace.output_ids[:n], top_k=trace.top_k[:n],
+                               output_ids=trace.output_ids[:n], top_k=trace.top_k[:n], log_probs=trace.log_probs[:n],
                                decoder_self_attn=trace.decoder_self_attn[:, :, :n, :n],
                                cross_attn=trace.cross_attn[:, :, :n],
                                text=detokenize(trace.output_tokens[:n]))

@@ -443,7 +443,7 @@ def test_gradio_client_translate_endpoint(tiny):
         # the UI's own events are private: out of the API
         assert list(api) == ["/translate", "/explain", "/animate", "/export_html"]
         params = [p["parameter_name"] for p in api["/translate"]["parameters"]]
-        assert params == ["text", "direction", "beam_size", "max_new_tokens", "heads_off"]
+        assert params == ["text", "direction", "beam_size", "max_new_tokens", "heads_off", "prefix"]
         text, notice, trace = client.predict(text=SENTENCE, direction="de-en", max_new_tokens=5, api_name="/translate")
         assert isinstance(text, str) and "length limit" in notice and len(trace["output_tokens"]) == 5
         assert client.predict(text="", direction="en-de", api_name="/translate") == (
@@ -457,6 +457,13 @@ def test_gradio_client_translate_endpoint(tiny):
         trace = client.predict(text=SENTENCE, direction="de-en", beam_size=2, max_new_tokens=3, heads_off="cross:1.2",
                                api_name="/translate")[2]
         assert trace["settings"]["beam_size"] == 2 and trace["settings"]["heads_off"] == "cross:1.2"
+        # the forced prefix, last and optional: a positional caller of the five before it is answered as before
+        positional = client.predict(SENTENCE, "de-en", 2, 3, "cross:1.2", api_name="/translate")[2]
+        assert positional["output_ids"] == trace["output_ids"] and positional["settings"]["mode"] == "beam"
+        branch = client.predict(SENTENCE, "de-en", 2, 3, "cross:1.2", ["nde", "hne"], api_name="/translate")[2]
+        assert branch["output_tokens"][:2] == ["nde", "hne"] and branch["settings"]["prefix"] == ["nde", "hne"]
+        assert client.predict(text=SENTENCE, direction="de-en", prefix=["▁Xylophon"], api_name="/translate")[1] == \
+            "prefix: the piece '▁Xylophon' is not in this model's vocabulary."
     finally:
         demo.close()
 

@@ -63,3 +63,56 @@ def test_the_page_a_link_and_the_api_reach_the_translator_with_the_same_request(
     assert text and "heads" not in notice  # every head named was the model's: none ignored
     assert (settings["beam_size"], settings["max_new_tokens"], settings["heads_off"]) == (3, 4, ASKED.heads_off)
     assert settings["length_penalty"] == own.length_penalty
+
+
+# ---- a branch's forced pieces (issue 51 §1) ------------------------------------------------------------------
+
+NASTY = ("▁a,b", "x y", "▁", '"quoted"', "it's", "ü€😀", "%2C", "&text=evil#", "[", "]", "\\", "+", ",", "")
+
+
+def test_a_link_carries_any_forced_pieces_whole(tiny):
+    request = Request("de-en", SENTENCE, Decoding(prefix=tuple(range(4, 4 + len(NASTY)))))
+    query = build_link(request, View(), NASTY)
+    params = urllib.parse.parse_qsl(query[1:], keep_blank_values=True)
+    assert sum(name == "prefix" for name, _ in params) == 1 and dict(params)["text"] == SENTENCE
+    assert parse_link(dict(params), configs(tiny)).prefix == NASTY
+    assert "prefix" not in build_link(Request("de-en", SENTENCE), View())
+    with pytest.raises(ValueError, match="forces 14 pieces; the link was given 0"):
+        build_link(request, View())
+
+
+@pytest.mark.parametrize("raw", ['["▁a", 3]', "▁a,▁b", '{"a": 1}', "[" + ",".join(['"a"'] * 64) + "]"])
+def test_a_link_s_malformed_prefix_is_named_and_dropped(tiny, raw):
+    link = parse_link({"text": SENTENCE, "prefix": raw}, configs(tiny))
+    assert link.prefix == () and any("prefix=" in n and "a JSON list of at most 63 pieces" in n for n in link.notices)
+
+
+def test_a_link_opens_its_branch_and_names_a_piece_the_vocabulary_lacks(tiny):
+    link = parse_link({"text": SENTENCE, "prefix": '["nde","hne"]'}, configs(tiny))
+    run = tiny.translate_link(Inputs(link=link, signal=StopSignal()))[tiny.page.run]
+    assert run.trace.output_tokens[:2] == ["nde", "hne"] and run.trace.settings.mode == "branch"
+    assert run.request.decoding.prefix == tuple(run.trace.output_ids[:2])
+    assert not any("forced" in n for n in run.notices)  # (a random model's output stops at the length limit)
+    again = parse_link(dict(urllib.parse.parse_qsl(tiny.share(Inputs(run=run, view=View()))[1:])), configs(tiny))
+    assert again.prefix == ("nde", "hne")
+    link = parse_link({"text": SENTENCE, "prefix": '["nde","▁Xylophon"]'}, configs(tiny))
+    run = tiny.translate_link(Inputs(link=link, signal=StopSignal()))[tiny.page.run]
+    assert run.trace.settings.mode == "greedy" and not run.request.decoding.prefix
+    assert any("'▁Xylophon' is not in this model's vocabulary" in n for n in run.notices)
+    assert "prefix= was not used" in " ".join(parse_link({"prefix": '["nde"]'}, configs(tiny)).notices)
+
+
+def test_the_api_takes_a_forced_prefix_last_and_positional_callers_are_unchanged(tiny):
+    before = tiny.api_translate(SENTENCE, "de-en", 2, 6, "cross:1.1")
+    assert before[2]["settings"]["mode"] == "beam" and "prefix" not in before[2]["settings"]
+    text, notice, trace = tiny.api_translate(SENTENCE, "de-en", 2, 6, "cross:1.1", ["nde", "hne"])
+    assert trace["output_tokens"][:2] == ["nde", "hne"] and "prefix" not in notice
+    assert (trace["settings"]["mode"], trace["settings"]["prefix"], trace["settings"]["heads_off"]) == (
+        "branch", ("nde", "hne"), "cross:1.1")
+    ids = trace["output_ids"][:2]
+    assert tiny.api_translate(SENTENCE, "de-en", 2, 6, "cross:1.1", ids)[2]["output_ids"] == trace["output_ids"]
+    for bad, said in ((["nde", "▁Xylophon"], "prefix: the piece '▁Xylophon' is not in this model's vocabulary."),
+                      ("nde", "prefix must be a list of pieces (strings) or ids (integers), or null, got 'nde'."),
+                      ([2.5], "prefix: a forced piece is a piece (a string) or an id from 0 to")):
+        text, notice, trace = tiny.api_translate(SENTENCE, "de-en", 1, None, None, bad)
+        assert (text, trace) == ("", None) and notice.startswith(said), notice

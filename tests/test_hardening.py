@@ -556,7 +556,8 @@ def test_the_server_keeps_no_text_beyond_the_trace_retention(served):
 
 JSON_VALUES = [None, True, False, 0, 1, -1, 3, 8, 9, 200, 201, 1.5, 1e300, -1e300, "", " ", "5", "abc", "de-en",
                "Zwei Hunde.", [], [5], ["de-en"], {}, {"beam": 2}]
-GOOD = {"text": "Zwei Hunde spielen im Schnee.", "direction": "de-en", "beam_size": 1, "max_new_tokens": None}
+GOOD = {"text": "Zwei Hunde spielen im Schnee.", "direction": "de-en", "beam_size": 1, "max_new_tokens": None,
+        "prefix": None}
 
 
 @pytest.mark.parametrize("argument", sorted(GOOD))

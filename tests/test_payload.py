@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import viz
-from anatomy import attention_views, payload
+from anatomy import attention_views, offline, payload
 from anatomy.inputs import View
 from anatomy.registry import ModelRegistry
 from tests.app_fixtures import SENTENCE, tiny_entry
@@ -51,7 +51,7 @@ def decoded(kind: dict) -> np.ndarray:
 
 def test_the_payload_names_its_schema_model_settings_and_pieces(trace, entry):
     data = json.loads(payload.to_json(payload.trace_payload(trace, entry, SENTENCE, ["a notice"])))
-    assert data["schema"] == "anatomy.trace/1"
+    assert data["schema"] == "anatomy.trace/1.1"
     assert data["model"] == {"key": "de-en", "label": entry.label, "checkpoint": trace.checkpoint, "source_lang": "de",
                              "target_lang": "en", "untrained": False,
                              "layers": {"encoder": 2, "decoder": 2, "cross": 2}, "heads": 2, "d_model": 32}
@@ -168,3 +168,21 @@ def test_the_viewer_s_step_rows_are_the_python_step_panels(trace, entry, tmp_pat
         want = attention_views.step_row(stored, view, by_name(got["kind"]), got["step"] - 1)
         np.testing.assert_allclose(got["row"], want.weights, atol=1e-6, err_msg=str(got))
         assert got["keys"] == list(want.keys) and tuple(got["query"]) == want.query, got
+
+
+def test_a_branch_s_payload_names_its_forced_pieces_parting_step_and_each_piece_s_log_p(entry):
+    own = entry.cpu.translate(SENTENCE, max_new_tokens=STEPS)
+    branch = entry.cpu.translate(SENTENCE, max_new_tokens=STEPS, prefix=[own.output_tokens[0], "nde"])
+    data = json.loads(payload.to_json(payload.trace_payload(branch, entry, SENTENCE)))
+    s = data["settings"]
+    assert (s["mode"], s["prefix"], s["beam_size"]) == ("branch", [own.output_tokens[0], "nde"], 1)
+    assert s["parts_at"] == (1 if own.output_tokens[1] != "nde" else 2)
+    assert data["pieces"]["output"][:2] == s["prefix"]
+    assert data["log_probs"] == [round(p, 4) for p in branch.log_probs] and len(data["log_probs"]) == STEPS
+    assert data["log_prob"] == round(sum(branch.log_probs), 4)
+    parted = 1 if own.output_tokens[1] != "nde" else None
+    assert f"branch: 2 forced pieces ({own.output_tokens[0]} nde), " + (
+        "parting from the model's own choice at step 2" if parted else "each the model's own choice") in \
+        offline.about(branch, entry)  # what the offline page and the exports say it was made with
+    plain = json.loads(payload.to_json(payload.trace_payload(own, entry, SENTENCE)))["settings"]
+    assert (plain["mode"], plain["prefix"], plain["parts_at"]) == ("greedy", [], None)

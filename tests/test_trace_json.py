@@ -40,8 +40,9 @@ def test_a_trace_saved_before_typed_pieces_loads_into_the_same_values(name):
     assert len(trace.candidates) == (2 if name == "beam-candidate" else 0)
     np.testing.assert_array_equal(trace.cross_attn, np.asarray(saved["cross_attn"], dtype=np.float32))
     # Saved again by today's code: the same JSON but for the weights' digits (each float32 now in its shortest exact
-    # form), so files from either version read the same.
+    # form) and the per-piece log p it did not record, so files from either version read the same.
     again = json.loads(trace.to_json())
+    assert again.pop("log_probs") == [] and trace.log_prob is None
     weights = ("encoder_self_attn", "decoder_self_attn", "cross_attn")
     assert {k: v for k, v in again.items() if k not in weights} == {k: v for k, v in saved.items() if k not in weights}
     assert Trace.from_json(trace.to_json()).to_dict() == trace.to_dict()

@@ -42,12 +42,26 @@ def _suppress(scores: Tensor, model: Transformer) -> Tensor:
     return scores
 
 
+def own_choice(model: Transformer, logits: Tensor) -> Tensor:
+    """The model's own most likely next piece (greedy decoding's choice) for logits (..., V)."""
+    return _suppress(logits.reshape(-1, logits.size(-1)), model).argmax(-1).view(logits.shape[:-1])
+
+
+def _forced(logp: Tensor, piece: int) -> Tensor:
+    """Log-probabilities (N, V) where only `piece` is possible, at the model's own log p of it (suppressed or not:
+    a forced piece is what was asked for)."""
+    only = torch.full_like(logp, float("-inf"))
+    only[:, piece] = logp[:, piece]
+    return only
+
+
 @dataclass
 class GreedyStep:
     """Decoder position t of greedy decoding over a (B, S) batch."""
 
     index: int  # t
-    ids: Tensor  # (B,) the most likely next piece; the pad id for sentences that already chose EOS
+    ids: Tensor  # (B,) the next piece: the forced one, else the most likely; the pad id after EOS
+    own: Tensor  # (B,) the model's own most likely next piece (= ids but at a forced step or after EOS)
     logits: Tensor  # (B, V) float32
     self_attn: Tensor | None  # (L, B, h, t+1) position t's masked self-attention row, per layer
     cross_attn: Tensor | None  # (L, B, h, S)
@@ -55,8 +69,10 @@ class GreedyStep:
 
 @torch.inference_mode()
 def greedy_steps(model: Transformer, encoded: Encoded, limit: int, need_weights: bool = False,
-                 head_mask: HeadMask | None = None) -> Iterator[GreedyStep]:
-    """Greedy decoding, one step at a time, until every sentence has chosen EOS or `limit` steps are done.
+                 head_mask: HeadMask | None = None, prefix: Sequence[int] = ()) -> Iterator[GreedyStep]:
+    """Greedy decoding, one step at a time, until every sentence has chosen EOS or `limit` steps are done; the
+    first len(prefix) pieces of every sentence are `prefix`'s (forced, on the same cached path), the model's own
+    choices after them.
 
     Inference mode holds only while a step computes: the generator may be resumed on another thread.
     """
@@ -67,12 +83,13 @@ def greedy_steps(model: Transformer, encoded: Encoded, limit: int, need_weights:
     for t in range(limit):
         out = model.decode(tokens, encoded, cache, need_weights=need_weights, head_mask=head_mask)
         logits = out.logits[:, -1].float()  # (B, V)
-        next_ids = _suppress(logits, model).argmax(-1).masked_fill(done, config.pad_id)  # (B,)
+        own = own_choice(model, logits)  # (B,)
+        next_ids = (torch.full_like(own, prefix[t]) if t < len(prefix) else own).masked_fill(done, config.pad_id)
         self_attn = cross_attn = None
         if need_weights:
             self_attn = torch.stack([w[:, :, -1] for w in out.self_attn])  # (L, B, h, t+1)
             cross_attn = torch.stack([w[:, :, -1] for w in out.cross_attn])  # (L, B, h, S)
-        yield GreedyStep(t, next_ids, logits, self_attn, cross_attn)
+        yield GreedyStep(t, next_ids, own, logits, self_attn, cross_attn)
         done |= next_ids == config.eos_id
         if bool(done.all()):
             return
@@ -111,10 +128,11 @@ class Hypothesis:
 
 @torch.inference_mode()
 def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit: int, length_penalty: float = 1.0,
-                    head_mask: HeadMask | None = None,
-                    between: Callable[[], None] | None = None) -> list[list[Hypothesis]]:
+                    head_mask: HeadMask | None = None, between: Callable[[], None] | None = None,
+                    prefix: Sequence[int] = ()) -> list[list[Hypothesis]]:
     """Beam search over an encoded (B, S) batch: per sentence, its finished hypotheses best first; `between()` is
-    called between two steps (where a caller may let other work use the model).
+    called between two steps (where a caller may let other work use the model). Every hypothesis starts with
+    `prefix` (forced: while it lasts, one beam goes on, scored by the model's log p of each forced piece).
 
     A sentence stops when it has `beam_size` hypotheses that chose EOS. At the length limit, by the config's
     `beam_limit_rule`, its live beams become hypotheses too (cut by the limit), or ("top_k", transformers' rule)
@@ -136,7 +154,8 @@ def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit:
         if between is not None and t:
             between()
         logits = model.decode(tokens, encoded, cache, head_mask=head_mask).logits[:, -1]
-        logp = _suppress(logits.float().log_softmax(-1), model)  # (B*K, V)
+        logp = logits.float().log_softmax(-1)  # (B*K, V)
+        logp = _forced(logp, prefix[t]) if t < len(prefix) else _suppress(logp, model)
         last = t == limit - 1
         V = logp.size(-1)
         candidates = (beam_scores[:, :, None] + logp.view(B, K, V)).view(B, K * V)  # (B, K*V)
@@ -155,7 +174,9 @@ def beam_hypotheses(model: Transformer, encoded: Encoded, beam_size: int, limit:
                     kept.append((row, token, score))
                 elif rank < K and score > float("-inf"):
                     finished[b].append(Hypothesis.of(history[row].tolist() + [eos_id], score, length_penalty))
-            done[b] = done[b] or len(finished[b]) >= K or (last and top_k_rule)
+            # no beam left to go on: a forced EOS, or fewer hypotheses than beams
+            gone = all(score == float("-inf") for _, _, score in kept)
+            done[b] = done[b] or len(finished[b]) >= K or (last and top_k_rule) or gone
             if done[b]:  # placeholders keep every tensor at (B*K) rows
                 kept = [(b * K, config.pad_id, float("-inf"))] * K
             for row, token, score in kept:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -20,7 +21,7 @@ from .head_mask import HeadMask
 from .kinds import KINDS, by_name
 from .model import Encoded, Transformer
 from .pieces import detokenize
-from .search import beam_hypotheses, beam_search, cut_by_limit, greedy, greedy_steps, output_limit
+from .search import beam_hypotheses, beam_search, cut_by_limit, greedy, greedy_steps, output_limit, own_choice
 from .tokenizer import Tokenizer
 
 ATTENTION_FIELDS = tuple(kind.trace_field for kind in KINDS)
@@ -56,7 +57,8 @@ class DecodingSettings:
     """How a Trace was made. A trace's JSON holds only the fields that differ from their defaults: the keys it
     held when settings were a dict."""
 
-    mode: str  # "greedy", "beam", "forced" (or force_output's mode), "beam candidate"
+    mode: str  # "greedy", "beam", "branch" (greedy or beam search after forced pieces), "forced" (or
+    # force_output's mode), "beam candidate"
     top_k: int  # pieces recorded per decoder position
     device: str
     beam_size: int | None = None  # greedy and beam search only, with the next two
@@ -67,6 +69,13 @@ class DecodingSettings:
     direction: str | None = None  # the app's direction key (anatomy.engine tags its traces)
     heads_off: str = ""  # the heads a HeadMask switched off, in its link form (cross:1.2,encoder:1.3)
     precision: str = "fp32"  # how the linear layers read their weights (transformer.device.pick_precision)
+    prefix: tuple[str, ...] = ()  # a branch's forced pieces, the first of the output (Decoding.prefix)
+    # a branch's first forced step (from 0) whose piece is not the model's own most likely one there: where greedy
+    # decoding parts from the model's own translation; len(prefix) when every forced piece is the model's choice
+    parts_at: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "prefix", tuple(self.prefix))  # JSON brings a list
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != f.default}
@@ -82,6 +91,7 @@ class Step:
     top_k: list[TopK]  # most likely first
     decoder_self_attn: np.ndarray  # (layers, heads, t+1)
     cross_attn: np.ndarray  # (layers, heads, S)
+    log_prob: float  # the model's log p of `token` at this step (a forced piece's too)
 
 
 @dataclass(frozen=True)
@@ -148,6 +158,13 @@ class Trace:
     output_ids: list[int] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # e.g. the input was truncated
     eos_id: int = EOS_ID  # the model's EOS id (opus-mt models use 0)
+    # per output piece, the model's log p of it at its step (forced pieces too); empty in traces saved before it
+    log_probs: list[float] = field(default_factory=list)
+
+    @property
+    def log_prob(self) -> float | None:
+        """log p of the whole output (a branch's forced pieces included); None for a trace saved without it."""
+        return float(sum(self.log_probs)) if len(self.log_probs) == len(self.output_ids) else None
 
     def _plain(self) -> dict:
         """The fields as JSON types, the attention arrays still numpy."""
@@ -216,6 +233,15 @@ def _stack(per_layer: tuple[Tensor, ...]) -> np.ndarray:
     return torch.cat(per_layer, dim=0).float().cpu().numpy()
 
 
+def _parted(settings: DecodingSettings, output_ids: Sequence[int], own: Sequence[int]) -> DecodingSettings:
+    """A branch's settings with `parts_at`: its first forced step whose piece is not the model's own choice there
+    (`own`, one per step decoded)."""
+    if not settings.prefix:
+        return settings
+    n = min(len(settings.prefix), len(output_ids))
+    return replace(settings, parts_at=next((t for t in range(n) if output_ids[t] != own[t]), len(settings.prefix)))
+
+
 def decoder_input(output_ids: list[int], start_id: int) -> list[int]:
     """What the decoder reads to produce `output_ids`: the same ids one position late, behind the start id (<s>)."""
     return [start_id] + output_ids[:-1]
@@ -257,11 +283,48 @@ class Translator:
         return ids[:most - 1] + [self.config.eos_id], [f"{what} was {len(ids)} tokens long; only the first {most} "
                                                         f"were {done} (the model's max_len)."]
 
+    @cached_property
+    def vocabulary(self) -> dict[str, int]:
+        """Each piece's id (the first id of a piece written by two)."""
+        ids: dict[str, int] = {}
+        for i, piece in enumerate(self.tokenizer.pieces(range(self.config.vocab_size))):
+            ids.setdefault(piece, i)
+        return ids
+
+    def prefix_ids(self, prefix: Sequence[int | str]) -> tuple[int, ...]:
+        """Forced output pieces as ids: an id as it is, a piece (a string: "▁Hund") by the vocabulary. A ValueError
+        names a piece the vocabulary lacks, an id outside it, the pad piece (never part of a sentence), an end
+        piece before the last, or more pieces than the model's max_len positions hold."""
+        if isinstance(prefix, (str, bytes)):
+            raise ValueError(f"prefix is a sequence of ids or pieces, not one string: {prefix!r}")
+        ids, c = [], self.config
+        for item in prefix:
+            if isinstance(item, str):
+                if item not in self.vocabulary:
+                    raise ValueError(f"the piece {item!r} is not in this model's vocabulary")
+                ids.append(self.vocabulary[item])
+            elif isinstance(item, (int, np.integer)) and not isinstance(item, bool) and 0 <= item < c.vocab_size:
+                ids.append(int(item))
+            else:
+                raise ValueError(f"a forced piece is a piece (a string) or an id from 0 to {c.vocab_size - 1}, "
+                                 f"got {item!r}")
+        if c.pad_id in ids:
+            raise ValueError(f"the pad piece {self.tokenizer.pieces([c.pad_id])[0]!r} is never part of a "
+                             "translation: it cannot be forced")
+        if c.eos_id in ids[:-1]:
+            raise ValueError(f"the end piece {self.tokenizer.pieces([c.eos_id])[0]!r} ends a translation: it can "
+                             "only be the last forced piece")
+        if len(ids) > c.max_len - 1:
+            raise ValueError(f"{len(ids)} forced pieces: this model's output holds at most {c.max_len - 1}")
+        return tuple(ids)
+
     def settings(self, mode: str, top_k: int, beam_size: int | None = None, max_new_tokens: int | None = None,
-                 length_penalty: float | None = None, head_mask: HeadMask | None = None) -> DecodingSettings:
-        """A trace's `settings`: how it was made, on this translator's device."""
-        return DecodingSettings(mode, top_k, str(self.device), beam_size, max_new_tokens, length_penalty,
-                                heads_off="" if head_mask is None else str(head_mask), precision=self.precision)
+                 length_penalty: float | None = None, head_mask: HeadMask | None = None,
+                 prefix: Sequence[int] = ()) -> DecodingSettings:
+        """A trace's `settings`: how it was made, on this translator's device; with forced pieces, a branch."""
+        return DecodingSettings("branch" if prefix else mode, top_k, str(self.device), beam_size, max_new_tokens,
+                                length_penalty, heads_off="" if head_mask is None else str(head_mask),
+                                precision=self.precision, prefix=tuple(self.tokenizer.pieces(prefix)))
 
     def _mask(self, head_mask: HeadMask | None) -> HeadMask | None:
         return None if head_mask is None else head_mask.to(self.device)
@@ -284,46 +347,60 @@ class Translator:
         or beam (where a caller may let other work use the model). Either way the encoder runs once. Inference mode
         holds only while the generator computes: it may be resumed on another thread (Gradio does). The heads
         switched off (`heads_off`) are off in every pass.
+
+        A `prefix` (ids, or pieces as strings: `prefix=["▁Der", "▁Hund"]`; a ValueError names a piece the
+        vocabulary lacks, see `prefix_ids`) makes a branch: the output's first pieces are the prefix, forced on the
+        same decoding path, then the model's own greedy decoding, or beam search whose hypotheses all start with it.
+        Each forced piece's step records the model's own top-k and its log p of the forced piece; the trace's mode
+        is "branch" and its settings name the forced pieces and where they part from the model's own choices.
         """
         d = replace(decoding or Decoding(), **changes)
+        d = replace(d, prefix=self.prefix_ids(d.prefix))
         src, notices = self.encode_source(text)
-        limit = output_limit(self.model, len(src), d.max_new_tokens)
+        limit = max(output_limit(self.model, len(src), d.max_new_tokens), len(d.prefix))
         head_mask = self._mask(HeadMask.parse(d.heads_off, self.config) if d.heads_off else None)
         settings = self.settings("greedy" if d.beam_size == 1 else "beam", d.top_k, beam_size=d.beam_size,
-                                 max_new_tokens=limit, length_penalty=d.length_penalty, head_mask=head_mask)
+                                 max_new_tokens=limit, length_penalty=d.length_penalty, head_mask=head_mask,
+                                 prefix=d.prefix)
         encoded = self._encode(src, head_mask)
         if d.beam_size > 1:
-            hyps = beam_hypotheses(self.model, encoded, d.beam_size, limit, d.length_penalty, head_mask, between)[0]
+            hyps = beam_hypotheses(self.model, encoded, d.beam_size, limit, d.length_penalty, head_mask, between,
+                                   d.prefix)[0]
             trace = self._forced(src, hyps[0].ids, encoded, d.top_k, settings, notices, head_mask)
             trace.candidates = [Candidate(self.tokenizer.decode(h.ids),
                                           self.tokenizer.pieces(i for i in h.ids if i != self.config.eos_id),
                                           h.score, h.log_prob, h.ids, self.config.eos_id) for h in hyps]
             yield trace
             return
-        steps = []
-        for step in self._greedy_steps(encoded, limit, d.top_k, head_mask):
+        steps, own = [], []
+        for step, choice in self._greedy_steps(encoded, limit, d.top_k, head_mask, d.prefix):
             steps.append(step)
+            own.append(choice)
             yield step
             if stop is not None and step.token_id != self.config.eos_id and stop():
                 settings = replace(settings, stopped=True)
                 break
             if between is not None:
                 between()
-        yield self._trace_from_steps(src, encoded, steps, settings, notices)
+        yield self._trace_from_steps(src, encoded, steps, _parted(settings, [s.token_id for s in steps], own),
+                                     notices)
 
     def translate(self, text: str, decoding: Decoding | None = None, **changes) -> Trace:
         """The Trace of `text`: the last item of `stream`."""
         *_, trace = self.stream(text, decoding, **changes)
         return trace
 
-    def _greedy_steps(self, encoded: Encoded, limit: int, top_k: int, head_mask: HeadMask | None) -> Iterator[Step]:
-        for s in greedy_steps(self.model, encoded, limit, need_weights=True, head_mask=head_mask):
+    def _greedy_steps(self, encoded: Encoded, limit: int, top_k: int, head_mask: HeadMask | None,
+                      prefix: Sequence[int]) -> Iterator[tuple[Step, int]]:
+        """Each Step of greedy decoding after `prefix`, with the model's own choice at it."""
+        for s in greedy_steps(self.model, encoded, limit, need_weights=True, head_mask=head_mask, prefix=prefix):
             token_id = int(s.ids[0])
             probs = s.logits[0].softmax(-1)  # (V,)
             yield Step(index=s.index, token=self.tokenizer.pieces([token_id])[0], token_id=token_id,
                        top_k=_top_k(probs[None], top_k, self.tokenizer)[0],
                        decoder_self_attn=s.self_attn[:, 0].float().cpu().numpy(),  # (L, h, t+1)
-                       cross_attn=s.cross_attn[:, 0].float().cpu().numpy())  # (L, h, S)
+                       cross_attn=s.cross_attn[:, 0].float().cpu().numpy(),  # (L, h, S)
+                       log_prob=float(s.logits[0].log_softmax(-1)[token_id])), int(s.own[0])
 
     def _trace_from_steps(self, src: list[int], encoded: Encoded, steps: list[Step],
                           settings: DecodingSettings, notices: list[str]) -> Trace:
@@ -335,27 +412,31 @@ class Translator:
             self_attn[:, :, s.index, :s.index + 1] = s.decoder_self_attn
             cross[:, :, s.index] = s.cross_attn
         return self._trace(src, [s.token_id for s in steps], encoded, self_attn, cross, [s.top_k for s in steps],
-                           settings, notices)
+                           settings, notices, [s.log_prob for s in steps])
 
     def _forced(self, src: list[int], output_ids: list[int], encoded: Encoded, top_k: int,
                 settings: DecodingSettings, notices: list[str], head_mask: HeadMask | None = None) -> Trace:
         """One teacher-forced decoder pass that reads `output_ids` as the decoder produced them."""
         target_in = torch.tensor([decoder_input(output_ids, self.config.decoder_start_id)], device=self.device)
         out = self.model.decode(target_in, encoded, need_weights=True, head_mask=head_mask)
-        probs = out.logits[0].float().softmax(-1)  # (T, V)
+        logits = out.logits[0].float()  # (T, V)
+        written = torch.tensor(output_ids, dtype=torch.long, device=self.device)[:, None]  # (T, 1)
+        log_probs = logits.log_softmax(-1).gather(-1, written)[:, 0]
         return self._trace(src, output_ids, encoded, _stack(out.self_attn), _stack(out.cross_attn),
-                           _top_k(probs, top_k, self.tokenizer), settings, notices)
+                           _top_k(logits.softmax(-1), top_k, self.tokenizer),
+                           _parted(settings, output_ids, own_choice(self.model, logits).tolist()), notices,
+                           log_probs.tolist())
 
     def _trace(self, src: list[int], output_ids: list[int], encoded: Encoded, decoder_self_attn: np.ndarray,
                cross_attn: np.ndarray, top_k: list[list[TopK]], settings: DecodingSettings,
-               notices: list[str]) -> Trace:
+               notices: list[str], log_probs: list[float]) -> Trace:
         output_tokens = self.tokenizer.pieces(output_ids)
         return Trace(text=detokenize(output_tokens), source_tokens=self.tokenizer.pieces(src),
                      target_tokens=self.tokenizer.pieces(decoder_input(output_ids, self.config.decoder_start_id)),
                      output_tokens=output_tokens, encoder_self_attn=_stack(encoded.self_attn),
                      decoder_self_attn=decoder_self_attn, cross_attn=cross_attn, top_k=top_k, settings=settings,
                      checkpoint=self.checkpoint.id, source_ids=src, output_ids=output_ids, notices=notices,
-                     eos_id=self.config.eos_id)
+                     eos_id=self.config.eos_id, log_probs=log_probs)
 
     @torch.inference_mode()
     def force(self, text: str, target_text: str, top_k: int = 5, head_mask: HeadMask | None = None) -> Trace:

@@ -222,7 +222,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # value reaches the handler as sent, which answers a bad one with a notice), a file in the page's file.
     slot = p.data
     api = dict(model, api_visibility="public", show_progress="hidden", preprocess=False)
-    gr.on([], h.api_translate, [p.text, p.direction, slot, slot, slot], [p.translation, p.notice, slot],
+    gr.on([], h.api_translate, [p.text, p.direction, slot, slot, slot, slot], [p.translation, p.notice, slot],
           api_name="translate", **api)
     gr.on([], h.api_explain, [p.text, p.direction, slot], [p.translation, p.notice, slot], api_name="explain",
           **api)

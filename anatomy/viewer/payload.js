@@ -12,7 +12,8 @@
  * @typedef {{source: string[], target: string[], output: string[]}} Pieces
  * @typedef {{schema: string, model: Object, settings: Object, text: string, translation: string,
  *   cut_by_limit: boolean, notices: string[], pieces: Pieces, piece_texts: Object<string, string[]>,
- *   top_k: [string, number][][], candidates: Object[], kinds: Kind[], stats: Object[]}} TracePayload
+ *   top_k: [string, number][][], log_probs: number[], log_prob: number | null, candidates: Object[],
+ *   kinds: Kind[], stats: Object[]}} TracePayload  (settings.mode "branch": settings.prefix, settings.parts_at)
  * @typedef {{kind: Kind, shape: number[], scale: number, bytes: Uint8Array | Float32Array}} Attention  shape:
  *   (L, H, Tq, Tk); `bytes`: round(w × scale) as read, or (weights.js) weights reweighed, scale 1
  */

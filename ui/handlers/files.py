@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from anatomy import engine, export, offline, views
-from anatomy.inputs import Request, api_request
+from anatomy.inputs import Request, api_prefix, api_request
 from anatomy.payload import attribution_payload, lens_payload, shares_payload
 from transformer.explain import METHODS
 
@@ -193,7 +193,8 @@ class Files:
             return "", self._failed("Explanation", err), None
 
     def api_translate(self, text: str, direction: str = "de-en", beam_size: int | None = None,
-                      max_new_tokens: int | None = None, heads_off: str | None = None) -> tuple[str, str, dict | None]:
+                      max_new_tokens: int | None = None, heads_off: str | None = None,
+                      prefix: list | None = None) -> tuple[str, str, dict | None]:
         """Translate `text` in `direction` (a model key: "de-en", "en-de", ...).
 
         Returns (translation, notice, trace). The notice is empty when all went well; otherwise it says what
@@ -203,7 +204,8 @@ class Files:
         trace is the Trace as JSON (see Trace.to_dict; attention as nested lists [layer][head][query][key];
         Trace.from_dict reads it back), or None when nothing was translated. heads_off: heads to switch off, as
         links name them ("cross:1.2,encoder:1.3"; null: none); any that the model does not have are ignored, with
-        a notice.
+        a notice. prefix: the output's first pieces, forced (a branch: then the model's own decoding), as a list of
+        pieces (["▁Der", "▁Hund"]) or ids (null: none); a piece the model's vocabulary lacks gets a notice.
         """
         try:
             request, problem = self._api_request(text, direction, beam_size, max_new_tokens)
@@ -211,6 +213,10 @@ class Files:
                 return "", problem, None
             request = self._with_heads_off(request, heads_off)
             translator, notice = self.registry.translator(request.key, request.device)
+            forced, problem = api_prefix(prefix, translator.prefix_ids)
+            if forced is None:
+                return "", problem, None
+            request = request.decoded(prefix=forced)
             trace = engine.translate(translator, request)
             notices = views.run_notices(self.registry.get(request.key), trace,
                                         [*request.notices, *([notice] if notice else [])])

@@ -12,7 +12,7 @@ import gradio as gr
 
 import viz
 from anatomy import engine, tour, views
-from anatomy.inputs import MAX_NEW_TOKENS, Request, View, build_link, clean_text, heads_off, page_request
+from anatomy.inputs import MAX_NEW_TOKENS, Request, View, build_link, clean_text, heads_off, link_prefix, page_request
 from anatomy.payload import tour_payload
 from anatomy.run import Ablation, Explained, Judged, Run, Twin
 from anatomy.tour import Tour
@@ -132,7 +132,8 @@ class Translating:
 
     def _tour_out(self, run: Run, toured: Tour, start: int) -> dict:
         """The outputs that open a tour at stop `start` (from 1) in the page."""
-        query = build_link(run.request.decoded(heads_off=run.trace.settings.heads_off), View())
+        query = build_link(run.request.decoded(heads_off=run.trace.settings.heads_off), View(),
+                           run.trace.settings.prefix)
         return {self.page.toured: toured, self.page.tour_data: tour_payload(toured, query, start, next(ASKED))}
 
     def _twin(self, run: Run) -> Twin:
@@ -190,9 +191,10 @@ class Translating:
         if link is None or not link.text:
             return gr.skip()
         key = link.key or self.registry.default_key
-        request = self._with_heads_off(Request(key, link.text, link.decoding, notices=link.notices),
-                                       link.decoding.heads_off)
         translator, notice = self.registry.translator(key, "auto")
+        prefix, refused = link_prefix(link.prefix, translator.prefix_ids)
+        request = self._with_heads_off(Request(key, link.text, dataclasses.replace(link.decoding, prefix=prefix),
+                                               notices=(*link.notices, *refused)), link.decoding.heads_off)
         start = time.perf_counter()
         trace = engine.translate(translator, request)
         later = link.translated_notices(views.steps(trace), len(trace.source_tokens))

@@ -59,7 +59,7 @@ class Showing:
         info = [f"⚠️ {viz.escape(n)}" for n in run.notices]
         info.append(f"{viz.escape(run.showing)}: {len(trace.source_tokens)} source pieces → {T} output pieces"
                     f"{timing} on `{views.made_on(trace)}` · "
-                    f"[link to this view]({build_link(run.request, view)})")
+                    f"[link to this view]({build_link(run.request, view, run.trace.settings.prefix)})")
         # a trace or page saved of the last translation is not one of this one
         out.update({p.run_info: "\n\n".join(info), p.forced: trace.text,
                     p.trace.file: gr.update(value=None, visible=False),
@@ -203,7 +203,7 @@ class Showing:
         i = Inputs.of(self.page, values)
         if i.run is None:
             raise gr.Error("Translate a sentence first: the link carries its text.")
-        return build_link(i.run.request, views.fitted(i.view, i.run.trace))
+        return build_link(i.run.request, views.fitted(i.view, i.run.trace), i.run.trace.settings.prefix)
 
     def open_link(self, values: Inputs | dict, request: gr.Request):
         """A page opened from a link with text: the controls the link sets and its translation, in one model event

@@ -120,9 +120,10 @@ def opus_mt(tmp_path_factory) -> Path:
     return make_marian(tmp_path_factory.mktemp("opus-mt-de-en"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def folders(tmp_path_factory) -> Path:
-    """Tiny de-en and en-de checkpoints, and a copy of the first with a corrupt model.safetensors."""
+    """Tiny de-en and en-de checkpoints, and a copy of the first with a corrupt model.safetensors (read only: made
+    once for the whole run)."""
     from tests.app_fixtures import make_checkpoint, make_tokenizer
 
     root = tmp_path_factory.mktemp("checkpoints")
@@ -136,9 +137,10 @@ def folders(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tiny(folders):
-    """The app's Handlers (registry, page components) on the tiny checkpoints; `.demo` is the app."""
+    """The app's Handlers (registry, page components) on the tiny checkpoints; `.demo` is the app. Built once for
+    the whole run (a second each): a test changes it only through monkeypatch."""
     import app
 
     demo = app.create_app([str(folders / "tiny-de-en"), str(folders / "broken"), str(folders / "tiny-en-de")])

@@ -108,9 +108,11 @@ def _model(trace: Trace, entry: ModelEntry) -> dict:
             "heads": c.n_heads, "d_model": c.d_model}
 
 
-def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list[str] | None = None) -> dict:
+def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list[str] | None = None,
+                  own: Trace | None = None) -> dict:
     """The trace payload of `trace`, made by `entry`'s model (docs/payload.md): JSON values only. `text`: the
-    source text as translated; `notices`: the run's, as the app shows them."""
+    source text as translated; `notices`: the run's, as the app shows them; `own`: a branch's, the model's own
+    translation it continues (its pieces and their log p, shown beside it)."""
     return {
         "schema": SCHEMA,
         "model": _model(trace, entry),
@@ -123,6 +125,10 @@ def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list
         "top_k": top_k(trace),
         "log_probs": [round(float(p), 4) for p in trace.log_probs],
         "log_prob": None if trace.log_prob is None else round(trace.log_prob, 4),
+        "own": None if own is None else {
+            "pieces": list(own.output_tokens), "piece_texts": piece_texts(own.output_tokens),
+            "log_probs": [round(float(p), 4) for p in own.log_probs],
+            "log_prob": None if own.log_prob is None else round(own.log_prob, 4)},
         "candidates": [{"text": c.text, "pieces": list(c.tokens), "score": round(c.score, 4),
                         "log_prob": round(c.log_prob, 4), "cut_by_limit": c.cut_by_limit} for c in trace.candidates],
         "kinds": [_kind(trace, kind) for kind in KINDS],

@@ -36,6 +36,7 @@ class Run:
     replay: bool = False  # a slow-motion replay is still to be shown
     stop_mark: int = 0  # StopSignal.asked when it was asked for: a later Stop ends its replay
     ablation: Ablation | None = None  # when request.decoding.heads_off switches heads off
+    own: Run | None = None  # a branch's: the model's own translation it continues, kept for Back to the model's own
 
 
 @dataclass

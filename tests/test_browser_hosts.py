@@ -458,3 +458,39 @@ def test_translate_on_a_phone_brings_the_translation_and_the_large_view_into_sig
                                      height: window.innerHeight})""")
     assert -1 <= sight["translation"] < sight["view"] < sight["height"], sight
     context.close()
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_click_on_a_step_s_other_piece_continues_from_it(opened, host):
+    """Issue 51 §1: at step 2, a click on the step's second most likely next piece continues the translation from
+    it in the app (the branch beside the model's own, where they part marked; a typed word too; Back to the model's
+    own restores it); the offline file says that needs the app."""
+    page = opened(host, 1600, 1000)
+    slide(page, "step", 2)
+    wait_title(page, "step-topk", "Step 2:")
+    picked = page.evaluate("() => document.querySelector('#step-topk .anatomy-plot').data[0].hovertext[1]")
+    page.locator("#step-topk").scroll_into_view_if_needed()
+    bar = page.locator("#step-topk .point path").nth(1).bounding_box()  # Plotly's drag layer takes the click
+    page.mouse.click(bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2)
+    if host == "offline":
+        page.wait_for_function("!document.querySelector('#branch-note').hidden")
+        assert "needs the app" in page.locator("#branch-note").inner_text()
+        assert page.locator("#branch").is_hidden() and not page.errors, page.errors
+        return
+    own = page.locator("#translation textarea").input_value()
+    page.wait_for_selector("#branch:not([hidden])")
+    forced = page.locator("#branch-line .anatomy-branch-piece.forced")
+    assert forced.count() == 2 and page.locator("#branch-line .anatomy-branch-piece.parts").count() == 1
+    assert picked.split(" ", 1)[1] in forced.nth(1).get_attribute("title")
+    assert page.locator("#branch-own").inner_text().startswith("Model's own") and "log p" in \
+        page.locator("#branch-line").inner_text()
+    page.wait_for_function("t => document.querySelector('#translation textarea').value !== t", arg=own)
+    # a typed word at the shown step, then back to the model's own: its translation, no branch
+    page.fill("#branch-word", "woman")
+    page.press("#branch-word", "Enter")
+    page.wait_for_function("Array.from(document.querySelectorAll('#branch-line .forced')).some("
+                           "p => p.textContent.includes('wom'))")
+    page.click("#branch-back")
+    page.wait_for_selector("#branch", state="hidden")
+    page.wait_for_function("t => document.querySelector('#translation textarea').value === t", arg=own)
+    assert not page.errors, page.errors

@@ -22,8 +22,29 @@ if TYPE_CHECKING:
 # What the viewer may ask the server (Viewed.ask), by the button that asks it: model (Handlers.ask_model, the model's
 # slot), draw (Handlers.ask_draw) or export (Handlers.animate_page, a few at once: ui/wiring.py exporting); the page
 # offers them to app.js (anatomy/layout.py explorer_html).
-ASKS = {"model": ("link", "walk", "norms", "make", "contrast", "toggle"),
-        "draw": ("address", "tab", "share"), "export": ("animation",)}
+ASKS = {"model": ("link", "walk", "norms", "make", "contrast", "toggle", "branch"),
+        "draw": ("address", "tab", "share", "own"), "export": ("animation",)}
+MAX_WORD = 200  # a typed word a branch continues with, in characters (anatomy/viewer/tabs.html #branch-word)
+
+
+@dataclass(frozen=True)
+class Branching:
+    """A branch the viewer asks for: the shown translation continued from `step` (from 0) with the next piece
+    `piece` (a click on one of the step's pieces), or the pieces of a typed `word`."""
+
+    step: int
+    piece: str = ""
+    word: str = ""
+
+    @classmethod
+    def of(cls, given) -> Branching | None:
+        """The viewer's JSON of it; None for anything unreadable."""
+        if not isinstance(given, dict):
+            return None
+        step, piece, word = given.get("step"), given.get("piece"), given.get("word")
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            return None
+        return cls(step, piece if isinstance(piece, str) else "", word[:MAX_WORD] if isinstance(word, str) else "")
 
 
 @dataclass(frozen=True)
@@ -67,6 +88,7 @@ class Viewed:
     animation: AnimationSettings = AnimationSettings()
     ask: str = ""  # what an event the viewer asks with is for (Handlers.ask_model, ask_draw)
     clicked: str = ""  # the head a click on a thumbnail or map cell names (HeadMask link item)
+    branch: Branching | None = None  # the branch asked for (ask "branch")
 
     @classmethod
     def of(cls, text) -> Viewed:
@@ -81,7 +103,7 @@ class Viewed:
         return cls(View.of(**{name: given.get(name) for name in VIEW_FIELDS}), Tab.of(given.get("tab")),
                    foil if isinstance(foil, str) else "",
                    AnimationSettings(**{f.name: animation.get(f.name, f.default) for f in fields(AnimationSettings)}),
-                   **text)
+                   **text, branch=Branching.of(given.get("branch")))
 
 
 @dataclass
@@ -157,6 +179,7 @@ class Inputs:
     clicked_head: str = ""  # the head a click on a thumbnail or map cell names (HeadMask link item)
     ask: str = ""  # what the viewer asks for (Viewed.ask)
     foil: str = ""  # the word Why this word compares the step's piece against
+    branch: Branching | None = None  # the branch the viewer asks for (Viewed.branch)
     toured: Tour | None = None  # the tour of the shown translation, once Tour made it
     animation: AnimationSettings = AnimationSettings()
 
@@ -175,7 +198,7 @@ class Inputs:
                  if c in values or refuse}
         viewed = Viewed.of(values.get(page.view))
         read = {"view": viewed.view, "tab": viewed.tab, "foil": viewed.foil, "animation": viewed.animation,
-                "ask": viewed.ask, "clicked_head": viewed.clicked}
+                "ask": viewed.ask, "clicked_head": viewed.clicked, "branch": viewed.branch}
         if refuse and page.view not in values:
             read = {name: Undeclared(name) for name in read}
         return cls(settings=PageSettings(**settings), **read, **state)

@@ -176,7 +176,9 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.model_ask.click(**ours(h.ask_model, {*ablate, p.norms}, list(dict.fromkeys(answers)), "model"),
                       **model, show_progress_on=[p.below], trigger_mode="multiple").success(
         None, js=js("answered()"), show_progress="hidden", api_visibility="private")
-    p.draw_ask.click(**ours(h.ask_draw, tab_inputs, [*tab_outputs, p.link_data, *loaded], "draw"),
+    # drawn: Back to the model's own shows the kept Run again
+    p.draw_ask.click(**ours(h.ask_draw, tab_inputs, list(dict.fromkeys([*tab_outputs, p.link_data, *loaded, *shown])),
+                            "draw"),
                      **dict(DRAW, show_progress="minimal"), trigger_mode="multiple")
     animations, pages = exporting(h.exporter.limits)
     p.export_ask.click(**ours(h.animate_page, {p.run, p.view}, [p.animation_file], "export"), **animations,

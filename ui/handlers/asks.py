@@ -48,10 +48,12 @@ class Asking:
             "make": lambda: self._then_tab(i, self.make_tab(i, progress)),  # what the open tab shows of a model
             "contrast": lambda: self._then_tab(i, {p.explained: self.contrast(i)}),  # Why this word's comparison
             "toggle": lambda: self._toggled(i),  # a clicked head off or on again, and the translation with it
+            "branch": lambda: self.branch(i),  # the translation continued from a step's other piece or a word
             # drawn or written
             "address": lambda: self.load_link(request),  # a page load's address without text: its settings
             "tab": lambda: self.tab_view(i),  # the open tab's contents
             "share": lambda: {p.link_data: self.share(i)},  # a link to the view
+            "own": lambda: self.back_to_own(i),  # a branch's model's own translation again, as it was kept
         }
         return answers[i.ask]() if i.ask in ASKS[kind] else gr.skip()
 

@@ -132,7 +132,7 @@ class Files:
         key = run.request.key
         with traces.new_file(offline.file_name(key)) as path:
             written = offline.write(run.trace, self.registry.get(key), run.request.text, list(run.notices), path,
-                                    i.view, i.explained, i.norms, i.toured)
+                                    i.view, i.explained, i.norms, i.toured, run.own.trace if run.own else None)
         return {self.page.offline.file: gr.update(value=str(written.path), visible=True)}
 
     def api_export_html(self, text: str, direction: str = "de-en") -> tuple[str | None, str]:

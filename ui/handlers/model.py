@@ -255,6 +255,44 @@ class Translating:
             return gr.skip()
         return [item for item in off if item != clicked] if clicked in off else [*off, clicked]
 
+    def branch(self, values: Inputs | dict):
+        """A step's other piece, or a typed word (run, tab): the shown translation continued from it, its pieces
+        before the step as they were, then the model's own decoding (greedy, or beam search from that prefix), by
+        the model that made it, shown beside the model's own translation (kept for Back to the model's own)."""
+        i = Inputs.of(self.page, values)
+        run, asked = i.run, i.branch
+        if run is None or run.replay:
+            raise gr.Error("Translate a sentence first (and let a slow-motion replay end): a branch continues its "
+                           "translation from another word.")
+        if asked is None or not (asked.piece or asked.word.strip()):
+            return gr.skip()
+        translator = self.registry.get(run.request.key).maker(run.trace)
+        step = min(asked.step, len(run.trace.output_ids))
+        word, notices = clean_text(asked.word, "the word")
+        try:
+            chosen = translator.prefix_ids([asked.piece] if asked.piece else
+                                           translator.tokenizer.pieces(translator.tokenizer.encode_target(word)))
+        except ValueError as err:
+            raise gr.Error(f"This model cannot write that: {err}.") from None
+        if not chosen:
+            raise gr.Error(f"{word!r} has no piece this model writes.")
+        request = dataclasses.replace(run.request.decoded(slow=0.0, prefix=(*run.trace.output_ids[:step], *chosen)),
+                                      notices=())
+        start = time.perf_counter()
+        trace = engine.translate(translator, request)
+        forced = translator.tokenizer.decode(chosen)
+        return self._made(request, trace, f"Branch: {forced!r} at step {step + 1}, then the model's own decoding",
+                          i, start=start, notices=notices, own=run.own or run)
+
+    def back_to_own(self, values: Inputs | dict):
+        """Back to the model's own (run, tab): the translation a branch continued, shown again as it was kept
+        (no model event: a stopped one stays stopped)."""
+        i = Inputs.of(self.page, values)
+        if i.run is None or i.run.own is None:
+            return gr.skip()
+        own = i.run.own
+        return {self.page.run: own, **self._page_of(i, {self.page.run: own})}
+
     def force(self, values: Inputs | dict):
         """Inspect (run, forced, tab): the shown source teacher-forced through a typed translation, by the model
         that translated it."""

@@ -49,7 +49,7 @@ class Showing:
                                      visible=True if run.ablation is not None else "hidden"),
                # the viewer opens the payload at its own step, layer and head (its controls fit it)
                p.trace_data: {**trace_payload(trace, self.registry.get(run.request.key), run.request.text,
-                                              list(run.notices)),
+                                              list(run.notices), run.own.trace if run.own else None),
                               "opens_at": {"layer": view.layer, "head": view.head, "step": view.step,
                                            "query": min(view.query, len(trace.source_tokens))}}}
         if upto is not None:

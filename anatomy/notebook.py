@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Sequence
 
 import torch
 from plotly.offline import get_plotlyjs_version
@@ -115,6 +116,7 @@ class Shown:
     explained: Explained | None = None  # Why this word (show(..., explain=True))
     norms: Norms | None = None  # the value norms, made with it
     plotly: str = "inline"  # where the cell's Plotly.js comes from: one of PLOTLY
+    own: Trace | None = None  # a branch's (show(..., prefix=...)): the model's own translation, shown beside it
 
     @property
     def translation(self) -> str:
@@ -124,7 +126,8 @@ class Shown:
         """The whole offline page, ~5 MB (Plotly.js inlined); with `plotly_html`, the HTML that brings Plotly.js
         instead (frame_plotly)."""
         return offline.page(offline.payload(self.trace, self.entry, self.text, list(self.notices),
-                                            explained=self.explained, norms=self.norms), self.entry.config,
+                                            explained=self.explained, norms=self.norms, own=self.own),
+                            self.entry.config,
                             plotly_html)
 
     def save(self, path: str | Path) -> Path:
@@ -133,7 +136,7 @@ class Shown:
         if path.suffix.lower() != offline.SUFFIX:
             raise ValueError(f"the page is HTML: the file must end in {offline.SUFFIX}, not {path.name!r}")
         return offline.write(self.trace, self.entry, self.text, list(self.notices), path, explained=self.explained,
-                             norms=self.norms).path
+                             norms=self.norms, own=self.own).path
 
     def _repr_html_(self) -> str:
         # A fresh id per drawing: the same object shown in two cells gives two frames that never clash.
@@ -213,7 +216,7 @@ def framed(page: str) -> str:
 
 
 def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bool = False,
-         plotly: str = "inline") -> Shown:
+         plotly: str = "inline", prefix: Sequence[str | int] = ()) -> Shown:
     """A text translated by `model` (a key of the shipped models such as "de-en", or a registry ModelEntry; None:
     the first model), or an existing Trace drawn as made by `model` (None: the model its direction names); with
     `explain`, Why this word too (attribution of every piece by three methods, the logit lens, the value norms:
@@ -221,7 +224,8 @@ def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bo
     (in the cell, ~5.7 MB: works everywhere, offline), "shared" (the kernel's first such cell puts it in the
     notebook's window for the later ones, ~0.3 MB each: front ends that show every output in one window, such as
     Jupyter Lab, Notebook and VS Code, not Colab) or "cdn" (a small cell that loads it from its CDN: needs a
-    network)."""
+    network). `prefix`: a text's branch, its first output pieces forced (pieces such as "▁Hund", or ids), then the
+    model's own decoding, shown beside the model's own translation."""
     if plotly not in PLOTLY:
         raise ValueError(f"plotly must be one of {', '.join(map(repr, PLOTLY))}, not {plotly!r}")
     if isinstance(source, Trace):
@@ -244,10 +248,13 @@ def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bo
     torch.set_num_threads(1)
     try:
         trace = engine.translate(translator, request)
+        own = None
+        if prefix:
+            own, trace = trace, engine.translate(translator, request.decoded(prefix=translator.prefix_ids(prefix)))
     finally:
         torch.set_num_threads(threads)
     notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
-    shown = Shown(trace, entry, request.text, tuple(notices), plotly=plotly)
+    shown = Shown(trace, entry, request.text, tuple(notices), plotly=plotly, own=own)
     return _explained(shown, translator) if explain else shown
 
 

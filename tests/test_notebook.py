@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import html
+import json
 import os
 import re
 import subprocess
@@ -74,6 +75,22 @@ def test_show_translates_a_text_with_the_model_s_own_decoding(entry, tiny_regist
     assert notebook.show(SENTENCE).entry is entry  # no model: the first
     assert notebook.show(shown.trace).entry is entry  # a trace made by show names its model
     assert any("length limit" in n for n in shown.notices)  # as the page says it (views.run_notices)
+
+
+def test_show_with_a_prefix_shows_the_branch_beside_the_model_s_own(entry, tiny_registry):
+    """show(text, prefix=...): the branch (its first pieces forced, then the model's own decoding), its page
+    carrying the model's own translation beside it; a branch's trace reads as any trace."""
+    own = notebook.show(SENTENCE, model="de-en")
+    forced = [own.trace.top_k[0][1].token]
+    shown = notebook.show(SENTENCE, model="de-en", prefix=forced)
+    assert shown.trace.settings.mode == "branch" and shown.trace.output_tokens[0] == forced[0]
+    assert shown.own.output_tokens == own.trace.output_tokens
+    data = json.loads(re.search(r'id="anatomy-data">(.*?)</script>', shown.page(), re.S).group(1))
+    assert data["payload"]["own"]["pieces"] == own.trace.output_tokens
+    assert data["payload"]["settings"]["prefix"] == forced
+    assert notebook.show(shown.trace).trace.settings.mode == "branch"
+    with pytest.raises(ValueError, match="not in this model's vocabulary"):
+        notebook.show(SENTENCE, model="de-en", prefix=["no such piece"])
 
 
 def test_show_can_explain_and_the_page_carries_it(trace, entry, tiny_registry, tmp_path):

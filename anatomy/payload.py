@@ -28,7 +28,7 @@ from .registry import ModelEntry, shown_name
 from .run import Explained, Norms
 from .tour import Tour
 
-SCHEMA = "anatomy.trace/1.1"  # 1.1 added log_probs, log_prob and a branch's settings
+SCHEMA = "anatomy.trace/1.1"  # 1.1 added log_probs, log_prob, own and a branch's settings
 SCALE = 255  # a weight w travels as round(w × SCALE): a uint8
 ATTRIBUTION_DECIMALS = 4  # attributions are parts of a log-probability: 1e-4 is far below what a figure shows
 

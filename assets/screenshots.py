@@ -8,6 +8,7 @@ Debian `chromium` and the playwright package.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -214,6 +215,21 @@ def main(out: Path, only_tour: bool = False) -> None:
                 shoot_span(ablated, "#corpus-importance", "#pruning", out / "corpus-head-importance.png", above=10,
                            below=10)
             ablated.close()
+
+            # a branch by a link: the model's own translation's second piece replaced by its runner-up there, then
+            # the model's own decoding, beside the model's own translation
+            text = SENTENCE.get(entry.source_lang, SENTENCE["de"])
+            own = entry.cpu.translate(text, entry.decoding)
+            runner_up = next(t.token for t in own.top_k[1] if t.token != own.output_tokens[1])
+            query = {"text": text, "direction": entry.key, "prefix": json.dumps([own.output_tokens[0], runner_up])}
+            branched = browser.new_page(viewport={"width": 1600, "height": 1000}, device_scale_factor=1)
+            branched.set_default_timeout(120_000)
+            branched.goto(f"{url}?{urllib.parse.urlencode(query)}", wait_until="domcontentloaded")
+            branched.wait_for_selector("#branch:not([hidden]) #branch-own .anatomy-branch-piece")
+            branched.locator("#heatmap .heatmaplayer image").wait_for()
+            settle(branched, 1.5)
+            shoot_span(branched, "#branch", "#heatmap", out / "branch.png", above=10, below=10)
+            branched.close()
 
             # presenter mode on a 1280×720 projector: the first screen, unscrolled (the stage)
             query = {"text": SENTENCE.get(entry.source_lang, SENTENCE["de"]), "direction": entry.key, "presenter": 1}

@@ -92,12 +92,14 @@ def test_a_link_opens_its_branch_and_names_a_piece_the_vocabulary_lacks(tiny):
     run = tiny.translate_link(Inputs(link=link, signal=StopSignal()))[tiny.page.run]
     assert run.trace.output_tokens[:2] == ["nde", "hne"] and run.trace.settings.mode == "branch"
     assert run.request.decoding.prefix == tuple(run.trace.output_ids[:2])
+    # the model's own translation beside it, made in the same event, for Back to the model's own
+    assert run.own.trace.settings.mode == "greedy" and not run.own.request.decoding.prefix
     assert not any("forced" in n for n in run.notices)  # (a random model's output stops at the length limit)
     again = parse_link(dict(urllib.parse.parse_qsl(tiny.share(Inputs(run=run, view=View()))[1:])), configs(tiny))
     assert again.prefix == ("nde", "hne")
     link = parse_link({"text": SENTENCE, "prefix": '["nde","▁Xylophon"]'}, configs(tiny))
     run = tiny.translate_link(Inputs(link=link, signal=StopSignal()))[tiny.page.run]
-    assert run.trace.settings.mode == "greedy" and not run.request.decoding.prefix
+    assert run.trace.settings.mode == "greedy" and not run.request.decoding.prefix and run.own is None
     assert any("'▁Xylophon' is not in this model's vocabulary" in n for n in run.notices)
     assert "prefix= was not used" in " ".join(parse_link({"prefix": '["nde"]'}, configs(tiny)).notices)
 

@@ -197,10 +197,13 @@ class Translating:
                                                notices=(*link.notices, *refused)), link.decoding.heads_off)
         start = time.perf_counter()
         trace = engine.translate(translator, request)
+        # a branch's link: the model's own translation too, in the same event, shown beside it as a click makes it
+        plain = request.decoded(prefix=())
+        own = Run(plain, engine.translate(translator, plain), "The model's own translation") if prefix else None
         later = link.translated_notices(views.steps(trace), len(trace.source_tokens))
-        made = self._made(request, trace, "Translation from the link", i, start=start,
-                          notices=[*([notice] if notice else []), *later], stop_mark=i.signal.asked,
-                          step=link.view.step, ablation=self._ablation(translator, request))
+        made = self._made(request, trace, "Branch from the link" if prefix else "Translation from the link", i,
+                          start=start, notices=[*([notice] if notice else []), *later], stop_mark=i.signal.asked,
+                          step=link.view.step, ablation=self._ablation(translator, request), own=own)
         run = made[self.page.run]
         return {**made, **(self._tour_out(run, self._toured(run, None), link.tour) if link.tour else {})}
 

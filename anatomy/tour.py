@@ -170,6 +170,11 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
+def _forced(trace: Trace, step: int) -> bool:
+    """Whether step `step` (from 1) of a branch was forced, not the model's own choice (settings.prefix)."""
+    return step <= len(trace.settings.prefix)
+
+
 def _pieces(t: _Trace, facts: ModelFacts, extras) -> Stop:
     src = t.trace.source_tokens
     # a word is a group of pieces with a letter or digit (punctuation after a word is a piece of its own kind)
@@ -275,8 +280,11 @@ def _start(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
     wrote = tr.output_tokens[0]
     text = (f"The decoder writes one piece per step, reading the pieces it wrote so far. At step 1 it has only the "
             f"start piece <s>, so cross-attention to the source is all it can go on: the last layer's heads put "
-            f"{_pct(w[j])} on {_word(tr.source_tokens[j])} on average, and the model writes {_word(wrote)}"
-            + (f" with p = {p:.2f}." if p is not None and tr.top_k[0][0].token == wrote else "."))
+            f"{_pct(w[j])} on {_word(tr.source_tokens[j])} on average, and "
+            + (f"this branch forces {_word(wrote)} there (the model's own first choice: {_word(tr.top_k[0][0].token)})."
+               if _forced(tr, 1) and tr.top_k and tr.top_k[0] and tr.top_k[0][0].token != wrote else
+               f"the model writes {_word(wrote)}"
+               + (f" with p = {p:.2f}." if p is not None and tr.top_k[0][0].token == wrote else ".")))
     return Stop("start", "The decoder's first step", text,
                 StopView("heads", "cross", facts.decoder_layers, "mean", 1), "heatmap", "§3.1 (auto-regressive)",
                 claims={"weight": round(float(w[j]), 2), "source": tr.source_tokens[j], "wrote": wrote,
@@ -341,8 +349,9 @@ def _unsure(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
     text = (f"Each step ends in a softmax over all {facts.vocab_size:,} pieces. The model was least sure at step "
             f"{step}: its first choice, {_word(row[0].token)}, had p = {row[0].prob:.2f}"
             + (f", then {others}." if others else ".")
-            + (f" It wrote {_word(t.trace.output_tokens[step - 1])}." if row[0].token != t.trace.output_tokens[step - 1]
-               else " Every other step was surer."))
+            + ((f" This branch forced {_word(t.trace.output_tokens[step - 1])} there." if _forced(t.trace, step)
+                else f" It wrote {_word(t.trace.output_tokens[step - 1])}.")
+               if row[0].token != t.trace.output_tokens[step - 1] else " Every other step was surer."))
     return Stop("unsure", "Where the model was least sure", text,
                 StopView("predictions", "cross", facts.decoder_layers, "mean", step), "step-topk",
                 "§3.4 (the output projection shares the embedding's weights)", "p = softmax(h W_E^T)",
@@ -387,7 +396,10 @@ def _beam(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
                   "They differ from the first piece: ") + f"{_word(a[k])} against {_word(b[k])}."
     else:
         parted = f"One is the other with {abs(len(a) - len(b))} more pieces at its end."
-    text = (f"Beam search kept {t.trace.settings.beam_size} candidates at every step instead of one and finished "
+    forced = len(t.trace.settings.prefix)
+    text = (f"Beam search kept {t.trace.settings.beam_size} candidates at every step"
+            + (f" after this branch's {_plural(forced, 'forced piece')}" if forced else "")
+            + " instead of one and finished "
             f"{len(c)}. {parted} The best scored {c[0].score:.3f}, the runner-up {c[1].score:.3f}: log p over "
             f"length^{alpha:g}, so that a short translation is not preferred only for being short.")
     step = min(k + 1, t.T) if t.T else 1

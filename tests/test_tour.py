@@ -197,6 +197,25 @@ def test_an_untrained_model_s_tour_says_so_and_claims_only_what_its_trace_shows(
     check(t, facts, translator, request, extras)
 
 
+def test_a_branch_s_tour_says_which_pieces_were_forced(folders):
+    """A branch (its first piece forced to the model's runner-up): the first step's stop says the branch forced it,
+    the beam stop that beams were kept after the forced pieces; the claims still hold (check)."""
+    translator, facts = _tiny(folders)
+    plain = Request("de-en", "ein kleiner hund spielt", Decoding(beam_size=3, max_new_tokens=8), "cpu")
+    own = engine.translate(translator, plain)
+    runner_up = own.top_k[0][1].token
+    request = plain.decoded(prefix=translator.prefix_ids([runner_up]))
+    trace = engine.translate(translator, request)
+    extras = engine.tour_extras(translator, request, trace, facts)
+    t = tour.tour(trace, facts, extras)
+    stops = {s.key: s for s in t.stops}
+    assert f"this branch forces {tour._word(runner_up)} there" in stops["start"].text
+    assert "at every step after this branch's 1 forced piece instead of one" in stops["beam"].text
+    own_tour = {s.key: s for s in tour.tour(own, facts, None, asked=False).stops}
+    assert "forces" not in own_tour["start"].text and "forced" not in own_tour["beam"].text
+    check(t, facts, translator, request, extras)
+
+
 def test_a_model_with_one_encoder_head_says_it_has_no_second_head_to_show(tmp_path):
     from tests.app_fixtures import make_checkpoint
 

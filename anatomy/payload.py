@@ -22,10 +22,10 @@ from transformer.explain import METHODS, Attribution
 from transformer.kinds import KINDS, AttentionKind
 from transformer.pieces import piece_texts
 
-from . import views
+from . import compare, views
 from .attention_views import KEY_TITLES, QUERY_TITLES, STEP_COLORS, merge_labels, stepped, word_labels
 from .registry import ModelEntry, shown_name
-from .run import Explained, Norms
+from .run import Explained, Norms, Pair
 from .tour import Tour
 
 SCHEMA = "anatomy.trace/1"
@@ -108,10 +108,12 @@ def _model(trace: Trace, entry: ModelEntry) -> dict:
             "heads": c.n_heads, "d_model": c.d_model}
 
 
-def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list[str] | None = None) -> dict:
+def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list[str] | None = None,
+                  pair: Pair | None = None) -> dict:
     """The trace payload of `trace`, made by `entry`'s model (docs/payload.md): JSON values only. `text`: the
-    source text as translated; `notices`: the run's, as the app shows them."""
-    return {
+    source text as translated; `notices`: the run's, as the app shows them; `pair`: a second sentence beside it
+    (its payload and the words the two share: `pair`)."""
+    out = {
         "schema": SCHEMA,
         "model": _model(trace, entry),
         "settings": settings(trace),
@@ -126,6 +128,9 @@ def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list
         "kinds": [_kind(trace, kind) for kind in KINDS],
         "stats": [{k: finite(v) for k, v in dataclasses.asdict(s).items()} for s in trace_head_statistics(trace)],
     }
+    if pair is not None:
+        out["pair"] = compare.pair_field(out, trace_payload(pair.trace, entry, pair.text), pair.text)
+    return out
 
 
 def lens_payload(lens: LogitLens) -> dict:

@@ -23,6 +23,14 @@ class Ablation:
 
 
 @dataclass(frozen=True)
+class Pair:
+    """A second sentence translated beside a Run's (Compare with…), by the same model and settings."""
+
+    text: str  # cleaned, as translated
+    trace: Trace
+
+
+@dataclass(frozen=True)
 class Run:
     """One translation on the page. Every handler reads direction, text and settings from here, never from
     controls that may have changed since it was made."""
@@ -36,6 +44,7 @@ class Run:
     replay: bool = False  # a slow-motion replay is still to be shown
     stop_mark: int = 0  # StopSignal.asked when it was asked for: a later Stop ends its replay
     ablation: Ablation | None = None  # when request.decoding.heads_off switches heads off
+    pair: Pair | None = None  # the sentence it is compared with, side by side
 
 
 @dataclass

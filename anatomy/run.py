@@ -10,7 +10,7 @@ from transformer import HeadVectors, LogitLens, Trace
 from transformer.explain import Attribution, ValueNorms
 from transformer.heads import SentenceImportance
 
-from .inputs import Request
+from .inputs import Request, View
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class Run:
     stop_mark: int = 0  # StopSignal.asked when it was asked for: a later Stop ends its replay
     ablation: Ablation | None = None  # when request.decoding.heads_off switches heads off
     pair: Pair | None = None  # the sentence it is compared with, side by side
+    opens: View | None = None  # the view it opens at, when not the page's (an example pair's: compare.opening)
 
 
 @dataclass

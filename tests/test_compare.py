@@ -8,6 +8,7 @@ import dataclasses
 import json
 import random
 import subprocess
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -156,3 +157,68 @@ def test_the_notebook_and_the_command_carry_the_pair(entry, monkeypatch, tmp_pat
     assert carried["pair"]["text"] == OTHER and carried["pair"]["matching"]["source"]
     assert export.main(["html", SENTENCE, "--direction", "de-en", "--out", str(out), "--compare", " "]) == 2
     assert "--compare: Nothing to translate" in capsys.readouterr().err
+
+
+def test_the_app_translates_both_in_one_model_event_and_a_link_carries_the_pair(tiny, monkeypatch):
+    """Translate with Compare with… filled in: one event (in the model's group: tests/test_wiring.py) makes both
+    translations, by the same model and settings, and sends one payload with the pair; the link to the view carries
+    the second sentence, and opening it translates both again."""
+    from anatomy import engine
+    from anatomy.inputs import build_link, parse_link
+    from tests.app_fixtures import configs
+    from ui.values import Inputs, PageSettings, StopSignal
+
+    p, calls = tiny.page, []
+    monkeypatch.setattr(engine, "translate", lambda t, r, *a, _real=engine.translate, **k: calls.append(r.text) or
+                        _real(t, r, *a, **k))
+    settings = PageSettings("de-en", SENTENCE, 3, 6, "cpu", 5, 1.0, 0.0, compare=OTHER)
+    out = list(tiny.translate_page(Inputs(settings, signal=StopSignal())))[-1]
+    run, sent = out[p.run], out[p.trace_data]
+    assert calls == [SENTENCE, OTHER] and run.pair.text == OTHER
+    assert run.pair.trace.settings.beam_size == 3 and run.pair.trace.settings.max_new_tokens == 6
+    assert sent["pair"]["second"]["translation"] == run.pair.trace.text
+    assert sent["pair"]["matching"] == compare.matching(sent, sent["pair"]["second"])
+    query = build_link(run.request, View())
+    assert "compare=Zwei+Katzen+spielen+im+Garten." in query
+    link = parse_link(dict(urllib.parse.parse_qsl(query[1:])), configs(tiny))
+    assert link.compare == OTHER
+    calls.clear()
+    linked = tiny.translate_link(Inputs(link=link, signal=StopSignal()))[p.run]
+    assert calls == [SENTENCE, OTHER] and linked.pair.trace.text == run.pair.trace.text
+    # a single sentence: no pair
+    alone = list(tiny.translate_page(Inputs(dataclasses.replace(settings, compare=""), signal=StopSignal())))[-1]
+    assert alone[p.run].pair is None and "pair" not in alone[p.trace_data]
+
+
+@pytest.mark.parametrize("key", ["en-de", "de-en"])
+def test_the_example_pair_translates_both_and_opens_at_its_pronoun_where_the_row_differs_most(shipped, key):
+    """The well-known pair, in both directions, is an example of the page (text, direction, Compare with…); it
+    translates both sentences and opens at the encoder self-attention row of its pronoun (it; es and sie), in
+    words, at the layer and head where that row, over the words the two share, differs most."""
+    from anatomy.attention_views import matrix
+    from ui.values import Inputs, PageSettings, StopSignal
+
+    h = shipped.anatomy
+    entry = h.registry.get(key)
+    if entry.untrained:
+        pytest.skip(f"checkpoints/general-{key} is not here")
+    first, second, word, other = entry.pairs[0]
+    assert [first, key, second] in h.page.examples.examples
+    settings = PageSettings(key, first, entry.decoding.beam_size, 0, "cpu", 5, entry.decoding.length_penalty, 0.0,
+                            compare=second)
+    out = list(h.translate_page(Inputs(settings, signal=StopSignal())))[-1]
+    run, sent = out[h.page.run], out[h.page.trace_data]
+    assert sent["pair"]["text"] == second and sent["pair"]["second"]["translation"] == run.pair.trace.text
+    opens = sent["opens_at"]
+    assert (opens["kind"], opens["merge"]) == ("encoder", True)
+    assert run.trace.source_tokens[opens["query"] - 1] == "▁" + word
+    change = {}
+    for layer in range(1, entry.config.n_encoder_layers + 1):
+        for head in range(1, entry.config.n_heads + 1):
+            view = View("encoder", layer, str(head), True)
+            a, b = matrix(run.trace, view), matrix(run.pair.trace, view)
+            i, j = a.queries.index(word), b.queries.index(other)
+            keys = [(x, y) for x, y in compare.matched(a.keys, b.keys)]
+            change[layer, head] = sum(abs(b.weights[j, y] - a.weights[i, x]) for x, y in keys)
+    assert (opens["layer"], int(opens["head"])) == max(change, key=change.get)
+    assert change[opens["layer"], int(opens["head"])] > 0

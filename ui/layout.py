@@ -152,10 +152,13 @@ def _settings(registry: ModelRegistry) -> dict:
     # and says so in the run info.
     text = gr.Textbox(label="Source text", lines=2, elem_id="source-text",
                       placeholder=f"e.g. {(entry0.examples or [''])[0]}")
-    # beside the box, not in the run info: drawing the shown translation again must not hide it
-    text_hint = gr.Markdown(visible=False, elem_id="text-hint", elem_classes=["anatomy-notice"])
+    # right after the text, in its form (issue 48: at most sixty components, forms counted); folded away in
+    # presenter mode with the other settings, so that a single translation's first screen stays as it was
     compare = gr.Textbox(label="Compare with… (optional: a second sentence, drawn beside the first)", lines=1,
-                         elem_id="compare-text", placeholder="e.g. the same sentence with one word changed")
+                         elem_id="compare-text", placeholder="e.g. the same sentence with one word changed",
+                         elem_classes=["anatomy-controls"])
+    # beside the boxes, not in the run info: drawing the shown translation again must not hide it
+    text_hint = gr.Markdown(visible=False, elem_id="text-hint", elem_classes=["anatomy-notice"])
     with gr.Row(elem_classes=["anatomy-controls"]):
         beam = gr.Slider(1, MAX_BEAM, value=entry0.decoding.beam_size, step=1, label="Beam size (1 = greedy)")
         max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,

@@ -1,7 +1,7 @@
 """Two sentences side by side (Compare with…) in Chromium, on the app (its example pair clicked) and the offline
 file (the command's --compare): the pair opens at the named view, both sentences' views and their translations fit
 the first screen at 1280×720 in presenter mode, the step moves both to the same output word, and the difference
-names the words that differ."""
+names the words that differ; a notebook cell's frame draws the pair too."""
 from __future__ import annotations
 
 import pytest
@@ -97,5 +97,33 @@ def test_a_pair_in_presenter_mode_fits_1280x720_and_steps_together(browser, requ
         said = page.locator("#pair-difference .annotation-text").first.text_content()
         assert f"only in sentence 1: {word}" in said and f"only in sentence 2: {other}" in said, said
         assert not errors, errors
+    finally:
+        context.close()
+
+
+def test_a_notebook_cell_draws_the_pair_in_its_frame(browser, example, monkeypatch, tmp_path):
+    """show(text, compare=...) in a notebook: the cell's frame (srcdoc, the offline page) draws both sentences side
+    by side and their difference."""
+    from anatomy import notebook
+    from anatomy.registry import ModelRegistry
+
+    entry, (first, second, word, other) = example
+    monkeypatch.setattr(notebook, "registry", lambda: ModelRegistry([entry], []))
+    cell = tmp_path / "cell.html"
+    cell.write_text(f"<!doctype html><html><body>{notebook.show(first, compare=second)._repr_html_()}</body></html>",
+                    encoding="utf-8")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT)
+        page.goto(cell.as_uri())
+        frame = page.locator("iframe").element_handle().content_frame()
+        frame.wait_for_function("document.body.dataset.ready === '1'")
+        frame.wait_for_function("document.querySelector('#heatmap-second .heatmaplayer image')")
+        texts = frame.evaluate("document.getElementById('pair-texts').textContent")
+        assert first in texts and second in texts
+        frame.locator("#pair-difference").scroll_into_view_if_needed()
+        frame.wait_for_function("Array.from(document.querySelectorAll('#pair-difference text'))"
+                                ".some(t => t.textContent.includes('sentence 2:'))")
     finally:
         context.close()

@@ -78,7 +78,7 @@ def pair_field(first: dict, second: dict, text: str) -> dict:
 
 @dataclass(frozen=True)
 class Difference:
-    """A view's weights, second − first, over the words (or pieces) the two share; None cells: hidden in either."""
+    """A view's weights, second − first, over the words (or pieces) the two share."""
 
     weights: np.ndarray  # (shared queries, shared keys); NaN where a mask hides the cell in either
     queries: list  # the shared labels, as the first shows them

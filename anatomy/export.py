@@ -10,7 +10,8 @@ through PyAV, when it is installed), .zip (the frames as PNGs; also what .mp4 gi
 
 html: the whole translation as one HTML page that opens from disk with no network (anatomy.offline): the translation
 and its steps, every attention kind, layer and head, head statistics, predictions, positional encoding, architecture
-and model card, drawn in the browser by the Plotly.js inside it.
+and model card, drawn in the browser by the Plotly.js inside it; with `--compare TEXT`, a second sentence translated
+by the same model and drawn beside it (docs/app.md, Compare with…).
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from viz import animation as anim
 from . import attention_views, engine, offline, views
 from .inputs import DISPLAYS, MEAN_HEAD, PAGE_KINDS, Request, View, api_int, api_request, to_float
 from .registry import ModelRegistry
+from .run import Pair
 
 HOLD = 3  # the opening and the last frame stay this many frame durations
 FORMATS = (".gif", ".mp4", ".zip")
@@ -380,6 +382,8 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("text", help="the sentence to translate")
     h.add_argument("--direction", required=True, help=DIRECTION_HELP)
     h.add_argument("--out", required=True, type=Path, help=f"the file: {offline.SUFFIX}")
+    h.add_argument("--compare", metavar="TEXT", default="",
+                   help="a second sentence, translated by the same model and drawn beside the first (Compare with…)")
     h.set_defaults(run=html)
     return p
 
@@ -417,10 +421,17 @@ def html(args: argparse.Namespace) -> int:
     registry, request, problem = _request(args)
     if request is None:
         return _fail(problem)
+    pair = None
+    if args.compare:
+        second, problem = api_request(args.compare, request.key, None, None, {request.key: request.decoding})
+        if second is None:
+            return _fail(f"--compare: {problem}")
+        pair = Pair(second.text, _translate(registry, second)[0])
     trace, notices = _translate(registry, request)
-    written = offline.write(trace, registry.get(request.key), request.text, notices, args.out)
+    written = offline.write(trace, registry.get(request.key), request.text, notices, args.out, pair=pair)
     print(f"{written.path}: {trace.text!r}, {len(trace.source_tokens)} source pieces → {views.steps(trace)} output "
-          f"pieces, {written.size / 1e6:.2f} MB, in {time.perf_counter() - start:.1f} s")
+          f"pieces" + (f", beside {pair.trace.text!r}" if pair else "") +
+          f", {written.size / 1e6:.2f} MB, in {time.perf_counter() - start:.1f} s")
     return 0
 
 

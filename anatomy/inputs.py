@@ -109,22 +109,26 @@ class Request:
     decoding: Decoding = Decoding()  # checked: numbers within the page's ranges, heads_off against the model
     device: str = "auto"
     notices: tuple[str, ...] = ()  # what clean_text changed
+    compare: str = ""  # a second sentence translated beside it (Compare with…), cleaned; "" for none
 
     def decoded(self, **changes) -> Request:
         """This request with some of its decoding's fields changed."""
         return replace(self, decoding=replace(self.decoding, **changes))
 
 
-def page_request(key: str, text, beam, max_new, device, top_k, length_penalty, slow) -> tuple[Request, list[str]]:
+def page_request(key: str, text, beam, max_new, device, top_k, length_penalty, slow,
+                 compare="") -> tuple[Request, list[str]]:
     """The page's controls as a Request (bad numbers become defaults), and the notices of the text cleaning.
     The caller refuses an empty text and an unknown key, and checks the heads to switch off against the model."""
     clean, notices = clean_text(text)
+    second, second_notices = clean_text(compare or "", "the sentence to compare with")
+    notices += second_notices
     decoding = Decoding(beam_size=to_int(beam, 1, MAX_BEAM, 1),
                         length_penalty=to_float(length_penalty, 0.0, MAX_LP, 1.0),
                         max_new_tokens=to_int(max_new, 0, MAX_NEW_TOKENS, 0) or None,
                         top_k=to_int(top_k, 1, MAX_TOP_K, 5), slow=to_float(slow, 0.0, MAX_SLOW, 0.0))
     return Request(key, clean, decoding, device if device in ("auto", "cpu", "cuda") else "auto",
-                   tuple(notices)), notices
+                   tuple(notices), second), notices
 
 
 def _show(value) -> str:
@@ -274,6 +278,7 @@ class Link:
     tour: int | None = None  # the tour's stop to open once translated (from 1); None: no tour
     # a branch's forced pieces, as the link names them; their ids (link_prefix) need the model's vocabulary
     prefix: tuple[str, ...] = ()
+    compare: str = ""  # a second sentence to translate beside the text (Compare with…), cleaned
 
     def translated_notices(self, steps: int, pieces: int) -> list[str]:
         """The notice for a step or walk query outside its translation's steps or source pieces (known only once
@@ -301,9 +306,12 @@ def build_link(request: Request, view: View, prefix: Sequence[str] = ()) -> str:
         params["hide"] = 1
     if view.display != DISPLAYS[0]:
         params["display"] = view.display
+    if view.display != DISPLAYS[0] or request.compare:  # a pair frames the query's source row
         params["query"] = view.query
     if prefix:
         params["prefix"] = json.dumps(list(prefix), ensure_ascii=False, separators=(",", ":"))
+    if request.compare:
+        params["compare"] = request.compare
     # HeadMask's link form is made of characters a query may hold as they are: readable in the address bar
     off = f"&off={d.heads_off}" if d.heads_off else ""
     return "?" + urllib.parse.urlencode(params) + off
@@ -334,8 +342,8 @@ def shorten_query(query: str) -> str | None:
 # alone.
 GRADIO_PARAMS = ("deep_link", "page", "ui", "lang", "write_token")
 GRADIO_VIEWS = ("api", "settings", "api-recorder")
-LINK_PARAMS = ("direction", "text", "beam", "max", "lp", "view", "layer", "head", "merge", "step", "hide", "display",
-               "query", "off", "prefix", "presenter", "tour", SHORTENED)
+LINK_PARAMS = ("direction", "text", "compare", "beam", "max", "lp", "view", "layer", "head", "merge", "step", "hide",
+               "display", "query", "off", "prefix", "presenter", "tour", SHORTENED)
 MAX_TOUR = 20  # a link's tour stop, at most (the tour's own count clamps it further: viewer/tour.js)
 # Names a visitor may guess for a link's parameter that difflib would not find: the API calls the view's kind `kind`
 GUESSES = {"kind": "view", "attention": "view"}
@@ -439,6 +447,8 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
     once translated (Link.translated_notices)."""
     q = {k: v for k, v in query.items() if isinstance(k, str) and isinstance(v, str)}
     text, notices = clean_text(q.get("text", ""))
+    compare, compare_notices = clean_text(q.get("compare", ""), "the sentence to compare with")
+    notices += compare_notices
     if SHORTENED in q:
         notices.insert(0, f"This link was longer than {MAX_QUERY:,} characters, so it was shortened (its text "
                           f"cleaned and cut to at most {MAX_CHARS} characters).")
@@ -492,4 +502,4 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
                 view=View(kind, layer or layers, str(head or MEAN_HEAD), bool(merge), step, False, bool(hide),
                           display or DISPLAYS[0], walk or 1),
                 presenter=presenter, later=tuple(later.items()), tour=tour if text else None,
-                prefix=prefix if text else ())
+                prefix=prefix if text else (), compare=compare if text else "")

@@ -68,7 +68,9 @@ _TAB_LABELS = {Tab.HEADS: "All heads", Tab.STATS: "Head statistics", Tab.PREDICT
                Tab.HELP: "How to read this"}
 
 # The figures the export control offers: (label, elem_id).
-EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"), ("Step: cross-attention", "step-cross"),
+EXPORTS = [("Attention (large view: heatmap, lines or walk)", "heatmap"),
+           ("Compared sentence (sentence 2)", "heatmap-second"), ("Difference of the two sentences", "pair-difference"),
+           ("Step: cross-attention", "step-cross"),
            ("Step: masked self-attention", "step-self"), ("Step: next-piece probabilities", "step-topk"),
            ("All heads", "grid"), ("Head statistics", "summary"), ("Predictions", "topk-table"),
            ("Why this word: the step", "why-step"), ("Why this word: source shares", "why-shares"),
@@ -113,7 +115,8 @@ def explorer_html(config: ModelConfig, asks: dict[str, tuple[str, ...]], walk: b
                   weights: list[tuple[str, str]] = WEIGHTS_CHOICES) -> str:
     """The explorer: anatomy/viewer/controls.js makes the view controls in #view-controls, offering before a
     translation what `data-offer` says (the model's kinds, the `weights`, each kind's help, whether the softmax
-    walk is offered, and the host's asks by kind); the large view; the chosen kind's help."""
+    walk is offered, and the host's asks by kind); the large view (a pair's two sentences side by side, their texts
+    above and their difference below: page.js shows them); the chosen kind's help."""
     offer = {"weights": [list(choice) for choice in weights], "asks": asks, "walk": walk,
              "help": {k.name: markdown_html(attention_views.kind_help(k.name)) for k in PAGE_KINDS},
              "shape": {"kinds": [{"name": k.name, "title": views.name(k.name), "layers": config.n_layers(k.name),
@@ -125,7 +128,12 @@ def explorer_html(config: ModelConfig, asks: dict[str, tuple[str, ...]], walk: b
             f'<div id="view-bar"><button id="view-toggle" type="button">View settings (v)</button>'
             f'<span id="keys">{KEYS}</span></div>'
             f'<div id="view-controls" data-offer="{html.escape(json.dumps(offer))}"></div>'
+            '<p id="pair-texts" hidden></p><div id="large-view">'
             '<div id="heatmap" class="anatomy-box"><div class="anatomy-plot" data-testid="plotly"></div></div>'
+            '<div id="heatmap-second" class="anatomy-box" hidden><div class="anatomy-plot" data-testid="plotly"></div>'
+            '</div></div>'
+            '<div id="pair-difference" class="anatomy-box" hidden><div class="anatomy-plot" data-testid="plotly"></div>'
+            '</div>'
             '<details class="anatomy-controls"><summary>What this attention shows</summary><div id="kind-help"></div>'
             '</details>')
 

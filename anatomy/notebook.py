@@ -23,14 +23,14 @@ from typing import Sequence
 import torch
 from plotly.offline import get_plotlyjs_version
 
-from transformer import Trace
+from transformer import Trace, Translator
 from transformer.kinds import KINDS
 from transformer.pieces import detokenize
 
 from . import engine, offline, views
 from .inputs import api_request
 from .registry import ModelEntry, ModelRegistry
-from .run import Explained, Norms
+from .run import Explained, Norms, Pair
 
 HEIGHT = 900  # px: the translation, the controls and the large heatmap in view; the rest scrolls inside the frame
 # Scripts (Plotly, the page's own) and Plotly's "download as PNG"; no allow-same-origin: the page needs no storage
@@ -117,6 +117,7 @@ class Shown:
     norms: Norms | None = None  # the value norms, made with it
     plotly: str = "inline"  # where the cell's Plotly.js comes from: one of PLOTLY
     own: Trace | None = None  # a branch's (show(..., prefix=...)): the model's own translation, shown beside it
+    pair: Pair | None = None  # a second sentence beside it (show(..., compare=))
 
     @property
     def translation(self) -> str:
@@ -126,9 +127,8 @@ class Shown:
         """The whole offline page, ~5 MB (Plotly.js inlined); with `plotly_html`, the HTML that brings Plotly.js
         instead (frame_plotly)."""
         return offline.page(offline.payload(self.trace, self.entry, self.text, list(self.notices),
-                                            explained=self.explained, norms=self.norms, own=self.own),
-                            self.entry.config,
-                            plotly_html)
+                                            explained=self.explained, norms=self.norms, pair=self.pair,
+                                            own=self.own), self.entry.config, plotly_html)
 
     def save(self, path: str | Path) -> Path:
         """The page written to `path` (.html), as `python -m anatomy.export html` writes it."""
@@ -136,7 +136,7 @@ class Shown:
         if path.suffix.lower() != offline.SUFFIX:
             raise ValueError(f"the page is HTML: the file must end in {offline.SUFFIX}, not {path.name!r}")
         return offline.write(self.trace, self.entry, self.text, list(self.notices), path, explained=self.explained,
-                             norms=self.norms, own=self.own).path
+                             norms=self.norms, pair=self.pair, own=self.own).path
 
     def _repr_html_(self) -> str:
         # A fresh id per drawing: the same object shown in two cells gives two frames that never clash.
@@ -216,7 +216,7 @@ def framed(page: str) -> str:
 
 
 def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bool = False,
-         plotly: str = "inline", prefix: Sequence[str | int] = ()) -> Shown:
+         plotly: str = "inline", compare: str | None = None, prefix: Sequence[str | int] = ()) -> Shown:
     """A text translated by `model` (a key of the shipped models such as "de-en", or a registry ModelEntry; None:
     the first model), or an existing Trace drawn as made by `model` (None: the model its direction names); with
     `explain`, Why this word too (attribution of every piece by three methods, the logit lens, the value norms:
@@ -224,21 +224,37 @@ def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bo
     (in the cell, ~5.7 MB: works everywhere, offline), "shared" (the kernel's first such cell puts it in the
     notebook's window for the later ones, ~0.3 MB each: front ends that show every output in one window, such as
     Jupyter Lab, Notebook and VS Code, not Colab) or "cdn" (a small cell that loads it from its CDN: needs a
-    network). `prefix`: a text's branch, its first output pieces forced (pieces such as "▁Hund", or ids), then the
-    model's own decoding, shown beside the model's own translation."""
+    network). `compare`: a second sentence, translated by the same model and drawn beside the first, with their
+    difference (docs/app.md, Compare with…). `prefix`: a text's branch, its first output pieces forced (pieces such
+    as "▁Hund", or ids), then the model's own decoding, shown beside the model's own translation."""
     if plotly not in PLOTLY:
         raise ValueError(f"plotly must be one of {', '.join(map(repr, PLOTLY))}, not {plotly!r}")
+    if compare is not None and not isinstance(compare, str):
+        raise TypeError(f"compare takes a text (str), not {type(compare).__name__}")
     if isinstance(source, Trace):
+        if prefix:
+            raise ValueError("prefix continues a text's translation: give the text, not a trace")
         entry = _entry(model if model is not None else source.settings.direction)
         _check_shape(source, entry)
         notices = views.run_notices(entry, source, list(source.notices))
-        shown = Shown(source, entry, detokenize(source.source_tokens), tuple(notices), plotly=plotly)
+        shown = Shown(source, entry, detokenize(source.source_tokens), tuple(notices), plotly=plotly,
+                      pair=_translated(compare, entry)[0] if compare else None)
         return _explained(shown, entry.maker(source)) if explain else shown
     if not isinstance(source, str):
         raise TypeError(f"show() takes a text (str) or a transformer.Trace, not {type(source).__name__}")
     entry = _entry(model if model is not None else registry().default_key)
+    first, notices, translator, own = _translated(source, entry, prefix)
+    shown = Shown(first.trace, entry, first.text, tuple(notices), plotly=plotly,
+                  pair=_translated(compare, entry)[0] if compare else None, own=own)
+    return _explained(shown, translator) if explain else shown
+
+
+def _translated(text: str, entry: ModelEntry, prefix: Sequence[str | int] = ()) -> tuple[Pair, list[str], Translator,
+                                                                                       Trace | None]:
+    """`text` translated by `entry`'s model with its own settings: the text as translated and its trace, the run's
+    notices, the translator; with `prefix`, the branch that forces it, and the model's own translation."""
     models = ModelRegistry([entry], [])  # the registry's device choice and notice, for any entry
-    request, problem = api_request(source, entry.key, None, None, {entry.key: entry.decoding})
+    request, problem = api_request(text, entry.key, None, None, {entry.key: entry.decoding})
     if request is None:
         raise ValueError(problem)
     translator, notice = models.translator(entry.key, request.device)
@@ -254,8 +270,7 @@ def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bo
     finally:
         torch.set_num_threads(threads)
     notices = views.run_notices(entry, trace, [*request.notices, *([notice] if notice else [])])
-    shown = Shown(trace, entry, request.text, tuple(notices), plotly=plotly, own=own)
-    return _explained(shown, translator) if explain else shown
+    return Pair(request.text, trace), notices, translator, own
 
 
 def _explained(shown: Shown, translator) -> Shown:

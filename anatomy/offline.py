@@ -33,7 +33,7 @@ from .layout import explorer_html, markdown_html, share_html, tabs_html, tools_h
 from .payload import checkpoint_id, explain_payload, norms_payload, positional, tour_payload, trace_payload
 from .prose import WEIGHTS_CHOICES
 from .registry import ModelEntry, shown_name
-from .run import Explained, Norms
+from .run import Explained, Norms, Pair
 from .tour import Tour
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -97,19 +97,20 @@ def look() -> dict:
 
 def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view: View | None = None,
             explained: Explained | None = None, norms: Norms | None = None, toured: Tour | None = None,
-            own: Trace | None = None) -> dict:
+            pair: Pair | None = None, own: Trace | None = None) -> dict:
     """Everything the page draws, as JSON values: the trace payload, and the page's own part. `text`: the source
     text as translated; `notices`: the run's, as the app shows them; `view`: the view the page opens at (the
     app's, when it downloads one); `explained`, `norms`: Why this word's explanation and the value norms, when made
     (each only if it is of this trace); `toured`: the app's tour of it, with the stops that need a model (else
-    the tour without them); `own`: a branch's, the model's own translation it continues."""
+    the tour without them); `pair`: a second sentence beside it (Compare with…); `own`: a branch's, the model's own
+    translation it continues."""
     view = views.fitted(view or View(), trace)
     c = entry.config
     extras = {"explain": explain_payload(explained) if explained is not None and explained.of is trace else None,
               "norms": norms_payload(norms) if norms is not None and norms.of is trace else None,
               "tour": tour_payload(toured if toured is not None and toured.of is trace else tour.tour(
                   trace, tour.facts_of(c, entry.untrained, entry.corpus_heads()), asked=False))}
-    return {"payload": trace_payload(trace, entry, text, notices, own), **extras,
+    return {"payload": trace_payload(trace, entry, text, notices, pair, own), **extras,
             "positional": positional(c, trace.source_tokens),
             # what the app's server sends for the tabs (ui/handlers/shown.py _tab), answered here from the file
             "tab": {"stats": head_views.table_json(trace),
@@ -124,7 +125,7 @@ def payload(trace: Trace, entry: ModelEntry, text: str, notices: list[str], view
                 "confidence": views.CONFIDENCE,
                 "candidates": views.candidate_rows(trace),
                 "view": {"kind": view.kind, "layer": view.layer, "head": view.head, "step": view.step,
-                         "merge": view.merge, "plain": view.plain, "hide": view.hide,
+                         "merge": view.merge, "plain": view.plain, "hide": view.hide, "query": view.query,
                          "display": view.display if view.display in DISPLAYS[:2] else DISPLAYS[0]},
                 "look": look()}}
 
@@ -171,10 +172,11 @@ def file_name(key: str) -> str:
 
 def write(trace: Trace, entry: ModelEntry, text: str, notices: list[str], path: Path,
           view: View | None = None, explained: Explained | None = None, norms: Norms | None = None,
-          toured: Tour | None = None, own: Trace | None = None) -> Written:
+          toured: Tour | None = None, pair: Pair | None = None, own: Trace | None = None) -> Written:
     """The page of a translation, written to `path` (with what `payload` takes)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(page(payload(trace, entry, text, notices, view, explained, norms, toured, own), entry.config),
+    path.write_text(page(payload(trace, entry, text, notices, view, explained, norms, toured, pair, own),
+                         entry.config),
                     encoding="utf-8")
     return Written(path, path.stat().st_size)

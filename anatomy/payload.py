@@ -22,10 +22,10 @@ from transformer.explain import METHODS, Attribution
 from transformer.kinds import KINDS, AttentionKind
 from transformer.pieces import piece_texts
 
-from . import views
+from . import compare, views
 from .attention_views import KEY_TITLES, QUERY_TITLES, STEP_COLORS, merge_labels, stepped, word_labels
 from .registry import ModelEntry, shown_name
-from .run import Explained, Norms
+from .run import Explained, Norms, Pair
 from .tour import Tour
 
 SCHEMA = "anatomy.trace/1.1"  # 1.1 added log_probs, log_prob, own and a branch's settings
@@ -109,11 +109,12 @@ def _model(trace: Trace, entry: ModelEntry) -> dict:
 
 
 def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list[str] | None = None,
-                  own: Trace | None = None) -> dict:
+                  pair: Pair | None = None, own: Trace | None = None) -> dict:
     """The trace payload of `trace`, made by `entry`'s model (docs/payload.md): JSON values only. `text`: the
-    source text as translated; `notices`: the run's, as the app shows them; `own`: a branch's, the model's own
-    translation it continues (its pieces and their log p, shown beside it)."""
-    return {
+    source text as translated; `notices`: the run's, as the app shows them; `pair`: a second sentence beside it
+    (its payload and the words the two share: `pair`); `own`: a branch's, the model's own translation it continues
+    (its pieces and their log p, shown beside it)."""
+    out = {
         "schema": SCHEMA,
         "model": _model(trace, entry),
         "settings": settings(trace),
@@ -134,6 +135,9 @@ def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list
         "kinds": [_kind(trace, kind) for kind in KINDS],
         "stats": [{k: finite(v) for k, v in dataclasses.asdict(s).items()} for s in trace_head_statistics(trace)],
     }
+    if pair is not None:
+        out["pair"] = compare.pair_field(out, trace_payload(pair.trace, entry, pair.text), pair.text)
+    return out
 
 
 def lens_payload(lens: LogitLens) -> dict:

@@ -54,6 +54,16 @@ EXAMPLES = {
 }
 
 
+# Pairs of sentences drawn side by side (Compare with…), by source language: the well-known pair above in both
+# directions, and the pronoun whose encoder self-attention row each opens at, in the first sentence and the second.
+PAIRS = {
+    "en": [("The animal didn't cross the street because it was too tired.",
+            "The animal didn't cross the street because it was too wide.", "it", "it")],
+    "de": [("Das Tier überquerte die Straße nicht, weil es zu müde war.",
+            "Das Tier überquerte die Straße nicht, weil sie zu breit war.", "es", "sie")],
+}
+
+
 def examples_for(lang: str, domain: str | None) -> list[str]:
     """The examples that suit a model: its domain's, else its language's first set (none for other languages)."""
     sets = EXAMPLES.get(lang, {})
@@ -109,6 +119,11 @@ class ModelEntry:
     @property
     def examples(self) -> list[str]:
         return examples_for(self.source_lang, self.checkpoint.meta.get("domain"))
+
+    @property
+    def pairs(self) -> list[tuple[str, str, str, str]]:
+        """The example pairs of its source language (PAIRS): first, second, and the word each opens at."""
+        return PAIRS.get(self.source_lang, [])
 
     @property
     def training_data(self) -> str:

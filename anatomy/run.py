@@ -10,7 +10,7 @@ from transformer import HeadVectors, LogitLens, Trace
 from transformer.explain import Attribution, ValueNorms
 from transformer.heads import SentenceImportance
 
-from .inputs import Request
+from .inputs import Request, View
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,14 @@ class Ablation:
     original: Trace  # the same request with every head on
     log_probs: np.ndarray  # (T,) log p of each of the original's output pieces, every head on
     ablated_log_probs: np.ndarray  # (T,) the same pieces read with the heads off (teacher-forced)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A second sentence translated beside a Run's (Compare with…), by the same model and settings."""
+
+    text: str  # cleaned, as translated
+    trace: Trace
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,8 @@ class Run:
     stop_mark: int = 0  # StopSignal.asked when it was asked for: a later Stop ends its replay
     ablation: Ablation | None = None  # when request.decoding.heads_off switches heads off
     own: Run | None = None  # a branch's: the model's own translation it continues, kept for Back to the model's own
+    pair: Pair | None = None  # the sentence it is compared with, side by side
+    opens: View | None = None  # the view it opens at, when not the page's (an example pair's: compare.opening)
 
 
 @dataclass

@@ -79,6 +79,23 @@ def tour(browser, url: str, entry, out: Path) -> None:
     page.close()
 
 
+def pair(browser, url: str, entry, out: Path) -> None:
+    """The example pair side by side (Compare with…) in presenter mode on a 1280×720 projector: out/compare.png."""
+    page = browser.new_page(viewport={"width": 1280, "height": 720}, device_scale_factor=1)
+    page.set_default_timeout(120_000)
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector("#heatmap [data-testid=plotly] .main-svg")
+    page.locator("#examples button", has_text=f"Side by side, {entry.label}").first.click()
+    wait_title(page, "heatmap-second", "Sentence 2: Encoder self-attention")
+    page.locator("#presenter input").check()
+    page.wait_for_function("document.querySelector('#heatmap .js-plotly-plot')?._fullLayout.font.size >= 18")
+    page.evaluate("window.scrollTo(0, 0)")
+    settle(page, 1.5)
+    page.screenshot(path=out / "compare.png")
+    print("wrote", out / "compare.png")
+    page.close()
+
+
 def main(out: Path, only_tour: bool = False) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -96,6 +113,8 @@ def main(out: Path, only_tour: bool = False) -> None:
             tour(browser, url, entry, out / "tour")
             if only_tour:
                 return
+            if entry.pairs:
+                pair(browser, url, entry, out)
             page = browser.new_page(viewport={"width": 1920, "height": 1080}, device_scale_factor=1)
             page.set_default_timeout(120_000)
             page.goto(url, wait_until="domcontentloaded")

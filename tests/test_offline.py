@@ -88,7 +88,7 @@ def test_the_page_says_what_made_it_and_which_heads_were_off(trace, entry):
     assert page["about"].startswith("German → English (de-en) · checkpoint ")
     assert "heads off: cross:2.1" in page["about"]
     assert page["view"] == {"kind": "decoder", "layer": 1, "head": "2", "step": 3, "merge": True, "plain": False,
-                            "hide": False, "display": "heatmap"}
+                            "hide": False, "display": "heatmap", "query": 1}
     assert data["notices"] == ["a notice"] and "Validation" in made["tab"]["training_card"]
     assert "<table>" in made["tab"]["card"] and set(made["tab"]["figures"]) == {"architecture", "parameters",
                                                                                  "training"}
@@ -108,11 +108,11 @@ def test_the_file_holds_plotly_once_and_the_data_inside_script_safely(trace, ent
     about = html.split('<p id="about">')[1].split("</p>")[0]
     assert about == offline.about(trace, entry).replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
     assert "checkpoint " in about and "top-k 5" in about
-    # the tiny model's data, the viewer's page and figures add ~240 KB to Plotly.js: the script without its comment
-    # lines ~130 KB (the app's own viewer: page.js, host.js, boxes.js, the tabs, the tour, screen.js, the link
-    # reader), the tabs' and explorer's HTML ~23 KB, the tabs' data ~52 KB (the architecture, parameters and
-    # training figures ~47 KB of it)
-    assert written.size == written.path.stat().st_size <= len(plotly_js.encode()) + 250_000
+    # the tiny model's data, the viewer's page and figures add ~250 KB to Plotly.js: the script without its comment
+    # lines ~140 KB (the app's own viewer: page.js, host.js, boxes.js, the tabs, the tour, screen.js, the link
+    # reader, a pair's compare.js), the tabs' and explorer's HTML ~23 KB, the tabs' data ~52 KB (the architecture,
+    # parameters and training figures ~47 KB of it)
+    assert written.size == written.path.stat().st_size <= len(plotly_js.encode()) + 260_000
 
 
 @pytest.mark.slow  # seconds: the command, run for each bad input
@@ -146,7 +146,7 @@ def test_download_page_writes_the_shown_translation_at_the_shown_view(tiny, monk
     run = run_of(tiny, max_new=5)
     monkeypatch.setattr(Translator, "translate", lambda *args, **kwargs: pytest.fail("the model ran"))
     values = {p.run: run, p.view: json.dumps({"kind": "encoder", "layer": 2, "head": "1", "merge": False,
-                                              "plain": True, "hide": True, "step": 2})}
+                                              "plain": True, "hide": True, "step": 2, "query": 3})}
     made = tiny.page_html(values)[p.offline.file]
     path = Path(made["value"])
     assert made["visible"] and path.name == "de-en_translation.html"
@@ -154,7 +154,7 @@ def test_download_page_writes_the_shown_translation_at_the_shown_view(tiny, monk
     assert data["payload"]["pieces"]["output"] == run.trace.output_tokens
     assert data["payload"]["notices"] == list(run.notices)
     assert data["page"]["view"] == {"kind": "encoder", "layer": 2, "head": "1", "step": 2, "merge": False,
-                                    "plain": True, "hide": True, "display": "heatmap"}
+                                    "plain": True, "hide": True, "display": "heatmap", "query": 3}
     with pytest.raises(gr.Error, match="Translate a sentence first"):
         tiny.page_html({**values, p.run: None})
 

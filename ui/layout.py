@@ -77,6 +77,7 @@ class Page:
     direction: gr.Dropdown
     model_notices: gr.Markdown  # skipped models, Hub models still loading
     text: gr.Textbox
+    compare: gr.Textbox  # Compare with…: a second sentence, translated in the same event and drawn beside the first
     text_hint: gr.Markdown  # what to type, after Translate with nothing to translate
     beam: gr.Slider
     max_new: gr.Slider
@@ -118,7 +119,8 @@ class Page:
     def settings(self) -> dict[str, gr.components.Component]:
         """The controls a translation is asked with, by ui.values.PageSettings field."""
         return dict(key=self.direction, text=self.text, beam=self.beam, max_new=self.max_new, device=self.device,
-                    top_k=self.top_k, length_penalty=self.lp, slow=self.slow, heads_off=self.heads_off)
+                    top_k=self.top_k, length_penalty=self.lp, slow=self.slow, heads_off=self.heads_off,
+                    compare=self.compare)
 
     @property
     def slots(self) -> dict[str, Slot]:
@@ -150,7 +152,12 @@ def _settings(registry: ModelRegistry) -> dict:
     # and says so in the run info.
     text = gr.Textbox(label="Source text", lines=2, elem_id="source-text",
                       placeholder=f"e.g. {(entry0.examples or [''])[0]}")
-    # beside the box, not in the run info: drawing the shown translation again must not hide it
+    # right after the text, in its form (issue 48: at most sixty components, forms counted); folded away in
+    # presenter mode with the other settings, so that a single translation's first screen stays as it was
+    compare = gr.Textbox(label="Compare with… (optional: a second sentence, drawn beside the first)", lines=1,
+                         elem_id="compare-text", placeholder="e.g. the same sentence with one word changed",
+                         elem_classes=["anatomy-controls"])
+    # beside the boxes, not in the run info: drawing the shown translation again must not hide it
     text_hint = gr.Markdown(visible=False, elem_id="text-hint", elem_classes=["anatomy-notice"])
     with gr.Row(elem_classes=["anatomy-controls"]):
         beam = gr.Slider(1, MAX_BEAM, value=entry0.decoding.beam_size, step=1, label="Beam size (1 = greedy)")
@@ -171,7 +178,8 @@ def _settings(registry: ModelRegistry) -> dict:
         # the guided tour of the shown translation (anatomy/tour.py, viewer/tour.js): one row with the two
         # above, so that presenter mode's first screen keeps the translation
         tour_btn = gr.Button("Tour", elem_id="tour-start", min_width=90)
-    return dict(direction=direction, model_notices=model_notices, text=text, text_hint=text_hint, beam=beam,
+    return dict(direction=direction, model_notices=model_notices, text=text, compare=compare, text_hint=text_hint,
+                beam=beam,
                 max_new=max_new, device=device, top_k=top_k, lp=lp, slow=slow, translate_btn=translate_btn,
                 stop_btn=stop_btn, tour_btn=tour_btn)
 
@@ -253,11 +261,14 @@ def build_page(registry: ModelRegistry) -> Page:
         with gr.Column(scale=3, min_width=320, elem_id="explorer"):
             explorer = _explorer(registry.get(None).config)
 
-    examples = [[s, e.key] for e in registry.entries.values() for s in e.examples]
-    gallery = gr.Examples(examples, inputs=[settings["text"], settings["direction"]],
+    # each model's examples, then its pairs (Compare with…: the second sentence drawn beside the first)
+    examples = [[s, e.key, ""] for e in registry.entries.values() for s in e.examples] + \
+        [[a, e.key, b] for e in registry.entries.values() for a, b, *_ in e.pairs]
+    labels = [(f"Side by side, {registry.get(k).label}: {s} ⟷ {c}" if c else f"{registry.get(k).label}: {s}")
+              for s, k, c in examples]
+    gallery = gr.Examples(examples, inputs=[settings["text"], settings["direction"], settings["compare"]],
                           label="Examples (default settings)", examples_per_page=len(examples), cache_examples=False,
-                          elem_id="examples", example_labels=[f"{registry.get(k).label}: {s}" for s, k in examples],
-                          api_visibility="private") \
+                          elem_id="examples", example_labels=labels, api_visibility="private") \
         if examples else None
 
     # the viewer's own: the decoding steps and the tabs (anatomy/viewer/tabs.html; tabs.js, host.js draw them)

@@ -61,6 +61,7 @@ class PageSettings:
     length_penalty: float | None = None
     slow: float | None = None  # seconds per piece of a slow-motion replay
     heads_off: tuple[str, ...] = ()  # the heads-off checkboxes: HeadMask link items, unchecked
+    compare: str = ""  # Compare with…: a second sentence drawn beside the first
 
 
 @dataclass(frozen=True)

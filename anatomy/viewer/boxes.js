@@ -5,10 +5,14 @@
 import {METHODS, NOTHING_TO_EXPLAIN, explainsPayload, lensStep, lensTranslation, whyAgreement, whyShares, whyStep,
   whyTranslation} from "./explain.js";
 import {WEIGHTS, hasNorms} from "./weights.js";
+import {differenceFigure, pairedView} from "./compare.js";
 import {MEAN, emptyFigure, exportName, fitted, grid, heatmap, importanceMaps, large, logProbChange, positional,
   stepFigures, steps, summary, topkTable, walkFigure} from "./figures.js";
 
 export const PLACEHOLDER = "Translate a sentence to see this";
+export const NO_PAIR = "Compare with… a second sentence to see this";
+const WALKS_FIRST = "The softmax walk follows sentence 1's query: heatmap or lines show both";
+const FIRST = "Sentence 1", SECOND = "Sentence 2";
 
 /**
  * @typedef {import("./figures.js").Look} Look
@@ -167,7 +171,21 @@ const judged = (part, draw, name) => ({needs: "importance",
 export const BOXES = {
   heatmap: {depends: (v, versions) => [versions.payload, versions.walk, versions.norms, ...Object.values(v)],
             make: (v, d, look) => v.display === "walk" ? walk(d, v, look)
-              : weighing(d, v, look) || named(large(d.payload, v, look), exportName(d.payload, v))},
+              : weighing(d, v, look) || (d.payload.pair
+                ? named(large(d.payload, Object.assign({}, v, {row: v.query}), look, FIRST), exportName(d.payload, v))
+                : named(large(d.payload, v, look), exportName(d.payload, v)))},
+  // a pair's second sentence beside the first, on the same colour scale, and their difference
+  "heatmap-second": {depends: (v, versions) => [versions.payload, versions.norms, ...Object.values(v)],
+                     make: (v, d, look) => !d.payload.pair ? emptyFigure(look, NO_PAIR, 300)
+                       : v.display === "walk" ? emptyFigure(look, WALKS_FIRST, 300)
+                       : named(large(d.payload.pair.second, pairedView(d.payload, d.payload.pair, v), look, SECOND),
+                               exportName(d.payload.pair.second, v, "second"))},
+  "pair-difference": {depends: (v, versions) => [versions.payload, versions.norms, v.kind, v.layer, v.head, v.merge,
+                                                 v.plain, v.hide, v.weights],
+                      make: (v, d, look) => d.payload.pair
+                        ? named(differenceFigure(d.payload, d.payload.pair.second, v, look),
+                                exportName(d.payload, v, "difference"))
+                        : emptyFigure(look, NO_PAIR, 300)},
   "step-cross": step("cross"), "step-self": step("self"),
   "step-topk": {depends: (v, versions) => [versions.payload, v.step, v.plain],
                 make: (v, d, look) => named(stepPanels(d.payload, v, look).topk,

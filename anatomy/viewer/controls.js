@@ -22,8 +22,8 @@ const range = (n) => Array.from({length: n}, (_, i) => i + 1);
  *   hide: boolean, display: string, weights: string, query: number}} ViewState  layer, step and query from 1
  *   (step 0: nothing decoded); head "mean" or "1", "2", ...
  * @typedef {{kinds: {name: string, title: string, layers: number, heads: number}[], steps: number,
- *   source: string[], target: string[], output: string[]}} Shape  what the controls offer: a translation's (shapeOf)
- *   or, before one, a model's (no pieces)
+ *   source: string[], target: string[], output: string[], pair?: boolean}} Shape  what the controls offer: a
+ *   translation's (shapeOf) or, before one, a model's (no pieces); `pair`: a second sentence beside it
  */
 
 /**
@@ -37,7 +37,7 @@ export function shapeOf(payload) {
   return {kinds: kinds.map((k) => ({name: k.name, title: k.title, layers: k.attention.shape[0],
                                     heads: k.attention.shape[1]})),
           steps: payload.pieces.output.length, source: payload.pieces.source, target: payload.pieces.target,
-          output: payload.pieces.output};
+          output: payload.pieces.output, pair: !!payload.pair};
 }
 
 /**
@@ -91,6 +91,7 @@ export function createControls(root, options) {
                       "Walk query: the decoding step t (← / →)");
   const flags = Object.fromEntries(FLAGS.map((f) => [f, el("input", {id: f, type: "checkbox"})]));
   const queryBox = labelled("Walk query (source piece)", el("span", {}, fields.query, " ", queryValue), "query-box");
+  const queryName = queryBox.querySelector(".anatomy-label");
   root.replaceChildren(el("div", {className: "anatomy-view-controls"},
     labelled("Attention", fields.kind), labelled("Layer", fields.layer), labelled("Head", fields.head),
     labelled("Decoding step", el("span", {className: "anatomy-step"}, fields.step, " ", stepValue), "step-box"),
@@ -128,7 +129,9 @@ export function createControls(root, options) {
     queryValue.textContent = shape.source.length ? `${state.query}: ${readable(shape.source[state.query - 1], 14)}`
       : String(state.query);
     const walking = state.display === "walk";
-    queryBox.hidden = !(walking && state.kind === "encoder");
+    // a pair frames a source row in both sentences' encoder views: this one
+    queryBox.hidden = !(state.kind === "encoder" && (walking || shape.pair));
+    queryName.textContent = walking ? "Walk query (source piece)" : "Framed row (source piece)";
     walkStep.hidden = !(walking && state.kind !== "encoder");
     for (const f of FLAGS) flags[f].checked = state[f];
   }

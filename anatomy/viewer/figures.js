@@ -15,8 +15,9 @@ import {axesOf, mergedWords, picked, renormalised} from "./words.js";
  *   heads: string[], hide_title: string, stats: {labels: Object<string, string>, panels: string[],
  *   signed: string[]}}} Look  the page's template and colour scales, the hidden-tokens title, the statistics' names
  * @typedef {{kind: string, layer: number, head: string, step: number, merge: boolean, plain: boolean,
- *   hide: boolean, display: string, weights: string}} View  layer and step from 1 (step 0: the last); head "mean"
- *   or "1", "2", …; `weights`: which weights are drawn (weights.js)
+ *   hide: boolean, display: string, weights: string, row?: number}} View  layer and step from 1 (step 0: the
+ *   last); head "mean" or "1", "2", …; `weights`: which weights are drawn (weights.js); `row`: a source piece (from
+ *   1) whose row a pair's encoder view frames (compare.js pairedView)
  * @typedef {{d_model: number, max_len: number, layout: string, dims: number[]}} Positional
  */
 
@@ -223,6 +224,9 @@ export function heatmap(payload, view, look, prefix = "") {
   if (kind.stepped && !view.merge && T) {
     const row = s.rows.indexOf(view.step - 1);
     highlight = row >= 0 ? row : null;
+  } else if (!kind.stepped && view.row) { // a pair's framed source row (compare.js pairedView): its piece or word
+    const row = s.rows.indexOf(view.row - 1), groups = axesOf(kind, view.hide).query_groups;
+    highlight = row < 0 ? null : view.merge ? groups.findIndex((g) => g.includes(row)) : row;
   }
   return heatmapFigure(look, s.w, s.queries, s.keys, {
     queryTitle: kind.query_title, keyTitle: kind.key_title, hidden: s.hidden, highlight,
@@ -240,9 +244,10 @@ const OPACITY_STEPS = 10, MIN_WEIGHT = 0.02, ROW = 26, LINE_FONT = 13;
  * @param {TracePayload} payload
  * @param {View} view  fitted
  * @param {Look} look
+ * @param {string} [prefix]  said first in the title (a pair's "Sentence 1")
  * @returns {Figure}
  */
-export function lines(payload, view, look) {
+export function lines(payload, view, look, prefix = "") {
   const kind = kindOf(payload, view.kind), att = weighted(payload, view.kind, view.weights), [, H] = att.shape;
   const axes = axesOf(kind, view.hide), l = view.layer - 1;
   const heads = view.head === MEAN ? range(H).map((h) => h + 1) : [+view.head];
@@ -252,7 +257,7 @@ export function lines(payload, view, look) {
   });
   const {queries, keys} = axisTokens(axes, view.merge, view.plain), hidden = each[0].hidden;
   const caption = captionOf(payload, view.kind, view, heads.length > 1 ? `all ${H} heads` : `head ${heads[0]}`);
-  const title = `${kind.title} · ${caption} · lines` + (view.merge ? " · words" : "") +
+  const title = (prefix ? `${prefix}: ` : "") + `${kind.title} · ${caption} · lines` + (view.merge ? " · words" : "") +
                 (view.hide ? look.hide_title : "");
   const note = emptyNote(hidden, queries, view.hide);
   if (!queries.length || !keys.length) return emptyFigure(look, "Nothing to show: no tokens");
@@ -311,9 +316,10 @@ export function lines(payload, view, look) {
  * @param {TracePayload} payload
  * @param {View} view  fitted
  * @param {Look} look
+ * @param {string} [prefix]  said first in the title (a pair's "Sentence 1")
  */
-export const large = (payload, view, look) =>
-  view.display === "lines" ? lines(payload, view, look) : heatmap(payload, view, look);
+export const large = (payload, view, look, prefix = "") =>
+  view.display === "lines" ? lines(payload, view, look, prefix) : heatmap(payload, view, look, prefix);
 
 // ---- decoding steps (attention_views.step_row, step_figures) ----
 

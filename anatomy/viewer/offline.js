@@ -79,7 +79,7 @@ export function showOffline(data) {
   const linked = readView(query, shapeOf(P));
   const start = Object.assign({}, G.view);
   const FIELDS = {view: "kind", layer: "layer", head: "head", merge: "merge", step: "step", hide: "hide",
-                  display: "display"};
+                  display: "display", query: "query"};
   for (const [param, field] of Object.entries(FIELDS)) {
     const value = linked.view[field];
     // the softmax walk needs the app's model: this page draws heatmaps and lines

@@ -77,6 +77,7 @@ export function createPage(document, options) {
         A.kinds = payload.kinds.map((k) => ({name: k.name, label: k.label}));
         view.fit(A.shape);
         if (payload.opens_at) view.set(payload.opens_at);
+        A.showPair(payload);
         A.showTranslation();
       }
       // Head importance's parts that are there only for some translations and models
@@ -136,6 +137,18 @@ export function createPage(document, options) {
       const note = $("branch-note");
       note.textContent = text;
       note.hidden = !text;
+    },
+    // A pair (Compare with…: the payload's `pair`): the second sentence's large view beside the first's, their
+    // difference below, and both texts with their translations above them; a single translation hides them.
+    showPair(payload) {
+      const pair = payload.pair, texts = $("pair-texts");
+      $("large-view").classList.toggle("anatomy-pair", !!pair);
+      document.body.classList.toggle("anatomy-paired", !!pair);  // the host gives the explorer the page's width
+      $("heatmap-second").hidden = $("pair-difference").hidden = texts.hidden = !pair;
+      const line = (n, text, translation) => Object.assign(document.createElement("span"), {
+        textContent: `Sentence ${n}: ${text} \u2192 ${translation || "\u2205 (empty)"}`});
+      texts.replaceChildren(...(pair ? [line(1, payload.text, payload.translation),
+                                        line(2, pair.text, pair.second.translation)] : []));
     },
     // A link to the shown view (its query from the host), over the page, with Copy.
     shared(query) {

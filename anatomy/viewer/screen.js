@@ -393,7 +393,7 @@ export function createScreen(document, options) {
       // presenter mode keeps its large type in a narrow column (beside the tour's panel): only a phone is narrow
       const width = room(gd).clientWidth, narrow = width < NARROW && (!S.on || window.innerWidth < PHONE);
       const space = Math.max(360, window.innerHeight - 24);
-      const large = !!gd.closest("#heatmap"), top = gd.getBoundingClientRect().top + window.scrollY;
+      const large = !!gd.closest("#heatmap, #heatmap-second"), top = gd.getBoundingClientRect().top + window.scrollY;
       // the large view beside the settings ends above the fold (the window's first screen)
       const fold = large && top < 0.6 * window.innerHeight ? Math.max(360, window.innerHeight - top - 16) : Infinity;
       const bar = /** @type {HTMLElement | null} */ (gd.querySelector(".modebar"))?.offsetWidth || 0;

@@ -124,7 +124,7 @@ class Files:
     def page_html(self, values: Inputs | dict) -> dict:
         """Download page (HTML) (run, explained, norms, view): the shown translation as one HTML file that opens
         offline, drawn from its trace (no model), opening at the shown view, with Why this word and the value norms
-        when the page made them."""
+        when the page made them, and the sentence it is compared with."""
         i = Inputs.of(self.page, values)
         run = i.run
         if run is None:
@@ -132,7 +132,8 @@ class Files:
         key = run.request.key
         with traces.new_file(offline.file_name(key)) as path:
             written = offline.write(run.trace, self.registry.get(key), run.request.text, list(run.notices), path,
-                                    i.view, i.explained, i.norms, i.toured, run.own.trace if run.own else None)
+                                    i.view, i.explained, i.norms, i.toured, run.pair,
+                                    run.own.trace if run.own else None)
         return {self.page.offline.file: gr.update(value=str(written.path), visible=True)}
 
     def api_export_html(self, text: str, direction: str = "de-en") -> tuple[str | None, str]:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Callable
 import gradio as gr
 
 import viz
-from anatomy import engine, tour, views
+from anatomy import compare, engine, tour, views
 from anatomy.inputs import MAX_NEW_TOKENS, Request, View, build_link, clean_text, heads_off, link_prefix, page_request
 from anatomy.payload import tour_payload
-from anatomy.run import Ablation, Explained, Judged, Run, Twin
+from anatomy.run import Ablation, Explained, Judged, Pair, Run, Twin
 from anatomy.tour import Tour
 from transformer import Trace, Translator
 from transformer.pieces import piece_text
@@ -84,14 +84,29 @@ class Translating:
         open, head importance when its tab is; the softmax walk is asked for by the viewer: `walk`), and what the
         page shows of the Run (`_page_of`)."""
         p, entry = self.page, self.registry.get(request.key)
+        pair, opens = self._paired(request, trace)
         new = Run(request, trace, showing, tuple(views.run_notices(entry, trace, [*request.notices, *notices])),
-                  time.perf_counter() - start, **run)
+                  time.perf_counter() - start, pair=pair, opens=opens, **run)
         out = {p.run: new}
         if i.tab == Tab.COMPARE:
             out[p.twin] = self._twin(new)
         if i.tab == Tab.IMPORTANCE:
             out[p.judged] = self._judged(new, i.judged)
         return {**out, **self._page_of(i, out)}
+
+    def _paired(self, request: Request, trace: Trace) -> tuple[Pair | None, View | None]:
+        """The second sentence of a request that compares (Compare with…), translated in the same event by the same
+        model with the same settings and heads (not in slow motion: it is shown whole beside the first), and the
+        view an example pair opens at (the registry's PAIRS: its pronoun's encoder row where it differs most)."""
+        if not request.compare:
+            return None, None
+        translator, _ = self.registry.translator(request.key, request.device)
+        # a branch's forced pieces are the first sentence's: the second is the model's own
+        second = engine.translate(translator, dataclasses.replace(request.decoded(slow=0.0, prefix=()),
+                                                                  text=request.compare, compare=""))
+        words = next(((w, o) for a, b, w, o in self.registry.get(request.key).pairs
+                      if (a, b) == (request.text, request.compare)), None)
+        return Pair(request.compare, second), compare.opening(trace, second, *words) if words else None
 
     def _page_of(self, i: Inputs, made: dict) -> dict:
         """What the page shows of a model event's new Run, sent by the same event (as `show`, then the open tab as
@@ -194,7 +209,8 @@ class Translating:
         translator, notice = self.registry.translator(key, "auto")
         prefix, refused = link_prefix(link.prefix, translator.prefix_ids)
         request = self._with_heads_off(Request(key, link.text, dataclasses.replace(link.decoding, prefix=prefix),
-                                               notices=(*link.notices, *refused)), link.decoding.heads_off)
+                                               notices=(*link.notices, *refused), compare=link.compare),
+                                       link.decoding.heads_off)
         start = time.perf_counter()
         trace = engine.translate(translator, request)
         # a branch's link: the model's own translation too, in the same event, shown beside it as a click makes it

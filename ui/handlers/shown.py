@@ -40,6 +40,9 @@ class Showing:
         the page's viewer draws; with `upto`, only its first `upto` steps (a slow-motion frame)."""
         p = self.page
         trace = run.trace if upto is None else views.prefix(run.trace, upto)
+        opens = run.opens if upto is None else None
+        if opens is not None:  # an example pair's own view
+            view = dataclasses.replace(opens, step=view.step)
         L, H, T = views.shape(trace, view.kind)
         view = view.fit(L, H, T if upto is None else max(upto, 1))
         out = {p.translation: trace.text, p.out_chips: views.output_chips(trace.output_tokens, trace.top_k),
@@ -49,9 +52,10 @@ class Showing:
                                      visible=True if run.ablation is not None else "hidden"),
                # the viewer opens the payload at its own step, layer and head (its controls fit it)
                p.trace_data: {**trace_payload(trace, self.registry.get(run.request.key), run.request.text,
-                                              list(run.notices), run.own.trace if run.own else None),
+                                              list(run.notices), run.pair, run.own.trace if run.own else None),
                               "opens_at": {"layer": view.layer, "head": view.head, "step": view.step,
-                                           "query": min(view.query, len(trace.source_tokens))}}}
+                                           "query": min(view.query, len(trace.source_tokens)),
+                                           **({"kind": view.kind, "merge": view.merge} if opens else {})}}}
         if upto is not None:
             out[p.run_info] = f"Replaying in slow motion: step {upto} of {views.steps(run.trace)}…"
             return out

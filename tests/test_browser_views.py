@@ -57,6 +57,10 @@ def test_a_link_restores_the_exact_view(page, url, key):
     plotly = [t for name, t in loaded if name.endswith("plotly.min.js")]
     assert len(plotly) == 1 and page.locator("script[src$='plotly.min.js']").count() == 1, loaded
     assert plotly[0] < page.evaluate("window.__sourceAt"), (plotly, page.evaluate("window.__sourceAt"))
+    # one element per id: the viewer finds its boxes by id, and a Gradio component of the same id would take its data
+    twice = page.evaluate("() => { const ids = Array.from(document.querySelectorAll('[id]:not([id=\"\"])'), e => e.id);"
+                          " return [...new Set(ids.filter((x, i) => ids.indexOf(x) !== i))]; }")
+    assert twice == [], twice
 
     # change the view, then ask for its link: the page's own address with every setting
     choose(page, "head", 1)

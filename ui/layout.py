@@ -155,7 +155,7 @@ def _settings(registry: ModelRegistry) -> dict:
     # right after the text, in its form (issue 48: at most sixty components, forms counted); folded away in
     # presenter mode with the other settings, so that a single translation's first screen stays as it was
     compare = gr.Textbox(label="Compare with… (optional: a second sentence, drawn beside the first)", lines=1,
-                         elem_id="compare-text", placeholder="e.g. the same sentence with one word changed",
+                         elem_id="compare-with", placeholder="e.g. the same sentence with one word changed",
                          elem_classes=["anatomy-controls"])
     # beside the boxes, not in the run info: drawing the shown translation again must not hide it
     text_hint = gr.Markdown(visible=False, elem_id="text-hint", elem_classes=["anatomy-notice"])

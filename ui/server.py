@@ -9,6 +9,7 @@ import contextlib
 import copy
 import ctypes
 import datetime
+import inspect
 import os
 import sys
 import traceback
@@ -128,6 +129,20 @@ class SessionConfigs(BlocksConfig):
         return config
 
 
+def _optional_tail(fn) -> int:
+    """How many of `fn`'s last parameters default to None (0 for anything without a signature)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return 0
+    tail = 0
+    for param in reversed(params):
+        if param.default is not None:
+            break
+        tail += 1
+    return tail
+
+
 class Blocks(gr.Blocks):
     """gr.Blocks whose failed requests print nothing a visitor sent, whose sessions start without recomputing every
     component's config (SessionConfigs) and whose events postprocess only the outputs they name (those two only on
@@ -146,8 +161,13 @@ class Blocks(gr.Blocks):
         self.default_config = configs
 
     def validate_inputs(self, block_fn, inputs) -> None:
-        """Gradio's check, said without the values: the caller hears how many were missing."""
-        if len(inputs) < len(block_fn.inputs):
+        """Gradio's check, said without the values: the caller hears how many were missing. The handler's last
+        parameters whose default is None may be left out (an endpoint's callers from before one was added, such as
+        /translate's `prefix`): they reach it as None, its default."""
+        missing = len(block_fn.inputs) - len(inputs)
+        if 0 < missing <= _optional_tail(block_fn.fn):
+            inputs.extend([None] * missing)
+        elif missing > 0:
             raise gr.Error(f"This endpoint takes {len(block_fn.inputs)} values; the request sent {len(inputs)}.",
                            print_exception=False)
 

@@ -289,8 +289,7 @@ class Translating:
         step = min(asked.step, len(run.trace.output_ids))
         word, notices = clean_text(asked.word, "the word")
         try:
-            chosen = translator.prefix_ids([asked.piece] if asked.piece else
-                                           translator.tokenizer.pieces(translator.tokenizer.encode_target(word)))
+            chosen = translator.prefix_ids([asked.piece] if asked.piece else translator.tokenizer.encode_target(word))
         except ValueError as err:
             raise gr.Error(f"This model cannot write that: {err}.") from None
         if not chosen:

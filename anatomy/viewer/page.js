@@ -115,8 +115,7 @@ export function createPage(document, options) {
     // the predictions) or a word typed; the host makes the branch (the app: one model event) or says why it cannot.
     branch(step, piece, word) {
       A.branching = {step, piece, word};
-      const note = $("branch-note");
-      if (note) note.hidden = true;
+      A.branchNote("");
       A.ask("branch");
     },
     // A branch beside the model's own translation (branch.js), above the large view; hidden for any other trace.

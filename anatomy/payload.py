@@ -108,6 +108,12 @@ def _model(trace: Trace, entry: ModelEntry) -> dict:
             "heads": c.n_heads, "d_model": c.d_model}
 
 
+def _log_probs(trace: Trace) -> dict:
+    """Each output piece's log p and the output's (None when the trace was saved without them), 4 places."""
+    return {"log_probs": [round(float(p), 4) for p in trace.log_probs],
+            "log_prob": None if trace.log_prob is None else round(trace.log_prob, 4)}
+
+
 def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list[str] | None = None,
                   pair: Pair | None = None, own: Trace | None = None) -> dict:
     """The trace payload of `trace`, made by `entry`'s model (docs/payload.md): JSON values only. `text`: the
@@ -124,12 +130,9 @@ def trace_payload(trace: Trace, entry: ModelEntry, text: str = "", notices: list
         "piece_texts": {"source": piece_texts(trace.source_tokens), "target": piece_texts(trace.target_tokens),
                         "output": piece_texts(trace.output_tokens)},
         "top_k": top_k(trace),
-        "log_probs": [round(float(p), 4) for p in trace.log_probs],
-        "log_prob": None if trace.log_prob is None else round(trace.log_prob, 4),
-        "own": None if own is None else {
-            "pieces": list(own.output_tokens), "piece_texts": piece_texts(own.output_tokens),
-            "log_probs": [round(float(p), 4) for p in own.log_probs],
-            "log_prob": None if own.log_prob is None else round(own.log_prob, 4)},
+        **_log_probs(trace),
+        "own": None if own is None else {"pieces": list(own.output_tokens),
+                                         "piece_texts": piece_texts(own.output_tokens), **_log_probs(own)},
         "candidates": [{"text": c.text, "pieces": list(c.tokens), "score": round(c.score, 4),
                         "log_prob": round(c.log_prob, 4), "cut_by_limit": c.cut_by_limit} for c in trace.candidates],
         "kinds": [_kind(trace, kind) for kind in KINDS],

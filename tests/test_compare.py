@@ -164,9 +164,9 @@ def test_the_app_translates_both_in_one_model_event_and_a_link_carries_the_pair(
     translations, by the same model and settings, and sends one payload with the pair; the link to the view carries
     the second sentence, and opening it translates both again."""
     from anatomy import engine
-    from anatomy.inputs import build_link, parse_link
+    from anatomy.inputs import View, build_link, parse_link
     from tests.app_fixtures import configs
-    from ui.values import Inputs, PageSettings, StopSignal
+    from ui.values import Branching, Inputs, PageSettings, StopSignal
 
     p, calls = tiny.page, []
     monkeypatch.setattr(engine, "translate", lambda t, r, *a, _real=engine.translate, **k: calls.append(r.text) or
@@ -185,6 +185,15 @@ def test_the_app_translates_both_in_one_model_event_and_a_link_carries_the_pair(
     calls.clear()
     linked = tiny.translate_link(Inputs(link=link, signal=StopSignal()))[p.run]
     assert calls == [SENTENCE, OTHER] and linked.pair.trace.text == run.pair.trace.text
+    # a branch of the first sentence keeps the second's translation: it was asked the same
+    calls.clear()
+    other = next(t.token for t in run.trace.top_k[1] if t.token != run.trace.output_tokens[1])
+    branched = tiny.branch(Inputs(run=run, view=View(), branch=Branching(step=1, piece=other)))[p.run]
+    assert calls == [SENTENCE] and branched.pair.trace is run.pair.trace
+    # heads off change how both are decoded: both again
+    calls.clear()
+    off = tiny.ablate(Inputs(dataclasses.replace(settings, heads_off=("encoder:1.1",)), run=run, view=View()))[p.run]
+    assert calls == [SENTENCE, OTHER] and off.pair.trace.settings.heads_off == "encoder:1.1"
     # a single sentence: no pair
     alone = list(tiny.translate_page(Inputs(dataclasses.replace(settings, compare=""), signal=StopSignal())))[-1]
     assert alone[p.run].pair is None and "pair" not in alone[p.trace_data]

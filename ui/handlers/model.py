@@ -34,6 +34,11 @@ TEXT_INTERVAL = 0.05
 ASKED = itertools.count(1)
 
 
+def _second(request: Request) -> Request:
+    """The request a compared sentence is translated with (Translating._paired)."""
+    return dataclasses.replace(request.decoded(slow=0.0, prefix=()), text=request.compare, compare="", notices=())
+
+
 def opened(view: View) -> dict:
     """A view for the viewer to open (view_set): the fields its controls hold; a step of None leaves the step."""
     fields = {name: value for name, value in dataclasses.asdict(view).items() if name != "step" or value is not None}
@@ -84,7 +89,7 @@ class Translating:
         open, head importance when its tab is; the softmax walk is asked for by the viewer: `walk`), and what the
         page shows of the Run (`_page_of`)."""
         p, entry = self.page, self.registry.get(request.key)
-        pair, opens = self._paired(request, trace)
+        pair, opens = self._paired(request, trace, i.run)
         new = Run(request, trace, showing, tuple(views.run_notices(entry, trace, [*request.notices, *notices])),
                   time.perf_counter() - start, pair=pair, opens=opens, **run)
         out = {p.run: new}
@@ -94,16 +99,20 @@ class Translating:
             out[p.judged] = self._judged(new, i.judged)
         return {**out, **self._page_of(i, out)}
 
-    def _paired(self, request: Request, trace: Trace) -> tuple[Pair | None, View | None]:
+    def _paired(self, request: Request, trace: Trace, shown: Run | None) -> tuple[Pair | None, View | None]:
         """The second sentence of a request that compares (Compare with…), translated in the same event by the same
         model with the same settings and heads (not in slow motion: it is shown whole beside the first), and the
-        view an example pair opens at (the registry's PAIRS: its pronoun's encoder row where it differs most)."""
+        view an example pair opens at (the registry's PAIRS: its pronoun's encoder row where it differs most). The
+        `shown` Run's second translation is kept when it was asked the same (a branch, a beam candidate, Inspect)."""
         if not request.compare:
             return None, None
-        translator, _ = self.registry.translator(request.key, request.device)
         # a branch's forced pieces are the first sentence's: the second is the model's own
-        second = engine.translate(translator, dataclasses.replace(request.decoded(slow=0.0, prefix=()),
-                                                                  text=request.compare, compare=""))
+        asked = _second(request)
+        if shown is not None and shown.pair is not None and _second(shown.request) == asked:
+            second = shown.pair.trace
+        else:
+            translator, _ = self.registry.translator(request.key, request.device)
+            second = engine.translate(translator, asked)
         words = next(((w, o) for a, b, w, o in self.registry.get(request.key).pairs
                       if (a, b) == (request.text, request.compare)), None)
         return Pair(request.compare, second), compare.opening(trace, second, *words) if words else None

@@ -165,17 +165,20 @@ const judged = (part, draw, name) => ({needs: "importance",
  * The boxes by element id: what each one's drawing depends on (the data's versions and the view's fields), and
  * the drawing. A box needs the payload (`v` fitted to it: fittedView) unless it names the data it needs
  * (positional, importance: `v` as the controls give it).
- * @type {Object<string, {needs?: string, depends: function(Shown, Object): Array,
+ * The large view's boxes (`large`) are drawn and painted before the others in the window.
+ * @type {Object<string, {needs?: string, large?: boolean, depends: function(Shown, Object): Array,
  *   make: function(Shown, Data, Look): Drawing}>}
  */
 export const BOXES = {
-  heatmap: {depends: (v, versions) => [versions.payload, versions.walk, versions.norms, ...Object.values(v)],
+  heatmap: {large: true,
+            depends: (v, versions) => [versions.payload, versions.walk, versions.norms, ...Object.values(v)],
             make: (v, d, look) => v.display === "walk" ? walk(d, v, look)
               : weighing(d, v, look) || (d.payload.pair
                 ? named(large(d.payload, Object.assign({}, v, {row: v.query}), look, FIRST), exportName(d.payload, v))
                 : named(large(d.payload, v, look), exportName(d.payload, v)))},
   // a pair's second sentence beside the first, on the same colour scale, and their difference
-  "heatmap-second": {depends: (v, versions) => [versions.payload, versions.norms, ...Object.values(v)],
+  "heatmap-second": {large: true,
+                     depends: (v, versions) => [versions.payload, versions.norms, ...Object.values(v)],
                      make: (v, d, look) => !d.payload.pair ? emptyFigure(look, NO_PAIR, 300)
                        : v.display === "walk" ? emptyFigure(look, WALKS_FIRST, 300)
                        : named(large(d.payload.pair.second, pairedView(d.payload, d.payload.pair, v), look, SECOND),

@@ -60,12 +60,12 @@ export function createHost(options) {
   }
 
   /**
-   * Draw every box in view whose drawing is not what the data and the view now ask for: those in the window at
-   * once, the others (below the fold) once the window's have been painted, so that a view change shows where the
-   * visitor looks in the time of the figures there.
-   * @param {boolean} [outside]  also draw those outside the window
+   * Draw every box in view whose drawing is not what the data and the view now ask for: the large view's in the
+   * window first, then (once those are painted) the window's others, then (once those are) the ones below the fold,
+   * so that a new translation or view change shows where the visitor looks in the time of the figures there.
+   * @param {number} [stage]  0: the window's, its large view's alone when others wait; 1: the window's; 2: all
    */
-  function refresh(outside = false) {
+  function refresh(stage = 0) {
     const Plotly = plotly();
     if (!Plotly) return;
     const fitted = data.payload && view ? fittedView(data.payload, view) : null;
@@ -79,7 +79,9 @@ export function createHost(options) {
       const r = el.getBoundingClientRect();
       return {box, el, v, key, seen: r.bottom > 0 && r.top < window.innerHeight};
     }).filter(Boolean);
-    for (const {box, el, v, key} of outside ? due : due.filter((d) => d.seen)) {
+    const seen = due.filter((d) => d.seen), large = seen.filter((d) => d.box.large);
+    const now = stage === 2 ? due : stage === 0 && large.length && large.length < seen.length ? large : seen;
+    for (const {box, el, v, key} of now) {
       drawn.set(el, key);
       /** @type {import("./boxes.js").Drawing} */
       const figure = v ? box.make(v, data, look) : emptyFigure(look, PLACEHOLDER, 300);
@@ -98,9 +100,10 @@ export function createHost(options) {
       else drawnData.set(el, {text: traces, data: figure.data});
       Plotly.react(el, figure.data, figure.layout, config);
     }
-    if (!outside && !later && due.some((d) => !d.seen)) { // after the window's next paint
+    if (!later && now.length < due.length) { // after the window's next paint
       later = true;
-      requestAnimationFrame(() => setTimeout(() => { later = false; refresh(true); }));
+      const next = now === large ? 1 : 2;
+      requestAnimationFrame(() => setTimeout(() => { later = false; refresh(next); }));
     }
     const partial = document.querySelector("#partial .anatomy-chips");
     const key = JSON.stringify(fitted ? [versions.payload, fitted.step] : ["empty"]);
@@ -150,6 +153,15 @@ export function createHost(options) {
       const el = document.querySelector(`#${id} .anatomy-plot`), box = BOXES[id];
       return !!(el && box && drawn.get(el) ===
                 wanted(box, data.payload && view ? fittedView(data.payload, view) : null).key);
+    },
+    /**
+     * Whether `el` is a box's figure that is drawn, but not with what the data and the view now ask for: the next
+     * refresh draws it again.
+     * @param {Element} el
+     */
+    stale(el) {
+      const id = drawn.has(el) && Object.keys(BOXES).find((name) => el.matches(`#${name} .anatomy-plot`));
+      return !!id && !this.current(id);
     },
     /** @returns {string | null} what the shown translation is (payload.js `traceKey`), null before one */
     shownKey: () => (data.payload ? traceKey(data.payload) : null),

@@ -41,6 +41,7 @@ export function createPage(document, options) {
   const screen = createScreen(document, {
     figures: "[data-testid=plotly]",
     refresh: () => viewer.refresh(),
+    stale: (gd) => viewer.stale(gd),
     head(named) {
       A.clickedHead = named;
       A.toggled = true;
@@ -115,13 +116,16 @@ export function createPage(document, options) {
     // the predictions) or a word typed; the host makes the branch (the app: one model event) or says why it cannot.
     branch(step, piece, word) {
       A.branching = {step, piece, word};
+      A.branchAsked = true;
       A.branchNote("");
       A.ask("branch");
     },
     // A branch beside the model's own translation (branch.js), above the large view; hidden for any other trace.
-    // Back to the model's own is offered where the host keeps it (the app's ask "own").
+    // Back to the model's own is offered where the host keeps it (the app's ask "own"). A branch the visitor asked
+    // for is brought into sight, the large view below it (it was asked from the step panels, a screen further down).
     showBranch(payload) {
-      const box = $("branch"), lines = branchLines(payload);
+      const box = $("branch"), lines = branchLines(payload), asked = A.branchAsked;
+      A.branchAsked = false;
       if (!box) return;
       box.hidden = !lines;
       if (!lines) return;
@@ -130,6 +134,8 @@ export function createPage(document, options) {
       if (lines.own) drawLine(document, own, "Model's own", lines.own, 0, lines.partsAt);
       drawLine(document, $("branch-line"), "Branch", lines.branch, lines.forced, lines.partsAt);
       $("branch-back").hidden = !(A.offer && Object.values(A.offer.asks).some((names) => names.includes("own")));
+      const r = box.getBoundingClientRect();
+      if (asked && (r.top < 0 || r.bottom > window.innerHeight)) box.scrollIntoView({block: "start"});
     },
     // What a host says of a branch it cannot make (the offline file, a word the model cannot write).
     branchNote(text) {

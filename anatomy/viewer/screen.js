@@ -338,6 +338,8 @@ export function linesThrough(full, end, row) {
  * @property {string} figures  a selector of the page's figure divs (not the offscreen copies an export draws)
  * @property {function(HTMLElement): HTMLElement} [room]  the element whose width a figure fills (its parent)
  * @property {function(): void} [refresh]  draws what changed, before each fit (the app's viewer)
+ * @property {function(HTMLElement): boolean} [stale]  a figure the viewer draws again soon (below the fold, after the
+ *   window's): fitted after that drawing, not before it as well
  * @property {function(string): boolean} [head]  a click on a head ("KIND:LAYER.HEAD"): true when it did something
  * @property {function(number, number): boolean} [branch]  a click on a step's next piece (step and rank, from 0):
  *   true when it did something
@@ -450,8 +452,10 @@ export function createScreen(document, options) {
       if (!gd.matches(options.figures) || !gd.parentElement) return;
       // the figure's last mode: measuring its place now would lay the page out between two figures' drawings (the
       // fit after drawing measures it, and fits again where it changed); a figure never measured is measured, when
-      // in view
-      const mode = gd.anatomyModeOf || (gd.offsetParent && S.modeOf(gd));
+      // in view. The large view is measured again: it is drawn first, and what shows above it (a branch, notices)
+      // moves its fold, which would draw it a second time
+      const large = gd.offsetParent && gd.closest("#heatmap, #heatmap-second");
+      const mode = (large && S.modeOf(gd)) || gd.anatomyModeOf || (gd.offsetParent && S.modeOf(gd));
       if (!mode) return;
       // the traces drawn now again (the viewer hands them over when equal): fitted already, and their base values
       // are the first drawing's
@@ -517,7 +521,7 @@ export function createScreen(document, options) {
       /** @type {NodeListOf<Figured>} */ (document.querySelectorAll(options.figures)).forEach((gd) => {
         if (!gd.classList.contains("js-plotly-plot")) return; // not drawn yet
         if (!gd.anatomyHooked && gd.on) S.hook(gd);
-        S.fit(gd);
+        if (!(options.stale && options.stale(gd))) S.fit(gd);
       });
     },
     /**

@@ -63,7 +63,8 @@ export function createHost(options) {
    * Draw every box in view whose drawing is not what the data and the view now ask for: the large view's in the
    * window first, then (once those are painted) the window's others, then (once those are) the ones below the fold,
    * so that a new translation or view change shows where the visitor looks in the time of the figures there.
-   * @param {number} [stage]  0: the window's, its large view's alone when others wait; 1: the window's; 2: all
+   * @param {number} [stage]  0: the window's, a translation's large view alone when others wait; 1: the window's; 2:
+   *   all
    */
   function refresh(stage = 0) {
     const Plotly = plotly();
@@ -80,7 +81,9 @@ export function createHost(options) {
       return {box, el, v, key, seen: r.bottom > 0 && r.top < window.innerHeight};
     }).filter(Boolean);
     const seen = due.filter((d) => d.seen), large = seen.filter((d) => d.box.large);
-    const now = stage === 2 ? due : stage === 0 && large.length && large.length < seen.length ? large : seen;
+    // (placeholders, before any translation, all at once)
+    const now = stage === 2 ? due
+      : stage === 0 && data.payload && large.length && large.length < seen.length ? large : seen;
     for (const {box, el, v, key} of now) {
       drawn.set(el, key);
       /** @type {import("./boxes.js").Drawing} */

@@ -16,18 +16,13 @@ import pytest
 
 from anatomy import compare, payload
 from anatomy.inputs import View
-from tests.app_fixtures import SENTENCE, tiny_entry
-from tests.test_payload import NODE, ROOT, _stored, needs_node
+from tests.app_fixtures import SENTENCE
+from tests.test_payload import NODE, ROOT, _stored, entry, needs_node  # noqa: F401  (entry: the tiny model)
 from tests.viewer import drawn
 
 OTHER = "Zwei Katzen spielen im Garten."
 APART = "Ich lese gern."  # no word of SENTENCE
 STEPS = 9
-
-
-@pytest.fixture(scope="module")
-def entry(tmp_path_factory):
-    return tiny_entry(tmp_path_factory.mktemp("compare-checkpoints"))
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """The architecture tab: Figure 1 with an input's tensor shapes, the hyperparameters, the parameters per component
-against the paper's formula and as a sunburst. The figures are cached: they depend on the model (and the lengths)."""
+against the paper's formula and as an icicle of its parts. The figures are cached: they depend on the model (and the
+lengths)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -31,7 +32,7 @@ def of_trace(config: ModelConfig, trace: Trace) -> go.Figure:
 @lru_cache(maxsize=16)
 def parameters(entry: ModelEntry) -> go.Figure:
     named = [(n, p.numel()) for n, p in entry.checkpoint.model.named_parameters()]
-    return viz.parameter_sunburst(named, title="Where the parameters are (click to zoom)")
+    return viz.parameter_icicle(named, title="Where the parameters are")
 
 
 def architecture_markdown(entry: ModelEntry) -> str:

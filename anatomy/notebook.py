@@ -40,8 +40,9 @@ SANDBOX = "allow-scripts allow-downloads"
 # card's, a "#heading") would load the notebook inside the frame; with this base it stays in the page.
 BASE = '<base href="about:srcdoc">'
 PLOTLY = ("inline", "shared", "cdn")  # where a cell's Plotly.js comes from (show's `plotly`)
-PLOTLY_VERSION = get_plotlyjs_version()  # the plotly package's Plotly.js, the one inlined: every mode draws alike
-CDN = f"https://cdn.plot.ly/plotly-{PLOTLY_VERSION}.min.js"
+PLOTLY_VERSION = get_plotlyjs_version()  # the plotly package's Plotly.js, the release inlined: every mode draws alike
+# the npm package offline.PLOTLY_JS is, as jsDelivr serves its files: the same bytes, so its SRI hash is that file's
+CDN = f"https://cdn.jsdelivr.net/npm/plotly.js-cartesian-dist-min@{PLOTLY_VERSION}/plotly-cartesian.min.js"
 # What a frame says when its Plotly.js does not come: a shared frame's page waits for it, a cdn frame's page draws
 # its texts and no figure.
 SHARED_MISSING = ("Plotly.js has not come from this notebook's window, so the figures are not drawn: the first "

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import plotly
 import plotly.colors as pc
 
 import viz
@@ -36,7 +35,10 @@ from .registry import ModelEntry, shown_name
 from .run import Explained, Norms, Pair
 from .tour import Tour
 
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+# Plotly.js's cartesian bundle (npm plotly.js-cartesian-dist-min, MIT: anatomy/viewer/plotly/LICENSE), the plotly
+# package's release: every trace type the viewer and viz/ draw (heatmap, bar, scatter) in a third of the full bundle's
+# 4.8 MB, which a page took ~2 s to evaluate before its first figure (tests/test_plotly_bundle.py)
+PLOTLY_JS = Path(__file__).resolve().parent / "viewer" / "plotly" / "plotly-cartesian.min.js"
 SUFFIX = ".html"
 
 

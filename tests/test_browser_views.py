@@ -7,6 +7,7 @@ import urllib.parse
 
 import pytest
 
+from anatomy import offline
 from anatomy.inputs import clean_text
 from tests.browser import TIMEOUT, choose, load_page, needs_chromium, wait_title
 
@@ -54,8 +55,8 @@ def test_a_link_restores_the_exact_view(page, url, key):
     assert page.locator("#source-text textarea").input_value() == SENTENCE
     # Plotly.js asked for with the page's head (ui/__init__.py plotly_early), before Gradio drew the page, and once
     loaded = page.evaluate("""() => performance.getEntriesByType('resource').map(e => [e.name, e.startTime])""")
-    plotly = [t for name, t in loaded if name.endswith("plotly.min.js")]
-    assert len(plotly) == 1 and page.locator("script[src$='plotly.min.js']").count() == 1, loaded
+    plotly = [t for name, t in loaded if name.endswith(offline.PLOTLY_JS.name)]
+    assert len(plotly) == 1 and page.locator(f"script[src$='{offline.PLOTLY_JS.name}']").count() == 1, loaded
     assert plotly[0] < page.evaluate("window.__sourceAt"), (plotly, page.evaluate("window.__sourceAt"))
     # one element per id: the viewer finds its boxes by id, and a Gradio component of the same id would take its data
     twice = page.evaluate("() => { const ids = Array.from(document.querySelectorAll('[id]:not([id=\"\"])'), e => e.id);"

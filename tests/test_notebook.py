@@ -176,8 +176,9 @@ def test_plotly_cdn_loads_the_package_s_plotly_js_from_its_address(trace, entry)
     cell = notebook.show(trace, entry, plotly="cdn")._repr_html_()
     srcdoc = attributes(cell)["srcdoc"]
     head = offline.PLOTLY_JS.read_text(encoding="utf-8")[:200]
-    version = re.search(r"plotly\.js v(\d+\.\d+\.\d+)", head).group(1)
-    assert re.findall(r'<script src="([^"]*)"', srcdoc) == [f"https://cdn.plot.ly/plotly-{version}.min.js"]
+    version = re.search(r"plotly\.js \(cartesian - minified\) v(\d+\.\d+\.\d+)", head).group(1)
+    npm = f"https://cdn.jsdelivr.net/npm/plotly.js-cartesian-dist-min@{version}/plotly-cartesian.min.js"
+    assert re.findall(r'<script src="([^"]*)"', srcdoc) == [npm]
     assert head not in srcdoc and len(cell.encode()) < 500_000
 
 

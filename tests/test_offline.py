@@ -186,7 +186,8 @@ def test_the_page_template_travels_with_the_space():
     from transformer import hub
 
     shipped = {path for path, _ in hub.plan(ROOT, hub.SPACE_PATTERNS)}
-    viewer = {f"anatomy/viewer/{p.name}" for p in bundle.VIEWER.iterdir()}
+    viewer = {p.relative_to(ROOT).as_posix() for p in bundle.VIEWER.rglob("*") if p.is_file()}
+    assert offline.PLOTLY_JS.relative_to(ROOT).as_posix() in viewer
     assert {"anatomy/viewer/offline.html", "anatomy/viewer/page.js", "anatomy/viewer/offline.js",
             "anatomy/viewer/offline.css", "anatomy/offline.py", "anatomy/layout.py", "anatomy/prose.py",
             "anatomy/bundle.py"} | viewer <= shipped

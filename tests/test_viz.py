@@ -102,11 +102,16 @@ def test_the_viewer_draws_the_model_s_own_positional_table(layout):
 def test_model_figures():
     named = [("embedding.weight", 100), ("encoder_layers.0.self_attn.W_qkv.weight", 30),
              ("encoder_layers.0.norms.1.weight", 4), ("decoder_layers.1.cross_attn.W_o.bias", 6)]
-    fig = viz.parameter_sunburst(named)
-    values = dict(zip(fig.data[0].ids, fig.data[0].values))
-    assert values["Transformer"] == 140
-    assert values["Transformer/encoder/layer 1"] == 34
-    assert "Transformer/decoder/layer 2/cross-attention/W_o" in values
+    fig = viz.parameter_icicle(named)
+    width = {i: x for t in fig.data for i, x in zip(t.ids, t.x)}
+    left = {i: b for t in fig.data for i, b in zip(t.ids, t.base)}
+    assert sum(t.x[i] for t in fig.data[:1] for i in range(len(t.x))) == 140 == fig.layout.xaxis.range[1]
+    assert width["Transformer/encoder/layer 1"] == 34 and width["Transformer/decoder/layer 2/cross-attention"] == 6
+    assert width["Transformer/decoder/layer 2/cross-attention/W_o"] == 6
+    # each component under its parent, its siblings side by side
+    assert left["Transformer/encoder"] == 100 and left["Transformer/encoder/layer 1/self-attention"] == 100
+    assert left["Transformer/encoder/layer 1/layer norm 2"] == 130 and left["Transformer/decoder"] == 134
+    assert [t.name for t in fig.data] == ["part", "layer", "sublayer", "weight"]
     assert "No training log" in viz.training_curves([]).layout.annotations[0].text
     curves = viz.training_curves([{"epoch": 1, "train_loss": 5, "val_loss": 4, "val_bleu": 3.0},
                                   {"epoch": 2, "train_loss": 4, "val_loss": 3, "val_bleu": 9.5}])
@@ -126,7 +131,7 @@ def test_model_figures():
 def test_figures_are_small_and_sized():
     """Every figure sets its own height (gr.Plot has none) and stays far below 500 KB of JSON."""
     toks = [f"▁w{i}" for i in range(40)]
-    figs = [viz.parameter_sunburst([(t, 10) for t in toks]), viz.empty_figure("hello")]
+    figs = [viz.parameter_icicle([(t, 10) for t in toks]), viz.empty_figure("hello")]
     for fig in figs:
         assert fig.layout.height > 0
         assert len(fig_json(fig)) < 500_000

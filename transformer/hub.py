@@ -30,8 +30,8 @@ PLAIN_GIT_LIMIT = 10 * 1024 * 1024  # bytes; larger files need LFS in a plain `g
 MODEL_PATTERNS = [*FILES, "metrics.jsonl", "README.md", "heads.json", "heads.png"]
 # docs/ goes too: the README links to it, and a Space's page should follow those links.
 SPACE_PATTERNS = ["app.py", "pre-requirements.txt", "requirements.txt", "README.md", "LICENSE", "docs/*",
-                  "transformer/*.py", "anatomy/*.py", "anatomy/viewer/*", "ui/*.py", "ui/static/*", "viz/*.py",
-                  "assets/*", "checkpoints/*/*"]
+                  "transformer/*.py", "anatomy/*.py", "anatomy/viewer/*", "anatomy/viewer/plotly/*", "ui/*.py",
+                  "ui/static/*", "viz/*.py", "assets/*", "checkpoints/*/*"]
 OPUS_MT = ("Helsinki-NLP/opus-mt-de-en", "Helsinki-NLP/opus-mt-en-de")
 # What the app reads of a MarianMT repo (transformer.marian, and README.md for its model card), not the repos'
 # TensorFlow and Rust copies of the weights (tf_model.h5, rust_model.ot). Spaces fetches named files, so the weights

@@ -6,12 +6,12 @@ returns a `plotly.graph_objects.Figure` with its height set. Token text is escap
 """
 from .attention import causal_mask
 from .common import empty_figure
-from .model import parameter_sunburst, training_curves
+from .model import parameter_icicle, training_curves
 from .positional import default_dims
 from .text import escape, label, labels, positioned, query_label, query_labels
 from .words import merge_attention, plain_label, plain_labels
 
-__all__ = ["causal_mask", "default_dims", "parameter_sunburst", "training_curves", "empty_figure", "escape", "label",
+__all__ = ["causal_mask", "default_dims", "parameter_icicle", "training_curves", "empty_figure", "escape", "label",
            "labels", "positioned", "query_label", "query_labels", "merge_attention", "plain_label", "plain_labels"]
 
 from .heads import STAT_LABELS, head_table  # noqa: E402

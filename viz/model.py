@@ -37,9 +37,15 @@ def _group_path(name: str) -> list[str]:
     return out or [name]
 
 
-def parameter_sunburst(named_counts: Iterable[tuple[str, int]], *, root: str = "Transformer",
-                       title: str | None = None) -> go.Figure:
-    """Parameters by component, from `(parameter name, numel)` pairs (model.named_parameters())."""
+# The rows of the parameters figure, by depth of a parameter's path under the root (viz._group_path)
+ROWS = ("part", "layer", "sublayer", "weight")
+
+
+def parameter_icicle(named_counts: Iterable[tuple[str, int]], *, root: str = "Transformer",
+                     title: str | None = None) -> go.Figure:
+    """Parameters by component, from `(parameter name, numel)` pairs (model.named_parameters()): an icicle of bars,
+    a row per depth (ROWS), each component as wide as its parameters and under the one it is part of (bar traces:
+    the page's Plotly.js is the cartesian bundle, which has no sunburst)."""
     totals: dict[tuple[str, ...], int] = {}
     for name, count in named_counts:
         path = (root, *_group_path(name))
@@ -48,17 +54,33 @@ def parameter_sunburst(named_counts: Iterable[tuple[str, int]], *, root: str = "
     if not totals:
         return empty_figure("No parameters")
     groups = list(dict.fromkeys(p[1] for p in totals if len(p) > 1))  # top-level components, in order
-    ids = ["/".join(p) for p in totals]
-    parents = ["/".join(p[:-1]) for p in totals]
-    fig = go.Figure(go.Sunburst(
-        # a long label on two lines, and the orientation (radial, tangential, horizontal) that draws it largest:
-        # radial text in the wide, shallow embedding wedge came out ~3 px
-        ids=ids, labels=[escape(p[-1]).replace(" (", "<br>(") for p in totals], parents=parents,
-        values=list(totals.values()), branchvalues="total", maxdepth=3, insidetextorientation="auto",
-        hovertemplate="%{label}<br>%{value:,} parameters<br>%{percentRoot:.1%} of the model<extra></extra>",
-        marker=dict(colors=[COLORS[groups.index(p[1]) % len(COLORS)] if len(p) > 1 else "#ffffff" for p in totals]),
-    ))
-    return base_layout(fig, 460, title=title, margin=dict(l=10, r=10, t=40 if title else 10, b=10))
+    # each component starts where its parent's earlier children end (totals holds parents before their children)
+    start, end = {}, {}
+    for path, count in totals.items():
+        start[path] = end.get(path[:-1], 0)
+        end[path[:-1]] = start[path] + count
+        end[path] = start[path]
+    whole = totals[(root,)]
+    fig = go.Figure()
+    for depth, row in enumerate(ROWS, start=2):
+        nodes = [p for p in totals if len(p) == depth]
+        if not nodes:
+            continue
+        fig.add_trace(go.Bar(
+            orientation="h", y=[row] * len(nodes), x=[totals[p] for p in nodes], base=[start[p] for p in nodes],
+            ids=["/".join(p) for p in nodes], name=row, text=[escape(p[-1]) for p in nodes],
+            textposition="inside", insidetextanchor="middle", textangle=0,
+            # (a bar's hover x is where it ends, base included: its count comes as data)
+            customdata=[[escape(" / ".join(p[1:])), totals[p], totals[p] / whole] for p in nodes],
+            hovertemplate="%{customdata[0]}<br>%{customdata[1]:,} parameters<br>%{customdata[2]:.1%} of the model"
+                          "<extra></extra>",
+            marker=dict(color=[COLORS[groups.index(p[1]) % len(COLORS)] for p in nodes],
+                        opacity=1.0 - 0.18 * (depth - 2), line=dict(color="white", width=1))))
+    fig.update_layout(barmode="overlay", bargap=0.08, showlegend=False, uniformtext=dict(minsize=9, mode="hide"),
+                      xaxis=dict(range=[0, whole], title=dict(text=f"parameters ({whole:,} in all)"),
+                                 tickformat="~s"),
+                      yaxis=dict(categoryorder="array", categoryarray=list(ROWS), autorange="reversed"))
+    return base_layout(fig, 460, title=title, margin=dict(l=80, r=20, t=40 if title else 10, b=50))
 
 
 def training_curves(records: Sequence[dict], *, title: str | None = None) -> go.Figure:

@@ -372,6 +372,9 @@ export function rowFigure(look, r, title, keyTitle, color) {
   return figure(look, data, layout, 300 + 5 * lk, title, {b: 50 + 6 * lk, t: 50});
 }
 
+// the next-piece bars' probability axis: room for a bar of p = 1 and its label
+const TOPK_RANGE = 1.12;
+
 /**
  * viz.topk_bars: step t's (from 0) most likely next pieces, the chosen one in orange.
  * @param {TracePayload} payload
@@ -384,14 +387,20 @@ export function topkBars(payload, view, look, t) {
   const produced = view.plain ? plainLabel(out) : out;
   if (!row.length) return emptyFigure(look, "No prediction yet", 300);
   const pieces = row.map((c) => c[0]), probs = row.map((c) => c[1]);
+  // each row's whole width answers a pointer (a clear bar over the drawn one): a piece of p ≈ 0 is a bar too thin
+  // to tap, yet a branch from it is the "what if" a student asks
   const data = [{type: "bar", x: probs, y: range(pieces.length), orientation: "h",
                  marker: {color: pieces.map((p) => p === produced ? "#ea580c" : "#9333ea")},
                  text: probs.map((p) => p.toFixed(2)), textposition: "outside", cliponaxis: false,
+                 hoverinfo: "skip"},
+                {type: "bar", x: pieces.map(() => TOPK_RANGE), y: range(pieces.length), orientation: "h", width: 1,
+                 marker: {color: "rgba(0,0,0,0)"}, customdata: probs, textposition: "none",
                  hovertext: pieces.map((p, i) => `${i + 1} ${label(p)}`), meta: `branch=${t}`,
-                 hovertemplate: "%{hovertext}<br>p = %{x:.3f}<br>(click: continue from it)<extra></extra>"}];
-  const layout = {yaxis: {tickmode: "array", tickvals: range(pieces.length), ticktext: pieces.map((p) => label(p)),
+                 hovertemplate: "%{hovertext}<br>p = %{customdata:.3f}<br>(click: continue from it)<extra></extra>"}];
+  const layout = {barmode: "overlay", showlegend: false,
+                  yaxis: {tickmode: "array", tickvals: range(pieces.length), ticktext: pieces.map((p) => label(p)),
                           autorange: "reversed"},
-                  xaxis: {range: [0, 1.12], title: {text: "probability"}, showgrid: true, gridcolor: "#f3f4f6"}};
+                  xaxis: {range: [0, TOPK_RANGE], title: {text: "probability"}, showgrid: true, gridcolor: "#f3f4f6"}};
   return figure(look, data, layout, 300, `Step ${t + 1}: next-piece probabilities \u2192 ${label(produced)}`,
                 {l: 110, r: 30});
 }

@@ -93,6 +93,11 @@ test("the step panels: the step's rows on the 0-1 scale, its top-k with the chos
   assert.ok(cross.layout.title.text.startsWith("Step 2 · cross-attention (layer 2, head 1)"));
   assert.equal(self.data[0].y.length, 2); // step 2 sees the pieces read so far
   assert.ok(topk.layout.title.text.startsWith("Step 2: next-piece probabilities"));
+  // the drawn bars answer no pointer; a clear bar over each whole row does (a click there branches: branchOf)
+  const [drawn, hit] = topk.data;
+  assert.equal(drawn.hoverinfo, "skip");
+  assert.deepEqual(hit.x, drawn.x.map(() => topk.layout.xaxis.range[1]));
+  assert.deepEqual([hit.width, hit.meta, hit.customdata], [1, "branch=1", drawn.x]);
   const hidden = stepFigures(payload(), view({kind: "decoder", step: 1, hide: true}), LOOK).self;
   assert.ok(JSON.stringify(hidden).includes("sees only &lt;s&gt;, which is hidden"));
   const none = stepFigures(Object.assign(payload(), {pieces: {source: ["</s>"], target: [], output: []}}),

@@ -112,12 +112,13 @@ def tabs_html() -> str:
 
 
 def explorer_html(config: ModelConfig, asks: dict[str, tuple[str, ...]], walk: bool = True,
-                  weights: list[tuple[str, str]] = WEIGHTS_CHOICES) -> str:
+                  weights: list[tuple[str, str]] = WEIGHTS_CHOICES, settled: bool = False) -> str:
     """The explorer: anatomy/viewer/controls.js makes the view controls in #view-controls, offering before a
     translation what `data-offer` says (the model's kinds, the `weights`, each kind's help, whether the softmax
-    walk is offered, and the host's asks by kind); the large view (a pair's two sentences side by side, their texts
-    above and their difference below: page.js shows them); the chosen kind's help."""
-    offer = {"weights": [list(choice) for choice in weights], "asks": asks, "walk": walk,
+    walk is offered, the host's asks by kind, and whether a page at the host's plain address is this one as built:
+    `settled`, nothing to ask the host); the large view (a pair's two sentences side by side, their texts above and
+    their difference below: page.js shows them); the chosen kind's help."""
+    offer = {"weights": [list(choice) for choice in weights], "asks": asks, "walk": walk, "settled": settled,
              "help": {k.name: markdown_html(attention_views.kind_help(k.name)) for k in PAGE_KINDS},
              "shape": {"kinds": [{"name": k.name, "title": views.name(k.name), "layers": config.n_layers(k.name),
                                   "heads": config.n_heads} for k in PAGE_KINDS],

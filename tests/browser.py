@@ -40,9 +40,10 @@ def browser():
 
 
 def load_page(page, url: str, timeout: float | None = None) -> None:
-    """Go to `url` and wait until the page's own load events are done (the last of them sets the placeholder)."""
+    """Go to `url` and wait until the page shows what its address asks for (ui/static/app.js `loaded`: at once for
+    a plain address, else once its load event has answered)."""
     page.goto(url, wait_until="domcontentloaded")
-    page.wait_for_function("document.querySelector('#source-text textarea')?.placeholder.startsWith('Type a')",
+    page.wait_for_function("window.anatomy?.loaded && document.querySelector('#source-text textarea')",
                            timeout=timeout)
 
 

@@ -27,6 +27,8 @@ def page(browser, url):
     page.set_default_timeout(TIMEOUT)
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    page.joins = []  # the events the page runs (Gradio's queue)
+    page.on("request", lambda r: page.joins.append(r.url) if "/queue/join" in r.url else None)
     page.goto(url, wait_until="domcontentloaded")
     page.errors = errors
     yield page
@@ -39,7 +41,11 @@ def test_translate_and_explore(page, shipped):
     L, H = entry.config.n_decoder_layers, entry.config.n_heads
     # plotly is loaded with the page (placeholder figures), before the first click
     page.wait_for_selector("#heatmap [data-testid=plotly] .main-svg")
+    # the plain address's page is the page as built: it runs no event, and says what to type
+    page.wait_for_function("window.anatomy?.loaded")
+    page.wait_for_timeout(500)
     source = page.get_by_label("Source text")
+    assert page.joins == [] and source.get_attribute("placeholder").startswith("Type a"), page.joins
     source.fill(SENTENCES.get(entry.source_lang, SENTENCES["de"]))
     start = time.perf_counter()
     page.get_by_role("button", name="Translate", exact=True).click()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import html
 import inspect
 import json
 import os
@@ -276,10 +277,13 @@ def _load_events(tiny) -> tuple[list, dict]:
 
 def test_a_page_load_runs_no_model_event_unless_its_address_has_text_and_then_one(tiny):
     """A page load runs only the browser's `opened` (no request): it asks for the address's settings in the drawing
-    group, or, for an address with text, the link's settings and translation in one event of the model's slot."""
+    group, or, for an address with text, the link's settings and translation in one event of the model's slot; a
+    plain address asks nothing when the page as built is its page (no Hub model loading: tests/test_browser.py)."""
     loads, buttons = _load_events(tiny)
     assert [fn.fn for fn in loads] == [None] and "opened()" in loads[0].js
     assert "A.ask(text ? 'link' : 'address')" in (Path(__file__).parents[1] / "ui/static/app.js").read_text()
+    offer = json.loads(html.unescape(tiny.page.explorer.value.split('data-offer="')[1].split('"')[0]))
+    assert offer["settled"] is (not tiny.registry.pending) is True
     draw, model = buttons["draw"], buttons["model"]
     assert draw.concurrency_id != "model" and draw.fn.__wrapped__ == tiny.ask_draw
     assert (model.concurrency_id, model.concurrency_limit, model.fn.__wrapped__) == ("model", model_events(),

@@ -9,7 +9,7 @@ from anatomy import ablation_views, views
 from anatomy.inputs import MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K
 from anatomy.layout import explorer_html, markdown_html, share_html, tabs_html, tools_html
 from anatomy.prose import INTRO
-from anatomy.registry import ModelRegistry, device_choices
+from anatomy.registry import ModelEntry, ModelRegistry, device_choices
 from transformer import ModelConfig
 
 from .values import ASKS, Session
@@ -141,6 +141,11 @@ def header_html() -> str:
             f'<div id="header-tools">{tools_html()}</div></div>')
 
 
+def placeholder(entry: ModelEntry) -> str:
+    """The source text's placeholder for a model: what to type."""
+    return f"Type {views.a_language(entry.source_lang)} sentence, e.g. {(entry.examples or [''])[0]}"
+
+
 def _settings(registry: ModelRegistry) -> dict:
     """The controls a translation is asked with and its buttons, by Page field."""
     entry0 = registry.get(None)
@@ -150,8 +155,7 @@ def _settings(registry: ModelRegistry) -> dict:
                                 elem_id="model-notices", elem_classes=["anatomy-notice"])
     # No max_length: the browser would cut a long paste unseen; anatomy.inputs.clean_text cuts it to MAX_CHARS
     # and says so in the run info.
-    text = gr.Textbox(label="Source text", lines=2, elem_id="source-text",
-                      placeholder=f"e.g. {(entry0.examples or [''])[0]}")
+    text = gr.Textbox(label="Source text", lines=2, elem_id="source-text", placeholder=placeholder(entry0))
     # right after the text, in its form (issue 48: at most sixty components, forms counted); folded away in
     # presenter mode with the other settings, so that a single translation's first screen stays as it was
     compare = gr.Textbox(label="Compare with… (optional: a second sentence, drawn beside the first)", lines=1,
@@ -227,13 +231,13 @@ def _result() -> dict:
                 animation_file=animation_file)
 
 
-def _explorer(config: ModelConfig) -> dict:
+def _explorer(config: ModelConfig, settled: bool) -> dict:
     """The viewer's large view with its controls, heads off, and the buttons the viewer asks the server with, by
-    Page field."""
+    Page field; `settled`: a page at the plain address is this one as built (app.js `opened` asks for nothing)."""
     # the viewer's own: its view controls (anatomy/viewer/controls.js makes them in #view-controls; presenter
     # mode folds them away, the keys move the view, and View settings shows them), the large view and what
     # the chosen attention shows
-    explorer = gr.HTML(explorer_html(config, ASKS), elem_id="explorer-view", padding=False)
+    explorer = gr.HTML(explorer_html(config, ASKS, settled=settled), elem_id="explorer-view", padding=False)
     with gr.Accordion("Switch heads off", open=False, elem_id="heads-off-panel",
                       elem_classes=["anatomy-controls"]) as heads_off_panel:
         heads_off = gr.CheckboxGroup(ablation_views.head_choices(config), value=[], elem_id="heads-off",
@@ -259,7 +263,8 @@ def build_page(registry: ModelRegistry) -> Page:
             settings = _settings(registry)
             result = _result()
         with gr.Column(scale=3, min_width=320, elem_id="explorer"):
-            explorer = _explorer(registry.get(None).config)
+            # no Hub model still loading: the directions and notices as built are what a page load would ask for
+            explorer = _explorer(registry.get(None).config, settled=not registry.pending)
 
     # each model's examples, then its pairs (Compare with…: the second sentence drawn beside the first)
     examples = [[s, e.key, ""] for e in registry.entries.values() for s in e.examples] + \

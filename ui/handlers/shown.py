@@ -18,7 +18,7 @@ from anatomy.payload import explain_payload, positional, trace_payload
 from anatomy.run import Run, Twin, Vectors
 
 from ..figures import figure_json
-from ..layout import DEFAULTS
+from ..layout import DEFAULTS, placeholder
 from ..values import Inputs, Tab
 from .model import ASKED, opened
 
@@ -199,8 +199,7 @@ class Showing:
         return out
 
     def _placeholder(self, key) -> str:
-        entry = self.registry.get(key)
-        return f"Type {views.a_language(entry.source_lang)} sentence, e.g. {(entry.examples or [''])[0]}"
+        return placeholder(self.registry.get(key))
 
     def share(self, values: Inputs | dict) -> str:
         """The query string of a link to what is on screen (run, view); the page prefixes its own address."""
@@ -238,7 +237,6 @@ class Showing:
         status = self.registry.status()
         out[p.direction] = gr.update(choices=self.registry.choices(), value=link.key or self.registry.default_key)
         out[p.model_notices] = gr.update(value=status, visible=bool(status))
-        # the placeholder says the page's load events are done (the browser tests wait for it)
         out[p.text] = gr.update(placeholder=self._placeholder(link.key), **({"value": link.text} if link.text else {}))
         off = ablation_views.off_items(d.heads_off)
         out[p.heads_off] = gr.update(choices=ablation_views.head_choices(c), value=off)

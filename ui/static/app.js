@@ -13,20 +13,31 @@
     },
     translation: () => (document.querySelector('#translation textarea') || {value: ''}).value,
   }}));
+  // the answer to the page's first ask (a link's or an address's: each opens its view) shows what its address asks
+  const data = A.data;
+  A.data = (d) => {
+    data(d);
+    if (d && 'open' in d) A.loaded = true;
+  };
   Object.assign(A, {
     // The viewer's view, for an event that reads it (ui/wiring.py reading_view), with the first ask of `kind`.
     viewed(kind) {
       return JSON.stringify(Object.assign(A.state(), {ask: (kind && asks[kind].shift()) || ''}));
     },
     // The page's first event: the link's settings and translation when its address has text (one model event),
-    // else the settings its address names (ui/wiring.py); every request carries the address, as Gradio's do.
+    // else the settings its address names (ui/wiring.py); every request carries the address, as Gradio's do. A
+    // plain address asks nothing when the page as built is its page (offer.settled: no Hub model still loading).
+    // `loaded`: the page shows what its address asks for (the browser tests wait for it).
     opened() {
-      const text = (new URLSearchParams(window.location.search).get('text') || '').trim();
-      A.ask(text ? 'link' : 'address');
-      // Plotly.js (3.5 MB) parsed while the link's translation is made; for any other page once the page is idle,
-      // after the address's answer, so that it never holds the page's first drawing
+      const query = new URLSearchParams(window.location.search), text = (query.get('text') || '').trim();
+      const plain = A.mount() && A.offer.settled && ![...query.keys()].length;
+      if (!plain) A.ask(text ? 'link' : 'address');
+      // Plotly.js parsed while the link's translation is made; for any other page once the page is idle, after the
+      // address's answer, so that it never holds the page's first drawing
       if (text) A.viewer.preload();
       else A.preloading = true;
+      if (plain) A.data({});
+      A.loaded = plain;
     },
     // Download trace (JSON), Download page (HTML): the server puts the new file in #id; a click on its link saves
     // it, so that one click on the button downloads the file. Each file has an address of its own: an earlier one is

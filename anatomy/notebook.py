@@ -2,8 +2,8 @@
 
 The cell shows the offline page of the translation (anatomy.offline: every attention kind, layer and head, head
 statistics, predictions, positional encoding, architecture, model card) in a sandboxed iframe whose srcdoc holds the
-page: no server, nothing written to disk. Plotly.js (~5 MB) comes as `show(..., plotly=)` says: inlined in each
-frame (inline), sent once to the notebook's window and from there to each frame (shared), or from its CDN (cdn).
+page: no server, nothing written to disk. Plotly.js (1.5 MB) comes as `show(..., plotly=)` says: inlined in each
+frame (inline), sent once to the notebook's window and from there to each frame (shared), or from a CDN (cdn: jsDelivr).
 `.save("x.html")` writes the whole page as `python -m anatomy.export html`.
 """
 from __future__ import annotations
@@ -222,7 +222,7 @@ def show(source: str | Trace, model: str | ModelEntry | None = None, explain: bo
     the first model), or an existing Trace drawn as made by `model` (None: the model its direction names); with
     `explain`, Why this word too (attribution of every piece by three methods, the logit lens, the value norms:
     model passes, a few seconds for a 20-word sentence). `plotly`: where the cell's Plotly.js comes from: "inline"
-    (in the cell, ~5.7 MB: works everywhere, offline), "shared" (the kernel's first such cell puts it in the
+    (in the cell, ~2.1 MB: works everywhere, offline), "shared" (the kernel's first such cell puts it in the
     notebook's window for the later ones, ~0.3 MB each: front ends that show every output in one window, such as
     Jupyter Lab, Notebook and VS Code, not Colab) or "cdn" (a small cell that loads it from its CDN: needs a
     network). `compare`: a second sentence, translated by the same model and drawn beside the first, with their

@@ -16,7 +16,7 @@ from tests.app_fixtures import SENTENCE
 from tests.conftest import serve
 
 API = {"/translate", "/explain", "/animate", "/export_html"}
-CAP_MB = 10  # two offline pages (~4.7 MB each, Plotly.js inside) fit, a third does not
+CAP_MB = 4  # two offline pages (~1.6 MB each, Plotly.js inside) fit, a third does not
 
 
 @pytest.fixture(scope="module")

@@ -256,7 +256,7 @@ def cell_bytes(nb, cell: int) -> int:
 
 @pytest.mark.slow
 def test_a_second_shared_cell_is_small(executed):
-    """The notebook stores ~5.7 MB for an inline cell and for the first shared one (Plotly.js), a few hundred KB for
+    """The notebook stores ~2 MB for an inline cell and for the first shared one (Plotly.js), a few hundred KB for
     a later shared cell or a CDN one."""
     sizes = {name: cell_bytes(executed.nb, cell) for name, cell in
              (("inline", INLINE), ("shared", SHARED), ("shared again", SHARED_AGAIN), ("cdn", CDN))}

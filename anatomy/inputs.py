@@ -279,6 +279,7 @@ class Link:
     # a branch's forced pieces, as the link names them; their ids (link_prefix) need the model's vocabulary
     prefix: tuple[str, ...] = ()
     compare: str = ""  # a second sentence to translate beside the text (Compare with…), cleaned
+    names_view: bool = False  # whether the link names any part of the view (VIEW_PARAMS), or leaves it to the page
 
     def translated_notices(self, steps: int, pieces: int) -> list[str]:
         """The notice for a step or walk query outside its translation's steps or source pieces (known only once
@@ -344,6 +345,8 @@ GRADIO_PARAMS = ("deep_link", "page", "ui", "lang", "write_token")
 GRADIO_VIEWS = ("api", "settings", "api-recorder")
 LINK_PARAMS = ("direction", "text", "compare", "beam", "max", "lp", "view", "layer", "head", "merge", "step", "hide",
                "display", "query", "off", "prefix", "presenter", "tour", SHORTENED)
+# those that name the view (a link with none of them opens at the page's own view: an example pair's, its pronoun's row)
+VIEW_PARAMS = ("view", "layer", "head", "merge", "step", "hide", "display", "query")
 MAX_TOUR = 20  # a link's tour stop, at most (the tour's own count clamps it further: viewer/tour.js)
 # Names a visitor may guess for a link's parameter that difflib would not find: the API calls the view's kind `kind`
 GUESSES = {"kind": "view", "attention": "view"}
@@ -502,4 +505,5 @@ def parse_link(query: Mapping[str, str], configs: Mapping[str, ModelConfig], def
                 view=View(kind, layer or layers, str(head or MEAN_HEAD), bool(merge), step, False, bool(hide),
                           display or DISPLAYS[0], walk or 1),
                 presenter=presenter, later=tuple(later.items()), tour=tour if text else None,
-                prefix=prefix if text else (), compare=compare if text else "")
+                prefix=prefix if text else (), compare=compare if text else "",
+                names_view=any(read.given(name) is not None for name in VIEW_PARAMS))

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import random
 import subprocess
+import types
 import urllib.parse
 from pathlib import Path
 
@@ -226,3 +227,10 @@ def test_the_example_pair_translates_both_and_opens_at_its_pronoun_where_the_row
             change[layer, head] = sum(abs(b.weights[j, y] - a.weights[i, x]) for x, y in keys)
     assert (opens["layer"], int(opens["head"])) == max(change, key=change.get)
     assert change[opens["layer"], int(opens["head"])] > 0
+    # a link to the pair that names no view opens there too (the payload's opens_at, no view of the link's over it);
+    # one that names a view opens at that view
+    query = {"text": first, "direction": key, "compare": second}
+    for extra, named in (({}, False), ({"layer": "1"}, True)):
+        link = h.open_link(Inputs(signal=StopSignal()), types.SimpleNamespace(query_params={**query, **extra}))
+        assert link[h.page.trace_data]["opens_at"] == opens
+        assert ("layer" in link[h.page.view_set]) is named and "asked" in link[h.page.view_set], link[h.page.view_set]

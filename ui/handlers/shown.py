@@ -216,7 +216,14 @@ class Showing:
         i = Inputs.of(self.page, values)
         settings = dataclasses.replace(i.settings, key=link.key or self.registry.default_key)
         translated = self.translate_link(dataclasses.replace(i, link=link, view=link.view, settings=settings))
-        return {**loaded, **(translated if translated != gr.skip() else {})}
+        if translated == gr.skip():
+            return loaded
+        if translated[self.page.run].opens is not None and not link.names_view:
+            # an example pair's link that names no view opens where the example does (present: its payload's
+            # opens_at), not at the default view the link's controls hold
+            asked = loaded[self.page.view_set]
+            loaded = {**loaded, self.page.view_set: {k: asked[k] for k in ("asked", "presenter") if k in asked}}
+        return {**loaded, **translated}
 
     def load_link(self, request: gr.Request):
         """The page's address: the controls a link sets (anything malformed keeps its default), and the Link

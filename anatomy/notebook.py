@@ -145,17 +145,20 @@ class Shown:
         title = html.escape(f"Transformer Anatomy: {self.entry.key}: {self.translation}", quote=True)
         window = f"<script>{shared_window(_CARRIER.carries())}</script>" if self.plotly == "shared" else ""
         page = self.page(None if self.plotly == "inline" else frame_plotly(self.plotly))
-        return (f'{window}<iframe id="{frame}" title="{title}" sandbox="{SANDBOX}" style="width: 100%; '
-                f'height: {HEIGHT}px; border: 1px solid #ddd;" srcdoc="{html.escape(framed(page), quote=True)}">'
-                '</iframe>')
+        # The cell in ASCII (character references, JS escapes): a host page read in another encoding than UTF-8
+        # (a saved cell without <meta charset>, which Chromium guesses at) still gives the frame its words.
+        iframe = (f'<iframe id="{frame}" title="{title}" sandbox="{SANDBOX}" style="width: 100%; '
+                  f'height: {HEIGHT}px; border: 1px solid #ddd;" srcdoc="{html.escape(framed(page), quote=True)}">'
+                  '</iframe>')
+        return window + iframe.encode("ascii", "xmlcharrefreplace").decode("ascii")
 
     def __repr__(self) -> str:
         return f"Shown({self.entry.key}: {self.text!r} → {self.translation!r})"
 
 
 def _script_text(value: str) -> str:
-    """`value` as a JS string literal that can stand inside <script> (no "</script", no "<!--")."""
-    return json.dumps(value, ensure_ascii=False).replace("<", "\\u003c")
+    """`value` as a JS string literal that can stand inside <script> (no "</script", no "<!--"), in ASCII."""
+    return json.dumps(value).replace("<", "\\u003c")
 
 
 @lru_cache(maxsize=2)

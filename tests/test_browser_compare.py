@@ -103,15 +103,16 @@ def test_a_pair_in_presenter_mode_fits_1280x720_and_steps_together(browser, requ
 
 def test_a_notebook_cell_draws_the_pair_in_its_frame(browser, example, monkeypatch, tmp_path):
     """show(text, compare=...) in a notebook: the cell's frame (srcdoc, the offline page) draws both sentences side
-    by side and their difference."""
+    by side and their difference. The notebook's page is read as windows-1252 here (a saved cell with no charset, whose
+    encoding Chromium guesses): the cell's words still reach the frame."""
     from anatomy import notebook
     from anatomy.registry import ModelRegistry
 
     entry, (first, second, word, other) = example
     monkeypatch.setattr(notebook, "registry", lambda: ModelRegistry([entry], []))
     cell = tmp_path / "cell.html"
-    cell.write_text(f"<!doctype html><html><body>{notebook.show(first, compare=second)._repr_html_()}</body></html>",
-                    encoding="utf-8")
+    cell.write_text('<!doctype html><html><head><meta charset="windows-1252"></head><body>'
+                    f"{notebook.show(first, compare=second)._repr_html_()}</body></html>", encoding="utf-8")
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = context.new_page()

@@ -49,7 +49,10 @@ def test_the_cell_is_an_iframe_whose_srcdoc_is_the_whole_offline_page(trace, ent
     shown = notebook.show(trace, entry)
     assert (shown.trace, shown.entry, shown.translation) == (trace, entry, trace.text)
     assert shown.text == detokenize(trace.source_tokens) and repr(shown).startswith("Shown(de-en: ")
-    frame = attributes(shown._repr_html_())
+    cell = shown._repr_html_()
+    frame = attributes(cell)
+    # ASCII, the page's own words as character references: read the same in any encoding the host page is read in
+    assert cell.isascii() and not frame["srcdoc"].isascii()
     page = offline.page(offline.payload(trace, entry, shown.text, list(shown.notices)), entry.config)
     assert frame["srcdoc"] == notebook.framed(page)
     # the <base> keeps the page's relative links in the frame, and is all that is added
@@ -148,6 +151,7 @@ def test_plotly_shared_sends_plotly_js_to_the_notebook_s_window_once(trace, entr
         # the window's script holds the text (escaped for a JS string) only in the carrier's cell: cell-a, run again
         assert (len(window) > len(plotly_js)) is carries and "anatomyPlotlyShared" in window
         assert window == notebook.shared_window(carries) and "</script" not in window and "<!--" not in window
+        assert cell.isascii()  # Plotly.js's few non-ASCII characters as \u escapes
         frame = attributes(frame_html)
         assert frame["sandbox"] == notebook.SANDBOX  # still isolated: a posted message is all that crosses
         srcdoc = frame["srcdoc"]

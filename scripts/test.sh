@@ -22,4 +22,11 @@ npx --no-install tsc -p tsconfig.json
 # The browser viewer's ES modules (anatomy/viewer/), by Node's own test runner; a failure stops the script.
 node --test tests/js/
 export GRADIO_ANALYTICS_ENABLED=False HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
-python3 -m pytest -q --durations=60 "$@"
+# Two workers for the tests that neither time nor measure anything against an idle machine (a test file's tests stay
+# on one worker, with its module's app and browser), then the `solo` ones alone (pytest.ini); both run, whatever the
+# first gives, and the script fails if either did (a part that `$@` leaves empty, pytest's status 5, is no failure).
+status=0
+part() { python3 -m pytest -q "$@" || { rc=$?; [ "$rc" -eq 5 ] || status=$rc; }; }
+part --durations=40 -m "not solo" -n 2 --dist loadfile "$@"
+part --durations=20 -m solo "$@"
+exit $status

@@ -27,7 +27,8 @@ from benchmarks.exports import (
 )
 from tests.app_fixtures import SENTENCE, make_checkpoint
 
-pytestmark = pytest.mark.slow  # each test runs `python app.py`
+# each test runs `python app.py`, and measures memory and a translation's pace: scripts/test.sh runs them alone
+pytestmark = [pytest.mark.slow, pytest.mark.solo]
 
 # The server's budget, in megapixels a file: the tiny model translates SENTENCE into 40 pieces (41 frames: 85
 # megapixels at 1920×1080) and twice SENTENCE into 67 (68 frames: 141 at 1920×1080, 63 at 1280×720).

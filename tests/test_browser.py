@@ -178,6 +178,7 @@ def test_a_long_paste_is_cut_by_the_server_which_says_so(page):
     assert not page.errors, page.errors
 
 
+@pytest.mark.solo  # timed: scripts/test.sh runs it alone
 def test_a_visitor_over_the_queue_bound_is_told_the_app_is_busy(browser, served):
     """With ANATOMY_QUEUE_SIZE=1 kept full by API clients (two requests running, one waiting), Translate answers
     at once with Gradio's busy message, not a spinner that never ends."""

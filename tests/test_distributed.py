@@ -19,7 +19,8 @@ from transformer.model import Transformer
 
 from .conftest import write_corpus
 
-pytestmark = pytest.mark.slow  # several torchrun launches
+# several torchrun launches, each of two processes: scripts/test.sh runs them alone
+pytestmark = [pytest.mark.slow, pytest.mark.solo]
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ["--d-model", "64", "--n-heads", "4", "--d-ff", "128", "--layers", "2", "--dropout", "0", "--max-len", "64",

@@ -210,6 +210,7 @@ def _reaches(job, codes, timeout=20.0):
 
 
 @pytest.mark.slow
+@pytest.mark.solo  # timed: scripts/test.sh runs it alone
 def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(served):
     """ANATOMY_MODEL_EVENTS=2, ANATOMY_QUEUE_SIZE=1: two requests run, one waits, the rest are refused at once;
     those that got in get exactly the answer a lone request gets. Sent in that order, each once the one before is
@@ -244,6 +245,7 @@ def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(serv
 
 
 @pytest.mark.slow
+@pytest.mark.solo  # timed: scripts/test.sh runs it alone
 def test_load_benchmark_runs_16_clients_that_all_get_the_answer_they_get_alone(folders):
     """benchmarks/load.py, small: its own server on the tiny checkpoints, 16 clients, 32 requests."""
     root = Path(__file__).resolve().parents[1]
@@ -259,6 +261,7 @@ def test_load_benchmark_runs_16_clients_that_all_get_the_answer_they_get_alone(f
 
 
 @pytest.mark.slow
+@pytest.mark.solo  # timed: scripts/test.sh runs it alone
 def test_load_benchmark_ratios_back_off_when_refused_and_serve_every_request(folders):
     """--ratios against one server that runs one model event at a time and whose queue holds one waiting request: the
     crowd of 4 is refused, backs off and asks again until every request is served, each with the answer it gets

@@ -7,10 +7,15 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from anatomy import engine
 from anatomy.inputs import Request
 from anatomy.slot import ModelSlot
 from transformer import Decoding
+
+# its tests time one request against another on an otherwise idle machine: scripts/test.sh runs them alone
+pytestmark = pytest.mark.solo
 
 
 def _start(fn) -> threading.Thread:

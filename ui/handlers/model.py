@@ -19,6 +19,7 @@ from anatomy.tour import Tour
 from transformer import Trace, Translator
 from transformer.pieces import piece_text
 
+from ..layout import placeholder
 from ..values import Inputs, PageSettings, Tab
 
 if TYPE_CHECKING:
@@ -58,8 +59,8 @@ class Translating:
         off = asked.pop("heads_off")
         request, notices = page_request(**asked)
         if not request.text:
-            key = settings.key if settings.key in self.registry.entries else None
-            return None, viz.escape(" ".join([*notices, f"{self._placeholder(key)}, then click Translate."]))
+            entry = self.registry.get(settings.key if settings.key in self.registry.entries else None)
+            return None, viz.escape(" ".join([*notices, f"{placeholder(entry)}, then click Translate."]))
         if settings.key not in self.registry.entries:
             raise gr.Error(f"Unknown direction {settings.key!r}; choose one of: {', '.join(self.registry.entries)}.")
         return self._with_heads_off(request, off), ""

@@ -192,14 +192,11 @@ class Showing:
         open tab if it shows the model."""
         p, i = self.page, Inputs.of(self.page, values)
         entry = self.registry.get(i.settings.key if i.settings.key in self.registry.entries else None)
-        out = {p.text: gr.update(placeholder=self._placeholder(entry.key)),
+        out = {p.text: gr.update(placeholder=placeholder(entry)),
                p.heads_off: gr.update(choices=ablation_views.head_choices(entry.config), value=[])}
         if i.tab.shows_model:
             out.update(self._tab(i, entry.key))
         return out
-
-    def _placeholder(self, key) -> str:
-        return placeholder(self.registry.get(key))
 
     def share(self, values: Inputs | dict) -> str:
         """The query string of a link to what is on screen (run, view); the page prefixes its own address."""
@@ -244,7 +241,7 @@ class Showing:
         status = self.registry.status()
         out[p.direction] = gr.update(choices=self.registry.choices(), value=link.key or self.registry.default_key)
         out[p.model_notices] = gr.update(value=status, visible=bool(status))
-        out[p.text] = gr.update(placeholder=self._placeholder(link.key), **({"value": link.text} if link.text else {}))
+        out[p.text] = gr.update(placeholder=placeholder(entry), **({"value": link.text} if link.text else {}))
         off = ablation_views.off_items(d.heads_off)
         out[p.heads_off] = gr.update(choices=ablation_views.head_choices(c), value=off)
         if off:

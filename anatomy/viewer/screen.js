@@ -361,6 +361,9 @@ export function createScreen(document, options) {
   const soon = () => {
     if (!frame) frame = window.requestAnimationFrame(() => { frame = 0; S.scan(); });
   };
+  // a figure's box that changes width with no class, style or window change (a stylesheet, a scrollbar, a
+  // transition beside it, a font arriving) is fitted again too: its text was sized for the old width
+  const resized = window.ResizeObserver ? new window.ResizeObserver(soon) : null;
 
   const S = {
     scale: 1.5,
@@ -532,6 +535,7 @@ export function createScreen(document, options) {
      */
     hook(gd) {
       gd.anatomyHooked = true;
+      if (resized) resized.observe(room(gd));
       gd.on("plotly_afterplot", soon);
       const free = () => !gd.anatomyPinned && Date.now() - (gd.anatomyTouched || 0) > 800;
       gd.on("plotly_hover", (e) => { if (free()) S.keep(gd, e.points[0]); });

@@ -213,14 +213,7 @@ class Showing:
         i = Inputs.of(self.page, values)
         settings = dataclasses.replace(i.settings, key=link.key or self.registry.default_key)
         translated = self.translate_link(dataclasses.replace(i, link=link, view=link.view, settings=settings))
-        if translated == gr.skip():
-            return loaded
-        if translated[self.page.run].opens is not None and not link.names_view:
-            # an example pair's link that names no view opens where the example does (present: its payload's
-            # opens_at), not at the default view the link's controls hold
-            asked = loaded[self.page.view_set]
-            loaded = {**loaded, self.page.view_set: {k: asked[k] for k in ("asked", "presenter") if k in asked}}
-        return {**loaded, **translated}
+        return loaded if translated == gr.skip() else {**loaded, **translated}
 
     def load_link(self, request: gr.Request):
         """The page's address: the controls a link sets (anything malformed keeps its default), and the Link
@@ -235,8 +228,11 @@ class Showing:
         entry = self.registry.get(link.key)
         c, view = entry.config, link.view  # the view fitted to this model by parse_link
         d = link.decoding
+        # a link that names no part of the view leaves it to the page: a translation's own opening (an example
+        # pair's opens_at) or the viewer's default
+        opening = opened(view) if link.names_view else {"asked": next(ASKED)}
         out = {p.link: link, p.beam: d.beam_size, p.max_new: d.max_new_tokens or 0, p.lp: d.length_penalty,
-               p.view_set: {**opened(view), **({} if link.presenter is None else {"presenter": link.presenter})}}
+               p.view_set: {**opening, **({} if link.presenter is None else {"presenter": link.presenter})}}
         # Hub models join the registry in the background: each page load offers those loaded by then.
         status = self.registry.status()
         out[p.direction] = gr.update(choices=self.registry.choices(), value=link.key or self.registry.default_key)

@@ -463,10 +463,17 @@ export function createScreen(document, options) {
       // the traces drawn now again (the viewer hands them over when equal): fitted already, and their base values
       // are the first drawing's
       const again = Array.isArray(gd.data) && data.length === gd.data.length && data.every((t, i) => t === gd.data[i]);
-      const b = base(data, layout);
+      // the layout drawn now again (a figure the server drew, handed over as the same object): the fits changed it in
+      // place, so its base values are the first drawing's (read again, the architecture's type grew with each drawing
+      // until its text spilled out of its boxes)
+      const kept = layout === gd.anatomyLayout && gd.anatomyBase;
+      const b = kept ? Object.assign({}, gd.anatomyBase) : base(data, layout);
       if (again && gd.anatomyBase) {
         const {text: t, colorbars: c, templates: own, cells} = gd.anatomyBase;
         Object.assign(b, {text: t, colorbars: c, templates: own, cells});
+      } else if (kept) {
+        const {text: t, colorbars: c, templates: own, cells, bar} = base(data, layout);
+        Object.assign(b, {text: t, colorbars: c, templates: own, cells, bar});
       }
       const {layout: u, text, templates, colorbars, minWidth} = update(b, mode, S.on, S.scale);
       S.keepWidth(gd, minWidth);

@@ -68,8 +68,18 @@ export function createTour(doc, host) {
       return;
     }
     marked.classList.add(TARGET_CLASS);
+    place(shown, tries);
+  }
+
+  // The marked place brought to the window's top when out of sight or low in it. A page too short below it (a tab's
+  // figure not drawn yet: the architecture's box in the app) stops the scroll short: tried again as the page grows.
+  function place(shown, tries, scrolled = false) {
     const r = marked.getBoundingClientRect(), view = doc.defaultView;
-    if (r.top < 0 || r.top > 0.7 * view.innerHeight) marked.scrollIntoView({block: "start"});
+    if (!scrolled && !(r.top < 0 || r.top > 0.7 * view.innerHeight)) return;
+    if (Math.abs(r.top) > 1) marked.scrollIntoView({block: "start"});
+    if (marked.getBoundingClientRect().top > 1 && tries > 0) {
+      setTimeout(() => { if (tour && index === shown && marked) place(shown, tries - 1, true); }, 100);
+    }
   }
 
   function show() {

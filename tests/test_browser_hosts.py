@@ -285,15 +285,21 @@ def to_stop(page, key: str) -> None:
     raise AssertionError(f"no stop {key}")
 
 
-@pytest.mark.parametrize("host", HOSTS)
-def test_a_figure_whose_box_narrows_unseen_is_fitted_again(opened, host):
-    """A figure's box that narrows with no change of the page's classes, styles or window (here a stylesheet added to
-    the head; on a page, a scrollbar, a transition beside it or a font arriving) is fitted to its new width: the
-    architecture's text stays in its boxes (in presenter mode, the tour once left it spilling out of three)."""
+def presenter_architecture(opened, host):
+    """A page in presenter mode at 1280×720 with its Architecture tab open and the figure kept."""
     page = opened(host, 1280, 720, presenter=1)
     page.click("#anatomy-tabs [role=tab][data-tab=architecture]")
     page.wait_for_selector("#architecture .annotation-text")
     page.wait_for_function(KEPT)
+    return page
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_a_figure_whose_box_narrows_unseen_is_fitted_again(opened, host):
+    """A figure's box that narrows with no change of the page's classes, styles or window (here a stylesheet added to
+    the head; on a page, a scrollbar, a transition beside it or a font arriving) is fitted to its new width: the
+    architecture's text stays in its boxes."""
+    page = presenter_architecture(opened, host)
     width = "document.querySelector('#architecture .anatomy-plot')._fullLayout.width"
     before = page.evaluate(width)
     page.evaluate("document.head.appendChild(Object.assign(document.createElement('style'), "
@@ -311,10 +317,7 @@ def test_a_figure_drawn_again_with_its_own_layout_keeps_its_type(opened, host):
     """The viewer hands a figure the server drew to Plotly as the same objects each time it draws it again; the fits
     change that layout in place, so reading it again as the figure's own sizes grew the architecture's type with each
     drawing (14.3 px, then 16.8 px in presenter mode's tour, its text out of three boxes)."""
-    page = opened(host, 1280, 720, presenter=1)
-    page.click("#anatomy-tabs [role=tab][data-tab=architecture]")
-    page.wait_for_selector("#architecture .annotation-text")
-    page.wait_for_function(KEPT)
+    page = presenter_architecture(opened, host)
     size = "document.querySelector('#architecture .anatomy-plot')._fullLayout.annotations[0].font.size"
     first = page.evaluate(size)
     for _ in range(2):

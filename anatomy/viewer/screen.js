@@ -460,20 +460,14 @@ export function createScreen(document, options) {
       const large = gd.offsetParent && gd.closest("#heatmap, #heatmap-second");
       const mode = (large && S.modeOf(gd)) || gd.anatomyModeOf || (gd.offsetParent && S.modeOf(gd));
       if (!mode) return;
-      // the traces drawn now again (the viewer hands them over when equal): fitted already, and their base values
-      // are the first drawing's
+      // drawn again, fitted already, so their base values are the first drawing's: the traces (the viewer hands them
+      // over when equal), or the whole layout (a figure the server drew, handed over as the same object, which the
+      // fits changed in place: read again, the architecture's type grew with each drawing out of its boxes)
       const again = Array.isArray(gd.data) && data.length === gd.data.length && data.every((t, i) => t === gd.data[i]);
-      // the layout drawn now again (a figure the server drew, handed over as the same object): the fits changed it in
-      // place, so its base values are the first drawing's (read again, the architecture's type grew with each drawing
-      // until its text spilled out of its boxes)
-      const kept = layout === gd.anatomyLayout && gd.anatomyBase;
-      const b = kept ? Object.assign({}, gd.anatomyBase) : base(data, layout);
-      if (again && gd.anatomyBase) {
+      const b = layout === gd.anatomyLayout && gd.anatomyBase ? gd.anatomyBase : base(data, layout);
+      if (again && gd.anatomyBase && b !== gd.anatomyBase) {
         const {text: t, colorbars: c, templates: own, cells} = gd.anatomyBase;
         Object.assign(b, {text: t, colorbars: c, templates: own, cells});
-      } else if (kept) {
-        const {text: t, colorbars: c, templates: own, cells, bar} = base(data, layout);
-        Object.assign(b, {text: t, colorbars: c, templates: own, cells, bar});
       }
       const {layout: u, text, templates, colorbars, minWidth} = update(b, mode, S.on, S.scale);
       S.keepWidth(gd, minWidth);

@@ -169,6 +169,28 @@ def tools_html() -> str:
         '</div><p id="animation-note" class="anatomy-muted" hidden></p></details></div></details></div>')
 
 
+def translation_html() -> str:
+    """The translation's box with Copy, heads off's comparison and the run's notes (anatomy/viewer/result.js draws
+    them)."""
+    return ('<div id="translation" class="anatomy-result"><label for="translation-text" class="anatomy-label">'
+            'Translation</label><textarea id="translation-text" readonly rows="2"></textarea>'
+            '<button type="button" class="anatomy-button anatomy-copy" title="Copy the translation">Copy</button>'
+            '</div><div id="ablation" class="anatomy-result" hidden></div>'
+            '<div id="run-info" class="anatomy-controls anatomy-result anatomy-prose"></div>')
+
+
+def pieces_html() -> str:
+    """What result.js draws of the translation's pieces: the source's, the output's and the beam candidates."""
+    return ('<div class="anatomy-result"><span class="anatomy-label">Source pieces (what the encoder reads)</span>'
+            '<div id="source-pieces" class="chips"></div></div>'
+            '<div class="anatomy-result"><span class="anatomy-label">Output pieces, by the model\'s probability'
+            '</span><div id="output-pieces" class="chips"></div><div id="confidence-legend" class="chips legend">'
+            '</div></div>'
+            '<div id="candidates-box" class="anatomy-result" hidden><span class="anatomy-label">Beam candidates'
+            '</span><div class="anatomy-scroll"><table id="candidates"></table></div>'
+            '<p id="candidates-note" class="anatomy-muted" hidden></p></div>')
+
+
 def share_html() -> str:
     """Link to this view: the viewer's button, and the link it gets, with a copy button, over the page."""
     return ('<div id="share-box"><button id="share" type="button" class="anatomy-button">Link to this view</button>'

@@ -28,7 +28,7 @@ from viz.heads import PANELS, SIGNED
 
 from . import architecture_views, attention_views, bundle, head_views, tour, training_views, views
 from .inputs import DISPLAYS, View
-from .layout import explorer_html, markdown_html, share_html, tabs_html, tools_html
+from .layout import explorer_html, markdown_html, pieces_html, share_html, tabs_html, tools_html, translation_html
 from .payload import checkpoint_id, explain_payload, norms_payload, positional, tour_payload, trace_payload
 from .prose import WEIGHTS_CHOICES
 from .registry import ModelEntry, shown_name
@@ -161,8 +161,8 @@ def page(data: dict, config: ModelConfig, plotly_html: str | None = None) -> str
     parts = {"/*STYLE*/": style, "<!--PLOTLY-->": plotly_html,
              "/*DATA*/": data_json(data), "/*SCRIPT*/": bundle.script("offline"),
              "<!--ABOUT-->": html.escape(data["page"]["about"]), "<!--TOOLS-->": tools_html(),
-             "<!--SHARE-->": share_html(), "<!--EXPLORER-->": explorer_html(config, ASKS, False, weights),
-             "<!--TABS-->": tabs_html()}
+             "<!--SHARE-->": share_html(), "<!--RESULT-->": translation_html(), "<!--PIECES-->": pieces_html(),
+             "<!--EXPLORER-->": explorer_html(config, ASKS, False, weights), "<!--TABS-->": tabs_html()}
     template = (bundle.VIEWER / "offline.html").read_text(encoding="utf-8")
     # One pass: what goes in is never searched for markers again.
     return re.sub("|".join(map(re.escape, parts)), lambda m: parts[m.group(0)], template)

@@ -49,8 +49,7 @@ def test_switching_heads_off_translates_again_beside_the_all_heads_translation(t
     assert np.allclose(ablated.ablation.ablated_log_probs, expected)
     assert np.allclose(ablated.ablation.log_probs, translator.log_probs(run.trace.source_ids, run.trace.output_ids))
     page = show(tiny, ablated)[-1]
-    assert page[tiny.page.ablation]["visible"] is True
-    html = page[tiny.page.ablation]["value"]
+    html = page[tiny.page.ablation]  # the comparison's HTML: shown (none when every head is on)
     change = ablated.ablation.ablated_log_probs.sum() - ablated.ablation.log_probs.sum()
     assert "2 heads off" in html and f"{change:+.2f}" in html
     # the viewer is told which heads are off (test_switched_off_heads_are_drawn_as_off draws them)
@@ -59,7 +58,7 @@ def test_switching_heads_off_translates_again_beside_the_all_heads_translation(t
     back = _ablate(tiny, ablated, [])[tiny.page.run]
     assert back.trace is run.trace and back.ablation is None and back.request.decoding.heads_off == ""
     assert _ablate(tiny, back, []) == gr.skip()  # unchanged heads: nothing to do
-    assert show(tiny, back)[-1][tiny.page.ablation] == {"__type__": "update", "value": "", "visible": "hidden"}
+    assert show(tiny, back)[-1][tiny.page.ablation] == ""  # every head on: the comparison hidden
 
 
 @pytest.mark.slow  # node draws
@@ -85,7 +84,7 @@ def test_a_head_switched_off_is_sent_with_the_page_and_the_open_tab_in_its_own_e
     shown = tiny.show(Inputs(run=new, view=dataclasses.replace(view, step=None), signal=StopSignal()))
     assert {c: out[c] for c in shown if c is not p.trace_data} == {c: v for c, v in shown.items()
                                                                   if c is not p.trace_data}
-    assert out[p.trace_data]["pieces"] == shown[p.trace_data]["pieces"] and out[p.ablation]["visible"] is True
+    assert out[p.trace_data]["pieces"] == shown[p.trace_data]["pieces"] and out[p.ablation]
     assert (p.twin_data in out) == (tab == Tab.COMPARE) and (p.importance_data in out) == (tab == Tab.IMPORTANCE)
     assert (p.tab_data in out) == (tab != Tab.HEADS)  # All heads is the viewer's own, from the payload
     assert out[p.trace_data]["opens_at"]["step"] == len(new.trace.output_tokens)
@@ -241,7 +240,7 @@ def test_what_is_read_again_from_a_trace_made_with_heads_off_keeps_those_heads_o
     ids = list(run.trace.candidates[1].ids)
     masked = translator.force_output(run.trace.source_ids, ids, head_mask=mask)
     assert not _same(masked, translator.force_output(run.trace.source_ids, ids))  # the heads off matter here
-    picked = tiny.candidate(Inputs(run=run), gr.SelectData(None, {"index": [1, 0], "value": ""}))[p.run]
+    picked = tiny.candidate(Inputs(run=run, candidate=1))[p.run]
     assert picked.trace.settings.heads_off == run.trace.settings.heads_off and _same(picked.trace, masked)
     # the walk's q, k, v reproduce the shown trace's weights in every layer of every kind
     for trace in (run.trace, picked.trace):

@@ -32,7 +32,7 @@ from tests.app_fixtures import SENTENCE, make_checkpoint, make_tokenizer, replay
 from tests.viewer import needs_node  # noqa: E402
 from transformer import Trace  # noqa: E402
 from transformer.checkpoint import DEFAULT_BEAM, DEFAULT_LENGTH_PENALTY  # noqa: E402
-from ui.values import Inputs, PageSettings, Tab  # noqa: E402
+from ui.values import Inputs, PageSettings, Session, Tab  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -206,8 +206,10 @@ def test_beam_candidates_use_the_runs_direction_not_the_controls(tiny):
     p = tiny.page
     run = run_of(tiny, beam=3, max_new=8)
     assert len(run.trace.candidates) >= 2
-    evt = gr.SelectData(None, {"index": [1, 1], "value": run.trace.candidates[1].text})
-    picked = tiny.candidate(Inputs(run=run), evt)[p.run]  # reads no control: the Direction dropdown cannot mislead it
+    # a click on its row: the viewer asks for it with its row in the view (page.js pick); reads no control, so the
+    # Direction dropdown cannot mislead it
+    asked = {p.session: Session(run=run), p.view: json.dumps({"ask": "candidate", "candidate": 1})}
+    picked = tiny.ask_model(Inputs.of(p, asked), None)[p.run]
     de_en = tiny.registry.get("de-en").cpu
     expected = de_en.force_output(list(run.trace.source_ids), run.trace.candidates[1].ids)
     np.testing.assert_allclose(picked.trace.cross_attn, expected.cross_attn, atol=1e-5)

@@ -131,9 +131,9 @@ def test_translate_and_explore(page, shipped):
     beam.blur()
     page.get_by_role("button", name="Translate", exact=True).click()
     page.wait_for_function("document.querySelector('#run-info').innerText.includes('Beam search (3 beams)')")
-    page.wait_for_selector("#candidates [data-testid=cell-1-1]")
+    page.wait_for_selector("#candidates tbody tr:nth-child(2)")
     assert "score" in page.locator("#candidates").inner_text()
-    page.locator("#candidates [data-testid=cell-1-1]").click()
+    page.locator("#candidates tbody tr:nth-child(2) td:nth-child(2)").click()
     page.wait_for_function("document.querySelector('#run-info').innerText.includes('Beam candidate #2')")
     wait_title(page, "heatmap", "Cross-attention")
 

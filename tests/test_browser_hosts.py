@@ -267,11 +267,9 @@ TYPE = """(id) => {
                 Math.min(t.bottom, m.bottom) - Math.max(t.top, m.top) > 1;
   return {y: size('.ytick text'), x: size('.xtick text'), title: size('.gtitle'), under};
 }"""
-# The beam candidates' headers and numbers whose text is cut by its cell (Gradio's table or the offline page's; the
+# The beam candidates' headers and numbers whose text is cut by its cell (result.js's table in every host; the
 # candidates themselves wrap)
-CUT = """() => Array.from(document.querySelectorAll(
-    '#candidates [role=columnheader] span, #candidates [role=gridcell]:not([data-col="1"]) span, ' +
-    'table#candidates th, table#candidates td:not(:nth-child(2))'))
+CUT = """() => Array.from(document.querySelectorAll('table#candidates th, table#candidates td:not(:nth-child(2))'))
   .filter(e => e.offsetParent && e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"""
 
 

@@ -322,7 +322,7 @@ def drawn(frame, trace: Trace) -> None:
     """The frame's page is drawn, its large heatmap the trace's cross-attention (last layer, mean of heads)."""
     frame.wait_for_function("document.body.dataset.ready", timeout=120_000)
     assert frame.evaluate("document.body.dataset.ready") == "1"
-    assert frame.locator("#translation").text_content() == trace.text
+    assert frame.locator("#translation textarea").input_value() == trace.text
     z = np.array(frame.evaluate("document.querySelector('#heatmap .anatomy-plot').data[0].z"), dtype=float)
     want = trace.cross_attn[-1].mean(0)
     assert z.shape == want.shape and np.abs(z - want).max() <= 1 / 255
@@ -379,7 +379,7 @@ def test_shared_cells_draw_with_the_plotly_js_the_first_left_in_the_notebook_s_w
         "undefined", [notebook.PLOTLY_VERSION]]
     cdn = in_view(frame_of(page, CDN))
     cdn.wait_for_selector(".notices li:has-text('could not be loaded')")
-    assert asked(cdn) == [notebook.CDN] and cdn.locator("#translation").text_content() == executed.trace.text
+    assert asked(cdn) == [notebook.CDN] and cdn.locator("#translation textarea").input_value() == executed.trace.text
     # the first shared cell's output cleared (its script and frame gone): a shared frame drawn again still draws
     again = frame_of(page, SHARED_AGAIN).element_handle()
     page.evaluate("(el) => { el.previousElementSibling.remove(); el.remove(); }",

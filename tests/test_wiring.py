@@ -97,7 +97,7 @@ def _pages(tiny):
         for display in DISPLAYS:
             yield {**base, p.run: run, p.view: json.dumps({"display": display, "ask": "walk"})}
         for asked in ({"ask": "norms", "weights": "norm"}, {"ask": "toggle", "clicked": "cross:1.1"},
-                      {"ask": "animation"}, {"ask": "share"}):
+                      {"ask": "animation"}, {"ask": "share"}, {"ask": "candidate", "candidate": 1}):
             yield {**base, p.run: run, p.view: json.dumps(asked)}
 
 
@@ -315,34 +315,37 @@ def test_a_handler_s_slots_are_kept_in_the_session_and_its_channels_reach_the_vi
     p = tiny.page
 
     def plain(values, request: gr.Request):
-        return {p.view_set: {"layer": 1}, p.translation: "a", p.run: "made", p.twin: "not kept"}
+        return {p.view_set: {"layer": 1}, p.forced: "a", p.run: "made", p.twin: "not kept"}
 
     def streamed(values):
-        yield {p.translation: "a"}
+        yield {p.forced: "a"}
         yield {p.trace_data: {"x": 1}, p.tab_data: None}
 
     async def replayed(values):
         yield {p.tour_data: {"stops": []}}
 
-    made = handled(p, plain, {p.run, p.view}, [p.translation, p.view_set, p.run])
-    assert made["inputs"] == {p.session, p.view} and made["outputs"] == [p.translation, p.data]
+    made = handled(p, plain, {p.run, p.view}, [p.forced, p.view_set, p.run])
+    assert made["inputs"] == {p.session, p.view} and made["outputs"] == [p.forced, p.data]
     assert "window.anatomy.viewed()" in made["js"]
     assert list(inspect.signature(made["fn"]).parameters) == ["values", "request"]
     session = Session()
     first, second = made["fn"]({p.session: session}, None), made["fn"]({p.session: session}, None)
-    assert first[p.translation] == "a" and set(first) == {p.translation, p.data}
+    assert first[p.forced] == "a" and set(first) == {p.forced, p.data}
     assert first[p.data]["open"] == {"layer": 1} and set(first[p.data]) == {"open", "sent"}
     assert second[p.data]["sent"] > first[p.data]["sent"]
     assert session.run == "made" and session.twin is None
-    steps = list(handled(p, streamed, {p.run}, [p.trace_data, p.tab_data, p.translation])["fn"]({}))
-    assert steps[0] == {p.translation: "a"} and set(steps[1][p.data]) == {"payload", "tab", "sent"}
+    steps = list(handled(p, streamed, {p.run}, [p.trace_data, p.tab_data, p.forced])["fn"]({}))
+    assert steps[0] == {p.forced: "a"} and set(steps[1][p.data]) == {"payload", "tab", "sent"}
     fn = handled(p, replayed, {p.run}, [p.tour_data])["fn"]
     assert inspect.isasyncgenfunction(fn)
 
     async def drain():
         return [out async for out in fn({})]
     assert asyncio.run(drain())[0][p.data]["tour"] == {"stops": []}
-    assert handled(p, plain, [p.text], [p.translation]) == dict(fn=plain, inputs=[p.text], outputs=[p.translation])
+    assert handled(p, plain, [p.text], [p.forced]) == dict(fn=plain, inputs=[p.text], outputs=[p.forced])
+    # a Channel sends what the page draws of the handler's value: the run's notes, written in Markdown, as HTML
+    noted = handled(p, lambda values: {p.run_info: "**b** <i>"}, {p.run}, [p.run_info])["fn"]({})
+    assert noted[p.data]["info"].strip() == "<p><strong>b</strong> &lt;i&gt;</p>"
     with pytest.raises(ValueError, match="as a set"):
         handled(p, plain, [p.text], [p.run])
 
@@ -363,16 +366,16 @@ def test_reading_an_input_the_event_did_not_declare_is_an_error_in_tests(tiny):
     assert os.environ.get("ANATOMY_STRICT_INPUTS") == "1"
 
     def reads_the_run(values):
-        return {p.translation: Inputs.of(p, values).run.trace.text}
+        return {p.forced: Inputs.of(p, values).run.trace.text}
 
     def reads_the_tab(values):
-        return {p.translation: "why" if Inputs.of(p, values).tab == Tab.WHY else ""}
+        return {p.forced: "why" if Inputs.of(p, values).tab == Tab.WHY else ""}
 
     with pytest.raises(TypeError, match="did not declare what 'run' is read from"):
-        handled(p, reads_the_run, {p.view}, [p.translation])["fn"]({p.view: "{}"})
+        handled(p, reads_the_run, {p.view}, [p.forced])["fn"]({p.view: "{}"})
     with pytest.raises(TypeError, match="did not declare what 'tab' is read from"):
-        handled(p, reads_the_tab, {p.text}, [p.translation])["fn"]({p.text: ""})
-    assert handled(p, reads_the_tab, {p.view}, [p.translation])["fn"]({p.view: '{"tab": "why"}'}) == \
-        {p.translation: "why"}
+        handled(p, reads_the_tab, {p.text}, [p.forced])["fn"]({p.text: ""})
+    assert handled(p, reads_the_tab, {p.view}, [p.forced])["fn"]({p.view: '{"tab": "why"}'}) == \
+        {p.forced: "why"}
     # a test calling a handler itself passes what it likes; the rest is the default
-    assert reads_the_tab({p.text: ""}) == {p.translation: ""}
+    assert reads_the_tab({p.text: ""}) == {p.forced: ""}

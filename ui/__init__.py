@@ -14,7 +14,7 @@ from pathlib import Path
 import gradio as gr
 import torch
 
-from anatomy import bundle, offline
+from anatomy import bundle, offline, views
 from anatomy.registry import ModelRegistry
 from anatomy.settings import number
 
@@ -61,7 +61,7 @@ def page_script() -> str:
     """The page's JavaScript: the viewer's page (anatomy/viewer/page.js and what it imports) as one script, its CSS
     (bundle.style: as the offline file has it) as a style element of the page, then ui/static/app.js given the page
     maker and the page's look. Plotly.js comes from the plotly package (launch_options allows that one file)."""
-    options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": plotly_src()}
+    options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": plotly_src(), "confidence": views.CONFIDENCE}
     # Gradio scopes the CSS of css_paths to its container, where an @media rule never matches (the tour's panel
     # would not move to the bottom of a phone's screen) and a body class's rule no longer outranks its own
     css = bundle.style()

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import gradio as gr
 
 from anatomy import ablation_views, views
+from anatomy import layout as viewer_layout
 from anatomy.inputs import MAX_BEAM, MAX_NEW_TOKENS, MAX_SLOW, MAX_TOP_K
 from anatomy.layout import explorer_html, markdown_html, share_html, tabs_html, tools_html
 from anatomy.prose import INTRO
@@ -23,7 +25,8 @@ class Channel:
     """One kind of data for the viewer, a key of the page's one `data` JSON: a handler returns it keyed by its
     Channel like a component, and the wiring packs an event's channels into `data` (wiring.py `handled`)."""
 
-    name: str  # its key in `data`, as ui/static/app.js `data` reads it
+    name: str  # its key in `data`, as anatomy/viewer/page.js `data` reads it
+    sent: Callable[[Any], Any] | None = None  # what the page gets of a handler's value (default: the value)
 
 
 @dataclass(frozen=True)
@@ -87,13 +90,16 @@ class Page:
     slow: gr.Slider
     translate_btn: gr.Button
     stop_btn: gr.Button
-    # result
-    translation: gr.Textbox
-    ablation: gr.HTML  # heads off: the all-heads translation above the ablated one
-    run_info: gr.Markdown
-    src_chips: gr.HighlightedText
-    out_chips: gr.HighlightedText
-    candidates: gr.Dataframe
+    # result: the viewer draws it (anatomy/viewer/result.js) in `result` and `pieces`
+    result: gr.HTML  # the translation, heads off's comparison and the run's notes (anatomy/layout.py)
+    pieces: gr.HTML  # the source and output pieces and the beam candidates; after the large view on a phone
+    translation: Channel  # the translation's text
+    ablation: Channel  # heads off: the all-heads translation above the ablated one (HTML; "" when every head is on)
+    run_info: Channel  # the run's notes (Markdown, sent as HTML)
+    src_chips: Channel  # the source's pieces: [piece, "piece"] pairs
+    out_chips: Channel  # the output's pieces: [piece, its probability's class] pairs (views.CONFIDENCE)
+    candidates: Channel  # the beam candidates' rows (views.candidate_rows); a click on one asks "candidate"
+    api_text: gr.Textbox  # never shown: the API's translation (/translate, /explain)
     forced: gr.Textbox
     force_btn: gr.Button
     trace: Download  # Download trace (JSON)
@@ -190,22 +196,11 @@ def _settings(registry: ModelRegistry) -> dict:
 
 def _result() -> dict:
     """What the page shows of a translation beside the viewer, and its files, by Page field."""
-    translation = gr.Textbox(label="Translation", lines=2, interactive=False, buttons=["copy"],
-                             elem_id="translation")
-    ablation = gr.HTML("", elem_id="ablation", visible="hidden")  # shown (and filled) while heads are off
-    run_info = gr.Markdown(elem_id="run-info", elem_classes=["anatomy-controls"])
-    src_chips = gr.HighlightedText(label="Source pieces (what the encoder reads)", show_legend=False,
-                                   show_inline_category=False, combine_adjacent=False,
-                                   color_map={views.PIECE: "#e2e8f0"}, elem_id="source-pieces")
-    out_chips = gr.HighlightedText(label="Output pieces, by the model's probability", show_legend=True,
-                                   show_inline_category=False, combine_adjacent=False,
-                                   color_map=views.CONFIDENCE, elem_id="output-pieces")
-    candidates = gr.Dataframe(headers=["#", "candidate", "score", "log p", "pieces"],
-                              datatype=["number", "str", "number", "number", "number"],
-                              label="Beam candidates (click one to see its attention)", interactive=False,
-                              visible=False, wrap=True, elem_id="candidates",
-                              # every column in the column's width: the candidate wraps, numbers never cut
-                              column_widths=["7%", "49%", "15%", "15%", "14%"])
+    # the viewer's own (anatomy/viewer/result.js draws them); the pieces a block of their own, which a phone's one
+    # column puts after the large view
+    result = gr.HTML(viewer_layout.translation_html(), elem_id="result", padding=False)
+    pieces = gr.HTML(viewer_layout.pieces_html(), elem_id="result-pieces", padding=False)
+    api_text = gr.Textbox(label="Translation", visible=False)
     with gr.Accordion("Inspect a translation (teacher forcing)", open=False, elem_id="inspect-panel",
                       elem_classes=["anatomy-controls"]):
         forced = gr.Textbox(label="Any translation of the source above: edit it, then Inspect", lines=2,
@@ -225,8 +220,7 @@ def _result() -> dict:
     # the file Export animation (in the header) makes
     animation_file = gr.File(label="Animation of the shown translation and view", interactive=False,
                              visible=False, elem_id="animation-file")
-    return dict(translation=translation, ablation=ablation, run_info=run_info, src_chips=src_chips,
-                out_chips=out_chips, candidates=candidates, forced=forced, force_btn=force_btn,
+    return dict(result=result, pieces=pieces, api_text=api_text, forced=forced, force_btn=force_btn,
                 trace=Download(download, trace_file), offline=Download(page_btn, page_file),
                 animation_file=animation_file)
 
@@ -292,4 +286,7 @@ def build_page(registry: ModelRegistry) -> Page:
                 trace_data=Channel("payload"), twin_data=Channel("twin"), walk_data=Channel("walk"),
                 norms_data=Channel("norms"), tour_data=Channel("tour"), view_set=Channel("open"),
                 link_data=Channel("link"), tab_data=Channel("tab"), explain_data=Channel("explain"),
+                translation=Channel("translation"), ablation=Channel("ablation"),
+                run_info=Channel("info", markdown_html), src_chips=Channel("source"), out_chips=Channel("output"),
+                candidates=Channel("candidates"),
                 importance_data=Channel("importance"), pe_data=Channel("positional"))

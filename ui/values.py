@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # What the viewer may ask the server (Viewed.ask), by the button that asks it: model (Handlers.ask_model, the model's
 # slot), draw (Handlers.ask_draw) or export (Handlers.animate_page, a few at once: ui/wiring.py exporting); the page
 # offers them to app.js (anatomy/layout.py explorer_html).
-ASKS = {"model": ("link", "walk", "norms", "make", "contrast", "toggle", "branch"),
+ASKS = {"model": ("link", "walk", "norms", "make", "contrast", "toggle", "branch", "candidate"),
         "draw": ("address", "tab", "share", "own"), "export": ("animation",)}
 MAX_WORD = 200  # a typed word a branch continues with, in characters (anatomy/viewer/tabs.html #branch-word)
 
@@ -90,6 +90,7 @@ class Viewed:
     ask: str = ""  # what an event the viewer asks with is for (Handlers.ask_model, ask_draw)
     clicked: str = ""  # the head a click on a thumbnail or map cell names (HeadMask link item)
     branch: Branching | None = None  # the branch asked for (ask "branch")
+    candidate: int = 0  # the beam candidate clicked (ask "candidate"), from 0
 
     @classmethod
     def of(cls, text) -> Viewed:
@@ -104,7 +105,12 @@ class Viewed:
         return cls(View.of(**{name: given.get(name) for name in VIEW_FIELDS}), Tab.of(given.get("tab")),
                    foil if isinstance(foil, str) else "",
                    AnimationSettings(**{f.name: animation.get(f.name, f.default) for f in fields(AnimationSettings)}),
-                   **text, branch=Branching.of(given.get("branch")))
+                   **text, branch=Branching.of(given.get("branch")), candidate=_index(given.get("candidate")))
+
+
+def _index(value) -> int:
+    """A row's index from the page: a whole number ≥ 0, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 @dataclass
@@ -181,6 +187,7 @@ class Inputs:
     ask: str = ""  # what the viewer asks for (Viewed.ask)
     foil: str = ""  # the word Why this word compares the step's piece against
     branch: Branching | None = None  # the branch the viewer asks for (Viewed.branch)
+    candidate: int = 0  # the beam candidate the viewer asks for (Viewed.candidate), from 0
     toured: Tour | None = None  # the tour of the shown translation, once Tour made it
     animation: AnimationSettings = AnimationSettings()
 
@@ -199,7 +206,8 @@ class Inputs:
                  if c in values or refuse}
         viewed = Viewed.of(values.get(page.view))
         read = {"view": viewed.view, "tab": viewed.tab, "foil": viewed.foil, "animation": viewed.animation,
-                "ask": viewed.ask, "clicked_head": viewed.clicked, "branch": viewed.branch}
+                "ask": viewed.ask, "clicked_head": viewed.clicked, "branch": viewed.branch,
+                "candidate": viewed.candidate}
         if refuse and page.view not in values:
             read = {name: Undeclared(name) for name in read}
         return cls(settings=PageSettings(**settings), **read, **state)

@@ -110,7 +110,7 @@ def handled(p: Page, fn, reads: set | list | None, writes: list, ask: str = "") 
                 if key in slots:  # what the handler made for another caller (a test, open_link) stays there
                     setattr(session, key.name, value)
             elif isinstance(key, Channel):
-                sent[key.name] = value
+                sent[key.name] = key.sent(value) if key.sent else value
             else:
                 kept[key] = value
         return {**kept, p.data: {**sent, "sent": next(SENT)}} if sent else kept
@@ -185,15 +185,17 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
                        show_progress_on=[p.animation_file], trigger_mode="multiple")
 
     streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
-    explained_after(gr.on([p.translate_btn.click, p.text.submit], **ours(h.translate_page, asked, streamed), **model))
+    # its progress (the queue's place, the time) over the translation (the viewer draws it: result.js)
+    translating = dict(model, show_progress_on=[p.result])
+    explained_after(gr.on([p.translate_btn.click, p.text.submit], **ours(h.translate_page, asked, streamed),
+                          **translating))
     p.stop_btn.click(**ours(h.stop, {p.signal}, []), concurrency_limit=None, api_visibility="private")
     explained_after(p.force_btn.click(**ours(h.force, {p.run, p.forced, p.judged, p.direction, p.view}, made),
-                                      **model))
-    explained_after(p.candidates.select(**ours(h.candidate, {p.run, p.judged, p.direction, p.view}, made), **model))
+                                      **translating))
     if p.examples is not None:
         explained_after(p.examples.load_input_event.then(
             **ours(h.example_settings, [p.direction], [p.beam, p.max_new, p.top_k, p.lp, p.slow, p.view_set]),
-            **DRAW).then(**ours(h.translate_page, asked, streamed), **model))
+            **DRAW).then(**ours(h.translate_page, asked, streamed), **translating))
 
     # The viewer draws on any change of its data (a view control is the viewer's own, drawn in the browser), opens a
     # view a handler names (a link, a head picked below) and shows the open tab's contents.
@@ -203,7 +205,7 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     # Heads off: a checkbox, a click on a head (the viewer asks: toggle), or Reset translates the shown request again
     # with the heads now off; the progress shows where the model events show it (their one visible output)
-    ablated = dict(model, **ours(h.ablate, ablate, made), show_progress_on=[p.run_info])
+    ablated = dict(model, **ours(h.ablate, ablate, made), show_progress_on=[p.result])
     explained_after(p.heads_off.input(**ablated))
     explained_after(p.reset_heads.click(h.every_head_on, None, [p.heads_off], **DRAW).then(**ablated))
 
@@ -224,9 +226,9 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     # value reaches the handler as sent, which answers a bad one with a notice), a file in the page's file.
     slot = p.data
     api = dict(model, api_visibility="public", show_progress="hidden", preprocess=False)
-    gr.on([], h.api_translate, [p.text, p.direction, slot, slot, slot, slot], [p.translation, p.notice, slot],
+    gr.on([], h.api_translate, [p.text, p.direction, slot, slot, slot, slot], [p.api_text, p.notice, slot],
           api_name="translate", **api)
-    gr.on([], h.api_explain, [p.text, p.direction, slot], [p.translation, p.notice, slot], api_name="explain",
+    gr.on([], h.api_explain, [p.text, p.direction, slot], [p.api_text, p.notice, slot], api_name="explain",
           **api)
     # Translating and drawing in one call: the API has no page to draw on between them.
     gr.on([], h.api_animate, [p.text, p.direction, *[slot] * 10], [p.animation_file, p.notice], api_name="animate",

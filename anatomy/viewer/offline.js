@@ -8,6 +8,7 @@ import {NOTHING_TO_EXPLAIN} from "./explain.js";
 import {createPage} from "./page.js";
 import {readView, shapeOf, viewQuery} from "./link.js";
 import {readPayload} from "./payload.js";
+import {showResult} from "./result.js";
 
 // no `responsive`: Plotly's own resize drops a figure's height (it fell to its div's 40 px); screen.js fits each
 // figure to its width and height on every resize
@@ -32,7 +33,7 @@ export function showOffline(data) {
     el.textContent = `${what} ${IN_THE_APP}`;
     el.hidden = false;
   };
-  const page = createPage(document, {look: G.look, config: CONFIG, server: {
+  const page = createPage(document, {look: G.look, config: CONFIG, confidence: G.confidence, server: {
     ask(name) {
       const tab = page.tabs.open();
       if (name === "tab") page.data({tab: data.tab});
@@ -46,6 +47,7 @@ export function showOffline(data) {
       else if (name === "norms") note("why-none", "Value-norm weights for this translation");
       else if (name === "animation") note("animation-note", "The animation");
       else if (name === "branch") page.branchNote(`Continuing from another word ${IN_THE_APP}`);
+      else if (name === "candidate") note("candidates-note", "Another candidate's attention");
       else if (name === "share") {
         if (location.protocol === "about:") {  // a notebook's frame
           page.shared("");
@@ -116,37 +118,15 @@ export function showOffline(data) {
 /** The file's translation part: the texts, notices, pieces, candidates and how its attention is stored. */
 function translation(P, G) {
   const $ = (id) => document.getElementById(id);
-  const chips = (id, items, colors = {}) => {
-    $(id).replaceChildren(...items.map(([piece, category]) => {
-      const span = document.createElement("span");
-      span.className = "chip";
-      span.textContent = piece;
-      if (colors[category]) span.style.background = colors[category];
-      if (category) span.title = category;
-      return span;
-    }));
-  };
   $("source-text").textContent = P.text;
-  $("translation").textContent = P.translation || "∅ (empty)";
   $("notices").replaceChildren(...P.notices.map((n) => {
     const li = document.createElement("li");
     li.textContent = "⚠️ " + n;
     return li;
   }));
-  chips("source-pieces", P.pieces.source.map((p) => [p, ""]));
-  chips("output-pieces", G.chips, G.confidence);
-  chips("confidence-legend", Object.keys(G.confidence).map((c) => [c, c]), G.confidence);
+  showResult(document, {translation: P.translation || "∅ (empty)", source: P.pieces.source.map((p) => [p, ""]),
+                        output: G.chips, candidates: G.candidates}, {confidence: G.confidence});
   document.title = `${P.model.key}: ${P.translation || P.text} · Transformer Anatomy`;
-  if (G.candidates.length) {
-    $("candidates-box").hidden = false;
-    const table = /** @type {HTMLTableElement} */ ($("candidates"));
-    const head = table.createTHead().insertRow(), body = table.createTBody();
-    for (const h of ["#", "candidate", "score", "log p", "pieces"]) head.appendChild(document.createElement("th")).textContent = h;
-    for (const row of G.candidates) {
-      const tr = body.insertRow();
-      row.forEach((x) => { tr.insertCell().textContent = x === null ? "" : String(x); });
-    }
-  }
   const scale = P.kinds[0].attention.scale;
   $("quantised").textContent = `Attention is stored in this page as whole 1/${scale}ths (each weight within ` +
                                `1/${2 * scale} of the model's); the mean of heads is the mean of those.`;

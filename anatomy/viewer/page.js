@@ -7,10 +7,14 @@
 
 import {branchLines, drawLine} from "./branch.js";
 import {createHost} from "./host.js";
+import {showResult} from "./result.js";
 import {bindKeys, createControls, shapeOf} from "./controls.js";
 import {createScreen} from "./screen.js";
 import {createTabs} from "./tabs.js";
 import {createTour} from "./tour.js";
+
+// the translation's part of the data (result.js)
+const RESULT = ["translation", "info", "source", "output", "candidates", "ablation"];
 
 /**
  * What a page asks of its host.
@@ -27,7 +31,8 @@ import {createTour} from "./tour.js";
  * when the page has none); `options.server` answers what it asks. Nothing is drawn before `mount` (a Gradio page
  * draws #view-controls after the page's script runs) or the first `data`.
  * @param {Document} document
- * @param {{look: Object, config: Object, plotly?: string, server: Server}} options
+ * @param {{look: Object, config: Object, plotly?: string, server: Server, confidence: Object<string, string>}} options
+ *   `confidence`: the output pieces' colour by their probability's class (anatomy/views.py CONFIDENCE)
  */
 export function createPage(document, options) {
   const window = document.defaultView, server = options.server;
@@ -66,6 +71,8 @@ export function createPage(document, options) {
         if (window.requestIdleCallback) window.requestIdleCallback(() => viewer.preload(), {timeout: 2000});
         else setTimeout(() => viewer.preload()); // no idle callbacks (Safari): at once
       }
+      const part = Object.fromEntries(RESULT.filter((k) => k in d).map((k) => [k, d[k]]));
+      if (Object.keys(part).length) showResult(document, part, {confidence: options.confidence, pick: A.pick});
       const before = viewer.version("payload");
       const drawn = ["payload", "twin", "walk", "positional", "importance", "explain", "norms"].filter((n) => n in d);
       drawn.forEach((name) => viewer.set(name, d[name]));
@@ -119,6 +126,12 @@ export function createPage(document, options) {
       A.branchAsked = true;
       A.branchNote("");
       A.ask("branch");
+    },
+    // A beam candidate clicked (its row, from 0): the host shows its attention (the app: one model event).
+    pick(row) {
+      A.candidate = row;
+      A.picked = true;
+      A.ask("candidate");
     },
     // A branch beside the model's own translation (branch.js), above the large view; hidden for any other trace.
     // Back to the model's own is offered where the host keeps it (the app's ask "own"). A branch the visitor asked
@@ -182,6 +195,10 @@ export function createPage(document, options) {
       document.addEventListener("click", (e) => {
         const target = /** @type {Element} */ (e.target);
         if (target.closest && target.closest("#translate, #examples")) A.asked = true;
+        if (target.closest && target.closest("#translation .anatomy-copy")) {
+          window.navigator.clipboard?.writeText(/** @type {HTMLTextAreaElement} */ (
+            document.querySelector("#translation textarea")).value);
+        }
       }, true);
       $("view-toggle").addEventListener("click", () => A.toggleView());
       // the tools (anatomy/layout.py tools_html): presenter mode, a figure's export, the animation's
@@ -258,11 +275,16 @@ export function createPage(document, options) {
     // What an ask is asked with: the view and the page's own choices.
     state() {
       return Object.assign(A.mount().view(), {tab: A.tabs.open(), foil: A.foil || "", animation: A.animation || {},
-                                              clicked: A.clickedHead || "", branch: A.branching || null});
+                                              clicked: A.clickedHead || "", branch: A.branching || null,
+                                              candidate: A.candidate || 0});
     },
-    // The host's answer to a click on a head came: the comparison where the visitor looks, and Why this word of
+    // The host's answer to a click on a head or a beam candidate came: the comparison where the visitor looks, and Why this word of
     // the new translation when its tab is open.
     answered() {
+      if (A.picked) {
+        A.picked = false;
+        A.explainIfOpen();
+      }
       if (!A.toggled) return;
       A.toggled = false;
       A.echo("ablation");

@@ -49,6 +49,7 @@ class Asking:
             "contrast": lambda: self._then_tab(i, {p.explained: self.contrast(i)}),  # Why this word's comparison
             "toggle": lambda: self._toggled(i),  # a clicked head off or on again, and the translation with it
             "branch": lambda: self.branch(i),  # the translation continued from a step's other piece or a word
+            "candidate": lambda: self.candidate(i),  # a beam candidate clicked in the table
             # drawn or written
             "address": lambda: self.load_link(request),  # a page load's address without text: its settings
             "tab": lambda: self.tab_view(i),  # the open tab's contents

@@ -339,15 +339,14 @@ class Translating:
                           "outside the model's top k)", i, start=start,
                           notices=notices + ([notice] if notice else []))
 
-    def candidate(self, values: Inputs | dict, evt: gr.SelectData):
-        """A beam candidate (run, tab), teacher-forced through the model (and on the source) of the shown beam
-        search."""
+    def candidate(self, values: Inputs | dict):
+        """The beam candidate the viewer asks for (run, candidate, tab), teacher-forced through the model (and on the
+        source) of the shown beam search."""
         i = Inputs.of(self.page, values)
         run = i.run
         if run is None or not run.trace.candidates:
             return gr.skip()
-        index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
-        row = min(max(int(index or 0), 0), len(run.trace.candidates) - 1)
+        row = min(i.candidate, len(run.trace.candidates) - 1)
         translator, notice = self.registry.translator(run.request.key, run.request.device)
         start = time.perf_counter()
         trace = engine.candidate(translator, run.trace, row)

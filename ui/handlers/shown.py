@@ -47,9 +47,7 @@ class Showing:
         view = view.fit(L, H, T if upto is None else max(upto, 1))
         out = {p.translation: trace.text, p.out_chips: views.output_chips(trace.output_tokens, trace.top_k),
                p.src_chips: views.source_chips(trace.source_tokens),
-               # "hidden" keeps it in the page, so that showing it draws no new component
-               p.ablation: gr.update(value=ablation_views.comparison_html(run),
-                                     visible=True if run.ablation is not None else "hidden"),
+               p.ablation: ablation_views.comparison_html(run),
                # the viewer opens the payload at its own step, layer and head (its controls fit it)
                p.trace_data: {**trace_payload(trace, self.registry.get(run.request.key), run.request.text,
                                               list(run.notices), run.pair, run.own.trace if run.own else None),
@@ -68,7 +66,7 @@ class Showing:
         out.update({p.run_info: "\n\n".join(info), p.forced: trace.text,
                     p.trace.file: gr.update(value=None, visible=False),
                     p.offline.file: gr.update(value=None, visible=False),
-                    p.candidates: gr.update(value=views.candidate_rows(trace), visible=bool(trace.candidates))})
+                    p.candidates: views.candidate_rows(trace)})
         return out
 
     def show(self, values: Inputs | dict) -> dict:

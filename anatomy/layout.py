@@ -181,13 +181,14 @@ def translation_html() -> str:
 
 def pieces_html() -> str:
     """What result.js draws of the translation's pieces: the source's, the output's and the beam candidates."""
-    return ('<div class="anatomy-result"><span class="anatomy-label">Source pieces (what the encoder reads)</span>'
+    return ('<div id="source-box" class="anatomy-result"><span class="anatomy-label">Source pieces (what the encoder '
+            'reads)</span>'
             '<div id="source-pieces" class="chips"></div></div>'
             '<div class="anatomy-result"><span class="anatomy-label">Output pieces, by the model\'s probability'
             '</span><div id="output-pieces" class="chips"></div><div id="confidence-legend" class="chips legend">'
             '</div></div>'
             '<div id="candidates-box" class="anatomy-result" hidden><span class="anatomy-label">Beam candidates'
-            '</span><div class="anatomy-scroll"><table id="candidates"></table></div>'
+            ' (click one to see its attention)</span><div class="anatomy-scroll"><table id="candidates"></table></div>'
             '<p id="candidates-note" class="anatomy-muted" hidden></p></div>')
 
 

@@ -25,7 +25,7 @@ from .run import Ablation
 MAX_WORDS = 80  # a stop's text, at most
 # Tabs and places on the page, by the ids both hosts give them (ui/values.py Tab; offline.html's sections map them)
 TABS = ("heads", "stats", "predictions", "why", "importance", "positional", "architecture")
-TARGETS = ("source-pieces", "pe", "heatmap", "step-topk", "candidates", "why-step", "architecture")
+TARGETS = ("source-box", "pe", "heatmap", "step-topk", "candidates-box", "why-step", "architecture")
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ def _pieces(t: _Trace, facts: ModelFacts, extras) -> Stop:
         text += " This model is untrained: what its heads do below is chance."
     return Stop("pieces", "Your sentence in pieces", text,
                 StopView("heads", "encoder", facts.encoder_layers, "mean", 1),
-                "source-pieces", "§5.1 (byte-pair encoding, a shared vocabulary)",
+                "source-box", "§5.1 (byte-pair encoding, a shared vocabulary)",
                 claims={"pieces": n, "words": len(groups), "split": len(split),
                         "longest": [src[i] for i in longest] if longest else None, "vocab": facts.vocab_size})
 
@@ -404,7 +404,7 @@ def _beam(t: _Trace, facts: ModelFacts, extras) -> Stop | str:
             f"length^{alpha:g}, so that a short translation is not preferred only for being short.")
     step = min(k + 1, t.T) if t.T else 1
     return Stop("beam", "Where the candidates part", text,
-                StopView("predictions", "cross", facts.decoder_layers, "mean", max(step, 1)), "candidates",
+                StopView("predictions", "cross", facts.decoder_layers, "mean", max(step, 1)), "candidates-box",
                 "§6.1 (beam size 4, length penalty α = 0.6 in the paper)", "score = log p(y | x) / |y|^α",
                 claims={"beams": t.trace.settings.beam_size, "finished": len(c), "shared": k,
                         "scores": [round(c[0].score, 3), round(c[1].score, 3)], "alpha": alpha})

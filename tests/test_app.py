@@ -574,7 +574,7 @@ def test_a_background_load_that_fails_ends_in_a_notice_and_no_wait_hangs(folders
                                                         "hf://someone/tiny"]
     assert reg.entries["en-de"].metrics == [{"epoch": 1, "val_bleu": 3.5}]  # the unreadable line left out
     page = h.load_link(None)[h.page.model_notices]
-    assert page["visible"] and "Skipped `hf://someone/odd`" in page["value"]
+    assert page["visible"] and "Skipped <code>hf://someone/odd</code>" in page["value"]  # as HTML
 
 
 def test_launch_options_keep_the_light_palette_and_load_the_static_files():

@@ -78,10 +78,10 @@ class Page:
     offline: Download  # Download page (HTML) (its file the /export_html endpoint's too)
     # settings
     direction: gr.Dropdown
-    model_notices: gr.Markdown  # skipped models, Hub models still loading
+    model_notices: gr.HTML  # skipped models, Hub models still loading (layout.markdown_html's)
     text: gr.Textbox
     compare: gr.Textbox  # Compare with…: a second sentence, translated in the same event and drawn beside the first
-    text_hint: gr.Markdown  # what to type, after Translate with nothing to translate
+    text_hint: gr.HTML  # what to type, after Translate with nothing to translate (markdown_html's)
     beam: gr.Slider
     max_new: gr.Slider
     device: gr.Radio
@@ -157,8 +157,10 @@ def _settings(registry: ModelRegistry) -> dict:
     entry0 = registry.get(None)
     direction = gr.Dropdown(registry.choices(), value=registry.default_key, label="Direction",
                             elem_id="direction")
-    model_notices = gr.Markdown(registry.status(), visible=bool(registry.status()),
-                                elem_id="model-notices", elem_classes=["anatomy-notice"])
+    # HTML made here from the notes' Markdown (markdown_html), as every note the handlers write: no gr.Markdown on
+    # the page, whose renderer and code highlighter are ~30 KB of Gradio's scripts each page load would run
+    model_notices = gr.HTML(markdown_html(registry.status()), visible=bool(registry.status()), elem_id="model-notices",
+                            elem_classes=["anatomy-notice"])
     # No max_length: the browser would cut a long paste unseen; anatomy.inputs.clean_text cuts it to MAX_CHARS
     # and says so in the run info.
     text = gr.Textbox(label="Source text", lines=2, elem_id="source-text", placeholder=placeholder(entry0))
@@ -168,7 +170,7 @@ def _settings(registry: ModelRegistry) -> dict:
                          elem_id="compare-with", placeholder="e.g. the same sentence with one word changed",
                          elem_classes=["anatomy-controls"])
     # beside the boxes, not in the run info: drawing the shown translation again must not hide it
-    text_hint = gr.Markdown(visible=False, elem_id="text-hint", elem_classes=["anatomy-notice"])
+    text_hint = gr.HTML(visible=False, elem_id="text-hint", elem_classes=["anatomy-notice"])
     with gr.Row(elem_classes=["anatomy-controls"]):
         beam = gr.Slider(1, MAX_BEAM, value=entry0.decoding.beam_size, step=1, label="Beam size (1 = greedy)")
         max_new = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULTS["max"], step=1,

@@ -13,6 +13,7 @@ import gradio as gr
 import viz
 from anatomy import compare, engine, tour, views
 from anatomy.inputs import MAX_NEW_TOKENS, Request, View, build_link, clean_text, heads_off, link_prefix, page_request
+from anatomy.layout import markdown_html
 from anatomy.payload import tour_payload
 from anatomy.run import Ablation, Explained, Judged, Pair, Run, Twin
 from anatomy.tour import Tour
@@ -171,7 +172,7 @@ class Translating:
         p, i = self.page, Inputs.of(self.page, values)
         request, hint = self._request(i.settings)
         if request is None:  # the shown translation stays as it is
-            yield {p.text_hint: gr.update(value=hint, visible=True)}
+            yield {p.text_hint: gr.update(value=markdown_html(hint), visible=True)}
             return
         no_hint = {p.text_hint: gr.update(visible=False)}
         mark = i.signal.asked

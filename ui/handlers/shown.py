@@ -234,7 +234,7 @@ class Showing:
         # Hub models join the registry in the background: each page load offers those loaded by then.
         status = self.registry.status()
         out[p.direction] = gr.update(choices=self.registry.choices(), value=link.key or self.registry.default_key)
-        out[p.model_notices] = gr.update(value=status, visible=bool(status))
+        out[p.model_notices] = gr.update(value=markdown_html(status), visible=bool(status))
         out[p.text] = gr.update(placeholder=placeholder(entry), **({"value": link.text} if link.text else {}))
         off = ablation_views.off_items(d.heads_off)
         out[p.heads_off] = gr.update(choices=ablation_views.head_choices(c), value=off)

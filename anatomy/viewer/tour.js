@@ -41,6 +41,10 @@ export function stopIndex(tour, k) {
  */
 export function createTour(doc, host) {
   let tour = null, index = 0, panel = null, marked = null;
+  // when the visitor last scrolled, touched, clicked or pressed a key: a place the tour keeps is theirs after that
+  let moved = 0;
+  const onInput = () => { moved = Date.now(); };
+  const INPUTS = ["wheel", "touchstart", "pointerdown", "keydown"];
 
   function element(tag, className, text) {
     const el = doc.createElement(tag);
@@ -71,15 +75,18 @@ export function createTour(doc, host) {
     place(shown, tries);
   }
 
-  // The marked place brought to the window's top when out of sight or low in it. A page too short below it (a tab's
-  // figure not drawn yet: the architecture's box in the app) stops the scroll short: tried again as the page grows.
-  function place(shown, tries, scrolled = false) {
+  // The marked place brought to the window's top when out of sight (or at the top), and kept there for a few seconds
+  // while the page settles, until the visitor scrolls, touches or clicks: a page too short below it (a tab's figure
+  // not drawn yet: the architecture's box in the app) stops the scroll short, and the view drawn for the stop can
+  // shrink what is above it (a phone's step panels). A place already in sight lower down stays where it is.
+  function place(shown, tries, since = 0) {
     const r = marked.getBoundingClientRect(), view = doc.defaultView;
-    if (!scrolled && !(r.top < 0 || r.top > 0.7 * view.innerHeight)) return;
+    if (!since) {
+      if (r.top > 1 && r.top <= 0.7 * view.innerHeight) return;
+      since = Date.now();
+    } else if (moved > since) return;
     if (Math.abs(r.top) > 1) marked.scrollIntoView({block: "start"});
-    if (marked.getBoundingClientRect().top > 1 && tries > 0) {
-      setTimeout(() => { if (tour && index === shown && marked) place(shown, tries - 1, true); }, 100);
-    }
+    if (tries > 0) setTimeout(() => { if (tour && index === shown && marked) place(shown, tries - 1, since); }, 100);
   }
 
   function show() {
@@ -155,6 +162,7 @@ export function createTour(doc, host) {
     doc.body.classList.remove("anatomy-touring");
     doc.defaultView.dispatchEvent(new Event("resize"));
     doc.defaultView.removeEventListener("keydown", onKey, true);
+    for (const type of INPUTS) doc.defaultView.removeEventListener(type, onInput, true);
   }
 
   return {
@@ -165,7 +173,10 @@ export function createTour(doc, host) {
      */
     open(next, k) {
       if (!next || !next.stops || !next.stops.length) return;
-      if (!tour) doc.defaultView.addEventListener("keydown", onKey, true);
+      if (!tour) {
+        doc.defaultView.addEventListener("keydown", onKey, true);
+        for (const type of INPUTS) doc.defaultView.addEventListener(type, onInput, true);
+      }
       tour = next;
       index = stopIndex(next, k);
       show();

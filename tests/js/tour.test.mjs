@@ -114,3 +114,36 @@ test("the panel says where it is, links to its stop and lists what was left out 
   nowhere.open(TOUR, 1); // a page with no address of its own (a notebook's frame): no link
   assert.ok(nowhere.isOpen() && !frame.body.children[0].children.some((c) => c.tag === "a"));
 });
+
+test("a stop's place is kept at the window's top while the page settles, until the visitor scrolls", (t) => {
+  t.mock.timers.enable({apis: ["setTimeout", "Date"]});
+  const doc = fakeDocument();
+  let top = -200, scrolls = 0;
+  const place = Object.assign(fakeElement("div"), {getBoundingClientRect: () => ({top}),
+                                                   scrollIntoView() { scrolls += 1; top = 0; }});
+  const tour = createTour(doc, {apply() {}, target: () => place, link: (k) => `?tour=${k}`});
+  tour.open(TOUR, 1);
+  assert.equal(scrolls, 1);  // out of sight: brought to the top
+  top = -30;  // the view drawn for the stop shrinks what is above it
+  t.mock.timers.tick(100);
+  assert.ok(scrolls === 2 && top === 0);
+  t.mock.timers.tick(100);
+  assert.equal(scrolls, 2);  // where it should be: left alone
+  doc.listeners.filter((l) => l.type === "wheel").forEach((l) => l.fn({}));
+  top = -300;  // the visitor scrolled down the page
+  t.mock.timers.tick(1000);
+  assert.equal(scrolls, 2);
+  tour.close();
+  assert.equal(doc.listeners.length, 0);
+});
+
+test("a stop's place already in sight lower down is not moved", (t) => {
+  t.mock.timers.enable({apis: ["setTimeout", "Date"]});
+  const doc = fakeDocument();
+  let scrolls = 0;
+  const place = Object.assign(fakeElement("div"), {getBoundingClientRect: () => ({top: 300}),
+                                                   scrollIntoView() { scrolls += 1; }});
+  createTour(doc, {apply() {}, target: () => place, link: (k) => `?tour=${k}`}).open(TOUR, 1);
+  t.mock.timers.tick(3000);
+  assert.equal(scrolls, 0);
+});

@@ -61,6 +61,7 @@ def test_translate_and_explore(page, shipped):
     trace_tokens = page.locator("#output-pieces").inner_text()
     assert "</s>" in trace_tokens or "length limit" in page.locator("#run-info").inner_text()
     assert "▁" in page.locator("#source-pieces").inner_text()  # pieces shown as pieces
+    assert not page.locator("#pair-note").is_visible()  # one sentence: nothing says "sentence 1"
 
     # the large view: queries as rows, keys as columns, both axes titled so; token text escaped, not markup
     text = plot_text(page, "heatmap")

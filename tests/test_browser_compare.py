@@ -77,6 +77,9 @@ def test_a_pair_in_presenter_mode_fits_1280x720_and_steps_together(browser, requ
         assert m["first"]["right"] <= m["second"]["left"] and m["first"]["height"] > 300, m
         assert m["drawn"] == [True, True] and m["scroll"] <= m["width"], m
         assert first in m["texts_text"] and second in m["texts_text"]
+        # the decoding steps and the tabs are the first sentence's, and say so
+        note = page.locator("#pair-note")
+        assert note.is_visible() and "sentence 1's" in note.text_content() and first in note.text_content()
         # opened at the pronoun's encoder row, in each sentence
         assert m["framed"][0].startswith(f"{word} \u2192") and m["framed"][1].startswith(f"{other} \u2192"), m
         # a step of cross-attention: the second sentence at the same output word

@@ -157,7 +157,8 @@ export function createPage(document, options) {
       note.hidden = !text;
     },
     // A pair (Compare with…: the payload's `pair`): the second sentence's large view beside the first's, their
-    // difference below, and both texts with their translations above them; a single translation hides them.
+    // difference below, both texts with their translations above them, and a note that what follows is the first
+    // sentence's; a single translation hides them.
     showPair(payload) {
       const pair = payload.pair, texts = $("pair-texts");
       $("large-view").classList.toggle("anatomy-pair", !!pair);
@@ -167,6 +168,11 @@ export function createPage(document, options) {
         textContent: `Sentence ${n}: ${text} \u2192 ${translation || "\u2205 (empty)"}`});
       texts.replaceChildren(...(pair ? [line(1, payload.text, payload.translation),
                                         line(2, pair.text, pair.second.translation)] : []));
+      // what is below the large view is the first sentence's alone: said where it starts
+      const note = $("pair-note");
+      note.hidden = !pair;
+      note.textContent = pair ? `The decoding steps and the tabs below are sentence 1's (\u201c${payload.text}\u201d); ` +
+                                "the large view above draws both." : "";
     },
     // A link to the shown view (its query from the host), over the page, with Copy.
     shared(query) {

@@ -409,6 +409,20 @@ def test_examples_reset_the_settings_to_their_models_own_decoding(tiny):
     assert (out[p.beam], out[p.lp]) == (3, 0.6)
 
 
+def test_an_example_clicked_is_put_in_the_form_with_its_models_own_settings(tiny):
+    """A click on an example (app.js: its index in the view, ask "example"): its text, direction and second sentence
+    in the form, with example_settings; an index the page does not have changes nothing."""
+    p = tiny.page
+    en = [i for i, (_, key, _) in enumerate(p.example_items) if key == "en-de"]
+    assert en and len(p.example_items) > en[0]
+    out = tiny.example(Inputs.of(p, {p.view: json.dumps({"ask": "example", "example": en[0]})}))
+    text, key, compare = p.example_items[en[0]]
+    assert (out[p.text], out[p.direction], out[p.compare]) == (text, "en-de", compare)
+    assert (out[p.beam], out[p.lp]) == (3, 0.6) and p.view_set in out
+    for wrong in (len(p.example_items), -1, "0", None):
+        assert tiny.example(Inputs.of(p, {p.view: json.dumps({"ask": "example", "example": wrong})})) == gr.skip()
+
+
 def test_the_default_output_limit_bounds_degenerate_input(tiny):
     from transformer.search import output_limit
 

@@ -97,7 +97,8 @@ def _pages(tiny):
         for display in DISPLAYS:
             yield {**base, p.run: run, p.view: json.dumps({"display": display, "ask": "walk"})}
         for asked in ({"ask": "norms", "weights": "norm"}, {"ask": "toggle", "clicked": "cross:1.1"},
-                      {"ask": "animation"}, {"ask": "share"}, {"ask": "candidate", "candidate": 1}):
+                      {"ask": "animation"}, {"ask": "share"}, {"ask": "candidate", "candidate": 1},
+                      {"ask": "example", "example": 0}):
             yield {**base, p.run: run, p.view: json.dumps(asked)}
 
 

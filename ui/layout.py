@@ -1,6 +1,7 @@
 """The page: every component in a `with gr.Blocks()` layout, returned as one typed Page. No events here."""
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -104,7 +105,9 @@ class Page:
     force_btn: gr.Button
     trace: Download  # Download trace (JSON)
     link_data: Channel  # the query of a link to the shown view (Handlers.share): the viewer shows it with its address
-    examples: gr.Examples | None
+    examples: gr.HTML | None  # the examples' buttons (examples_html); a click asks "example" (ui/static/app.js)
+    example_items: tuple[tuple[str, str, str], ...]  # each example's text, direction and second sentence ("": none)
+    example_ask: gr.Button  # clicked by app.js: an example clicked (Handlers.example), then translated
     # attention explorer
     explorer: gr.HTML  # the viewer's view controls, large view and the chosen attention's help (EXPLORER)
     view: gr.Textbox  # never shown: the viewer's view as JSON (anatomy/viewer/controls.js), filled in by each event
@@ -145,6 +148,15 @@ def header_html() -> str:
     return ('<div id="header-row"><div id="header-title"><h1>Transformer Anatomy</h1>'
             f'<div class="anatomy-controls">{markdown_html(INTRO)}</div></div>'
             f'<div id="header-tools">{tools_html()}</div></div>')
+
+
+def examples_html(labels: list[str]) -> str:
+    """The examples, one button each (its index in Page.example_items): a click puts it in the form with the default
+    settings and translates it (ui/static/app.js asks "example")."""
+    buttons = "".join(f'<button type="button" class="anatomy-example" data-example="{i}">{html.escape(label)}</button>'
+                      for i, label in enumerate(labels))
+    return ('<div class="anatomy-controls"><span class="anatomy-label">Examples (default settings)</span>'
+            f'<div class="anatomy-example-list">{buttons}</div></div>')
 
 
 def placeholder(entry: ModelEntry) -> str:
@@ -263,14 +275,13 @@ def build_page(registry: ModelRegistry) -> Page:
             explorer = _explorer(registry.get(None).config, settled=not registry.pending)
 
     # each model's examples, then its pairs (Compare with…: the second sentence drawn beside the first)
-    examples = [[s, e.key, ""] for e in registry.entries.values() for s in e.examples] + \
-        [[a, e.key, b] for e in registry.entries.values() for a, b, *_ in e.pairs]
+    items = tuple((s, e.key, "") for e in registry.entries.values() for s in e.examples) + \
+        tuple((a, e.key, b) for e in registry.entries.values() for a, b, *_ in e.pairs)
     labels = [(f"Side by side, {registry.get(k).label}: {s} ⟷ {c}" if c else f"{registry.get(k).label}: {s}")
-              for s, k, c in examples]
-    gallery = gr.Examples(examples, inputs=[settings["text"], settings["direction"], settings["compare"]],
-                          label="Examples (default settings)", examples_per_page=len(examples), cache_examples=False,
-                          elem_id="examples", example_labels=labels, api_visibility="private") \
-        if examples else None
+              for s, k, c in items]
+    gallery = gr.HTML(examples_html(labels), elem_id="examples", padding=False) if items else None
+    # app.js clicks it with the example the viewer asks for; off screen, as the viewer's other asks' buttons
+    example_ask = gr.Button("example", elem_id="example-ask", elem_classes=["anatomy-offscreen"])
 
     # the viewer's own: the decoding steps and the tabs (anatomy/viewer/tabs.html; tabs.js, host.js draw them)
     below = gr.HTML(tabs_html(), elem_id="viewer-below", padding=False)
@@ -281,7 +292,8 @@ def build_page(registry: ModelRegistry) -> Page:
     view = gr.Textbox(label="view", visible=False)
     notice = gr.Textbox(label="notice", visible=False)
 
-    return Page(**settings, **result, **explorer, examples=gallery, below=below, data=data, view=view, notice=notice,
+    return Page(**settings, **result, **explorer, examples=gallery, example_items=items, example_ask=example_ask,
+                below=below, data=data, view=view, notice=notice,
                 session=gr.State(Session()), replay=gr.State(0),
                 run=Slot("run"), twin=Slot("twin"), signal=Slot("signal"), link=Slot("link"), judged=Slot("judged"),
                 vectors=Slot("vectors"), explained=Slot("explained"), norms=Slot("norms"), toured=Slot("toured"),

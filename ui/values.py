@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # slot), draw (Handlers.ask_draw) or export (Handlers.animate_page, a few at once: ui/wiring.py exporting); the page
 # offers them to app.js (anatomy/layout.py explorer_html).
 ASKS = {"model": ("link", "walk", "norms", "make", "contrast", "toggle", "branch", "candidate"),
-        "draw": ("address", "tab", "share", "own"), "export": ("animation",)}
+        "draw": ("address", "tab", "share", "own"), "export": ("animation",), "example": ("example",)}
 MAX_WORD = 200  # a typed word a branch continues with, in characters (anatomy/viewer/tabs.html #branch-word)
 
 
@@ -91,6 +91,7 @@ class Viewed:
     clicked: str = ""  # the head a click on a thumbnail or map cell names (HeadMask link item)
     branch: Branching | None = None  # the branch asked for (ask "branch")
     candidate: int = 0  # the beam candidate clicked (ask "candidate"), from 0
+    example: int | None = None  # the example clicked (ask "example"): its index in the page's list
 
     @classmethod
     def of(cls, text) -> Viewed:
@@ -105,12 +106,13 @@ class Viewed:
         return cls(View.of(**{name: given.get(name) for name in VIEW_FIELDS}), Tab.of(given.get("tab")),
                    foil if isinstance(foil, str) else "",
                    AnimationSettings(**{f.name: animation.get(f.name, f.default) for f in fields(AnimationSettings)}),
-                   **text, branch=Branching.of(given.get("branch")), candidate=_index(given.get("candidate")))
+                   **text, branch=Branching.of(given.get("branch")), candidate=_index(given.get("candidate")),
+                   example=_index(given.get("example"), None))
 
 
-def _index(value) -> int:
-    """A row's index from the page: a whole number ≥ 0, else 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+def _index(value, default: int | None = 0) -> int | None:
+    """A row's index from the page: a whole number ≥ 0, else `default`."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
 @dataclass
@@ -188,6 +190,7 @@ class Inputs:
     foil: str = ""  # the word Why this word compares the step's piece against
     branch: Branching | None = None  # the branch the viewer asks for (Viewed.branch)
     candidate: int = 0  # the beam candidate the viewer asks for (Viewed.candidate), from 0
+    example: int | None = None  # the example the page asks for (Viewed.example)
     toured: Tour | None = None  # the tour of the shown translation, once Tour made it
     animation: AnimationSettings = AnimationSettings()
 
@@ -207,7 +210,7 @@ class Inputs:
         viewed = Viewed.of(values.get(page.view))
         read = {"view": viewed.view, "tab": viewed.tab, "foil": viewed.foil, "animation": viewed.animation,
                 "ask": viewed.ask, "clicked_head": viewed.clicked, "branch": viewed.branch,
-                "candidate": viewed.candidate}
+                "candidate": viewed.candidate, "example": viewed.example}
         if refuse and page.view not in values:
             read = {name: Undeclared(name) for name in read}
         return cls(settings=PageSettings(**settings), **read, **state)

@@ -192,10 +192,11 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.stop_btn.click(**ours(h.stop, {p.signal}, []), concurrency_limit=None, api_visibility="private")
     explained_after(p.force_btn.click(**ours(h.force, {p.run, p.forced, p.judged, p.direction, p.view}, made),
                                       **translating))
-    if p.examples is not None:
-        explained_after(p.examples.load_input_event.then(
-            **ours(h.example_settings, [p.direction], [p.beam, p.max_new, p.top_k, p.lp, p.slow, p.view_set]),
-            **DRAW).then(**ours(h.translate_page, asked, streamed), **translating))
+    # an example: put in the form with its model's own settings, then translated as Translate does
+    explained_after(p.example_ask.click(
+        **ours(h.example, {p.view}, [p.text, p.direction, p.compare, p.beam, p.max_new, p.top_k, p.lp, p.slow,
+                                     p.view_set], "example"),
+        **DRAW).then(**ours(h.translate_page, asked, streamed), **translating))
 
     # The viewer draws on any change of its data (a view control is the viewer's own, drawn in the browser), opens a
     # view a handler names (a link, a head picked below) and shows the open tab's contents.

@@ -242,6 +242,15 @@ class Showing:
             out[p.heads_off_panel] = gr.update(open=True)
         return out
 
+    def example(self, values: Inputs | dict):
+        """An example clicked (its index in the page's list, from the view): its text, direction and second sentence
+        in the form, with its model's own settings and the default view (example_settings); translated next."""
+        p, i = self.page, Inputs.of(self.page, values)
+        if i.example is None or i.example >= len(p.example_items):
+            return gr.skip()
+        text, key, compare = p.example_items[i.example]
+        return {p.text: text, p.direction: key, p.compare: compare, **self.example_settings(key)}
+
     def example_settings(self, direction):
         """An example runs with the default settings and view (its model's own decoding): put the controls back
         to them."""

@@ -4,7 +4,7 @@
 (pages, options) => {
   // What the viewer asks the server (ui/handlers/asks.py ask_model, ask_draw; files.py animate_page): each ask waits
   // in its kind's line for the event its click starts, which takes it with the view (viewed).
-  const asks = {model: [], draw: [], export: []};
+  const asks = {model: [], draw: [], export: [], example: []};
   const A = window.anatomy = pages.createPage(document, Object.assign({}, options, {server: {
     ask(name) {
       const kind = Object.keys(asks).find(k => A.offer.asks[k].includes(name)) || 'draw';  // ui/values.py ASKS
@@ -13,6 +13,13 @@
     },
     translation: () => (document.querySelector('#translation textarea') || {value: ''}).value,
   }}));
+  // an example (ui/layout.py examples_html): put in the form and translated by the server (ui/handlers/shown.py)
+  document.addEventListener('click', (e) => {
+    const button = e.target.closest && e.target.closest('[data-example]');
+    if (!button) return;
+    A.example = Number(button.dataset.example);
+    A.ask('example');
+  });
   // the answer to the page's first ask (a link's or an address's: each opens its view) shows what its address asks
   const data = A.data;
   A.data = (d) => {
@@ -22,7 +29,7 @@
   Object.assign(A, {
     // The viewer's view, for an event that reads it (ui/wiring.py reading_view), with the first ask of `kind`.
     viewed(kind) {
-      return JSON.stringify(Object.assign(A.state(), {ask: (kind && asks[kind].shift()) || ''}));
+      return JSON.stringify(Object.assign(A.state(), {ask: (kind && asks[kind].shift()) || '', example: A.example}));
     },
     // The page's first event: the link's settings and translation when its address has text (one model event),
     // else the settings its address names (ui/wiring.py); every request carries the address, as Gradio's do. A

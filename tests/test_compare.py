@@ -208,7 +208,7 @@ def test_the_example_pair_translates_both_and_opens_at_its_pronoun_where_the_row
     if entry.untrained:
         pytest.skip(f"checkpoints/general-{key} is not here")
     first, second, word, other = entry.pairs[0]
-    assert [first, key, second] in h.page.examples.examples
+    assert (first, key, second) in h.page.example_items
     settings = PageSettings(key, first, entry.decoding.beam_size, 0, "cpu", 5, entry.decoding.length_penalty, 0.0,
                             compare=second)
     out = list(h.translate_page(Inputs(settings, signal=StopSignal())))[-1]

@@ -1,6 +1,7 @@
 // The app's part of the page: the viewer's page (anatomy/viewer/page.js, made with the page's look: `pages`), given
-// what only the Gradio app does. An ask clicks a hidden button (ui/layout.py model_ask, draw_ask, export_ask) whose
-// event reads the view (`viewed`) and answers through `data`; the page's events call window.anatomy.*.
+// what only the Gradio app does. An ask clicks a hidden button (ui/layout.py model_ask, draw_ask, export_ask,
+// example_ask) whose event reads the view (`viewed`) and answers through `data` (an example: through the form); the
+// page's events call window.anatomy.*.
 (pages, options) => {
   // What the viewer asks the server (ui/handlers/asks.py ask_model, ask_draw; files.py animate_page): each ask waits
   // in its kind's line for the event its click starts, which takes it with the view (viewed).

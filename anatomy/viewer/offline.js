@@ -62,7 +62,6 @@ export function showOffline(data) {
         }
       }
     },
-    translation: () => P.translation,
   }});
 
   translation(P, G);

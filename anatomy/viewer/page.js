@@ -23,7 +23,6 @@ const RESULT = ["translation", "info", "source", "output", "candidates", "ablati
  *   "norms", "make", "contrast", "toggle", "branch", "tab", "animation", "share", and the app's "link", "address",
  *   "own"); the answer,
  *   if any, comes back through the page's `data`, and the page's state (`state`) says what it is asked with
- * @property {function(): string} translation  the shown translation as the host shows it
  */
 
 /**
@@ -401,7 +400,7 @@ export function createPage(document, options) {
       const el = $(id), r = el && el.getBoundingClientRect();
       if (!el || (r.height && r.bottom > 0 && r.top < window.innerHeight)) return;
       const shown = el.querySelectorAll(".anatomy-ablation > p");
-      const translation = server.translation();
+      const translation = /** @type {HTMLTextAreaElement} */ ($("translation").querySelector("textarea")).value;
       if (!shown.length && !translation) return;
       const note = $("anatomy-echo") || document.body.appendChild(
         Object.assign(document.createElement("div"), {id: "anatomy-echo", role: "status"}));

@@ -12,7 +12,6 @@
       asks[kind].push(name);
       document.getElementById(kind + '-ask')?.click();
     },
-    translation: () => (document.querySelector('#translation textarea') || {value: ''}).value,
   }}));
   // an example (ui/layout.py examples_html): put in the form and translated by the server (ui/handlers/shown.py)
   document.addEventListener('click', (e) => {

@@ -285,11 +285,18 @@ def test_a_view_change_draws_each_figure_once_already_fitted(page, url, key):
           const named = () => gd.closest('.anatomy-box[id]').id;  // the figure's box
           gd.on('plotly_afterplot', () => { if (gd.isConnected) window.__draws.push(named()); });
         });
-        new MutationObserver(hook).observe(document, {childList: true, subtree: true}); })()""")
+        window.__empty = [];  // a figure drawn empty (a placeholder): its box
+        new MutationObserver(() => { hook(); document.querySelectorAll('.js-plotly-plot').forEach(gd => {
+          if (gd.layout && gd.layout.meta && gd.layout.meta.empty && !gd.__empty) {
+            gd.__empty = true; window.__empty.push(gd.closest('.anatomy-box[id]').id); } }); })
+          .observe(document, {childList: true, subtree: true}); })()""")
     page.goto(f"{url}?{urllib.parse.urlencode({'text': SENTENCE, 'direction': key})}", wait_until="domcontentloaded")
     page.wait_for_selector("#heatmap .heatmaplayer image")
     wait_title(page, "step-topk", "Step ")
     page.wait_for_timeout(1000)
+    # a link's figures are drawn with its translation, never as placeholders first (app.js `held`)
+    assert not set(page.evaluate("window.__empty")) & {"heatmap", "step-cross", "step-self", "step-topk"}, \
+        page.evaluate("window.__empty")
     page.evaluate("window.__draws = []")
     choose(page, "head", 2)
     wait_title(page, "heatmap", "head 2")

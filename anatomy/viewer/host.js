@@ -12,9 +12,10 @@ import {setNorms} from "./weights.js";
  * A host drawing into the page's figure boxes: an element with the box's id holding a `.anatomy-plot` (Plotly
  * draws there) or, for the output so far, `.anatomy-chips`.
  * @param {{look: import("./figures.js").Look, config: Object, plotly: string, askWalk: function(): void,
- *   askNorms: function(): void, loaded: function(): void}} options  `plotly`: where Plotly.js is, loaded when the
- *   page has none yet; `askWalk`: asks the server for the walk of the view; `askNorms`: for the translation's
- *   value norms; `loaded`: called once that Plotly.js has loaded (the page's script then wraps it and draws)
+ *   askNorms: function(): void, loaded: function(): void, held?: boolean}} options  `plotly`: where Plotly.js is,
+ *   loaded when the page has none yet; `askWalk`: asks the server for the walk of the view; `askNorms`: for the
+ *   translation's value norms; `loaded`: called once that Plotly.js has loaded (the page's script then wraps it and
+ *   draws); `held`: no placeholders before a translation until `hold(false)`
  */
 export function createHost(options) {
   const {look, config} = options;
@@ -22,7 +23,7 @@ export function createHost(options) {
                 figures: null};
   const versions = {payload: 0, twin: 0, walk: 0, positional: 0, importance: 0, explain: 0, norms: 0, figures: 0};
   const texts = {};  // each datum as last set, as JSON
-  let view = null, asked = "", askedNorms = -1, loading = false, later = false;
+  let view = null, asked = "", askedNorms = -1, loading = false, later = false, held = !!options.held;
   const drawn = new WeakMap(), drawnData = new WeakMap();
 
   function plotly() {
@@ -68,7 +69,7 @@ export function createHost(options) {
    */
   function refresh(stage = 0) {
     const Plotly = plotly();
-    if (!Plotly) return;
+    if (!Plotly || (held && !data.payload)) return;
     const fitted = data.payload && view ? fittedView(data.payload, view) : null;
     // what each box in view should show, measured before any is drawn: a look after a drawing would lay the page
     // out again
@@ -143,6 +144,14 @@ export function createHost(options) {
     /** Start loading Plotly.js before a figure needs it (a link's page, while its translation is made). */
     preload() {
       plotly();
+    },
+    /**
+     * No placeholders while `on` (a link's page, whose translation is on its way: drawing them would take the main
+     * thread from its own); off again, the next refresh draws what is due.
+     * @param {boolean} on
+     */
+    hold(on) {
+      held = on;
     },
     /** @returns {number} how many times `name`'s data has changed (a new translation: "payload") */
     version: (name) => versions[name],

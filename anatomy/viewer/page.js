@@ -30,15 +30,17 @@ const RESULT = ["translation", "info", "source", "output", "candidates", "ablati
  * when the page has none); `options.server` answers what it asks. Nothing is drawn before `mount` (a Gradio page
  * draws #view-controls after the page's script runs) or the first `data`.
  * @param {Document} document
- * @param {{look: Object, config: Object, plotly?: string, server: Server, confidence: Object<string, string>}} options
- *   `confidence`: the output pieces' colour by their probability's class (anatomy/views.py CONFIDENCE)
+ * @param {{look: Object, config: Object, plotly?: string, server: Server, confidence: Object<string, string>,
+ *   held?: boolean}} options
+ *   `confidence`: the output pieces' colour by their probability's class (anatomy/views.py CONFIDENCE); `held`: no
+ *   placeholders drawn until a translation comes or the host lets go (viewer.hold)
  */
 export function createPage(document, options) {
   const window = document.defaultView, server = options.server;
   const $ = (id) => document.getElementById(id);
   const value = (id) => /** @type {HTMLInputElement | HTMLSelectElement} */ ($(id)).value;
   const checked = (id) => /** @type {HTMLInputElement} */ ($(id)).checked;
-  const viewer = createHost({look: options.look, config: options.config, plotly: options.plotly,
+  const viewer = createHost({look: options.look, config: options.config, plotly: options.plotly, held: options.held,
                              askWalk: () => A.ask("walk"), askNorms: () => A.ask("norms"),
                              loaded: () => A.scan()});
   // the page's figures; a click on a head asks the host (the app switches it off or on)

@@ -6,7 +6,10 @@
   // What the viewer asks the server (ui/handlers/asks.py ask_model, ask_draw; files.py animate_page): each ask waits
   // in its kind's line for the event its click starts, which takes it with the view (viewed).
   const asks = {model: [], draw: [], export: [], example: []};
-  const A = window.anatomy = pages.createPage(document, Object.assign({}, options, {server: {
+  // a link's page draws its figures with its translation, not placeholders first (they would take the main thread
+  // from its own drawing): held until the link's answer (opened, data)
+  const held = !!(new URLSearchParams(window.location.search).get('text') || '').trim();
+  const A = window.anatomy = pages.createPage(document, Object.assign({}, options, {held, server: {
     ask(name) {
       const kind = Object.keys(asks).find(k => A.offer.asks[k].includes(name)) || 'draw';  // ui/values.py ASKS
       asks[kind].push(name);
@@ -23,6 +26,7 @@
   // the answer to the page's first ask (a link's or an address's: each opens its view) shows what its address asks
   const data = A.data;
   A.data = (d) => {
+    if (d && 'open' in d) A.viewer.hold(false);
     data(d);
     if (d && 'open' in d) A.loaded = true;
   };
@@ -37,6 +41,8 @@
     // `loaded`: the page shows what its address asks for (the browser tests wait for it).
     opened() {
       const query = new URLSearchParams(window.location.search), text = (query.get('text') || '').trim();
+      // a link's figures wait for its translation (held: below); one that never comes leaves placeholders in 5 s
+      if (text) setTimeout(() => { A.viewer.hold(false); A.draw(); }, 5000);
       const plain = A.mount() && A.offer.settled && ![...query.keys()].length;
       if (!plain) A.ask(text ? 'link' : 'address');
       // Plotly.js parsed while the link's translation is made; for any other page once the page is idle, after the

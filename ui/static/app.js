@@ -6,10 +6,10 @@
   // What the viewer asks the server (ui/handlers/asks.py ask_model, ask_draw; files.py animate_page): each ask waits
   // in its kind's line for the event its click starts, which takes it with the view (viewed).
   const asks = {model: [], draw: [], export: [], example: []};
-  // a link's page draws its figures with its translation, not placeholders first (they would take the main thread
-  // from its own drawing): held until the link's answer (opened, data)
-  const held = !!(new URLSearchParams(window.location.search).get('text') || '').trim();
-  const A = window.anatomy = pages.createPage(document, Object.assign({}, options, {held, server: {
+  // a link's text: its page draws its figures with its translation, not placeholders first (they would take the
+  // main thread from its own drawing): held until the link's answer (data) or for 5 s (opened)
+  const query = new URLSearchParams(window.location.search), text = (query.get('text') || '').trim();
+  const A = window.anatomy = pages.createPage(document, Object.assign({}, options, {held: !!text, server: {
     ask(name) {
       const kind = Object.keys(asks).find(k => A.offer.asks[k].includes(name)) || 'draw';  // ui/values.py ASKS
       asks[kind].push(name);
@@ -26,9 +26,10 @@
   // the answer to the page's first ask (a link's or an address's: each opens its view) shows what its address asks
   const data = A.data;
   A.data = (d) => {
-    if (d && 'open' in d) A.viewer.hold(false);
+    const opens = !!d && 'open' in d;
+    if (opens) A.viewer.hold(false);
     data(d);
-    if (d && 'open' in d) A.loaded = true;
+    if (opens) A.loaded = true;
   };
   Object.assign(A, {
     // The viewer's view, for an event that reads it (ui/wiring.py reading_view), with the first ask of `kind`.
@@ -40,8 +41,7 @@
     // plain address asks nothing when the page as built is its page (offer.settled: no Hub model still loading).
     // `loaded`: the page shows what its address asks for (the browser tests wait for it).
     opened() {
-      const query = new URLSearchParams(window.location.search), text = (query.get('text') || '').trim();
-      // a link's figures wait for its translation (held: below); one that never comes leaves placeholders in 5 s
+      // a link whose translation never comes leaves placeholders in 5 s
       if (text) setTimeout(() => { A.viewer.hold(false); A.draw(); }, 5000);
       const plain = A.mount() && A.offer.settled && ![...query.keys()].length;
       if (!plain) A.ask(text ? 'link' : 'address');

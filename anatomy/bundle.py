@@ -61,11 +61,12 @@ def style(*own: str) -> str:
 
 @lru_cache(maxsize=None)
 def script(*entries: str) -> str:
-    """The modules `entries` (file names in anatomy/viewer/, without .js) and every module they import, as one
-    classic script that defines `viewer_<entry>` (the entry's exports) for each: a module that several of them
-    import is in it once, shared."""
+    """The modules `entries` (file names in anatomy/viewer/, without .js, or a host's own module by its path) and
+    every module they import, as one classic script that defines `viewer_<entry>` (the entry's exports; a path's:
+    `viewer_<its stem>`) for each: a module that several of them import is in it once, shared."""
     order: list[str] = []
     seen: set[str] = set()
     for entry in entries:
-        _wrapped(entry, (VIEWER / f"{entry}.js").read_text(encoding="utf-8"), order, seen)
+        path = Path(entry) if entry.endswith(".js") else VIEWER / f"{entry}.js"
+        _wrapped(path.stem, path.read_text(encoding="utf-8"), order, seen)
     return "// The viewer's modules (anatomy/viewer/), bundled by anatomy/bundle.py\n" + "\n".join(order) + "\n"

@@ -1,8 +1,8 @@
 """The Gradio app: layout (the page), values (what an event reads, typed), handlers (what events do), wiring (which
 event runs which handler), server (what the app adds to Gradio's server).
 
-create_app() builds it (loading the models); launch_options() are the theme, CSS and JavaScript that
-`demo.launch(...)` takes; start() does what launching needs besides (malloc's arenas, the trace pruner, torch's
+create_app() builds it (loading the models); page_html() is its page (ui/document.py, served at the root in place of
+Gradio's); launch_options() are what `demo.launch(...)` takes; start() does what launching needs besides (malloc's arenas, the trace pruner, torch's
 threads, the animations' worker processes).
 """
 from __future__ import annotations
@@ -14,17 +14,16 @@ from pathlib import Path
 import gradio as gr
 import torch
 
-from anatomy import bundle, offline, views
+from anatomy import offline, views
 from anatomy.registry import ModelRegistry
 from anatomy.settings import number
 
-from . import server, traces
+from . import document, server, traces
 from .figures import PLOT_CONFIG
 from .handlers import Handlers
 from .layout import build_page
 from .wiring import wire
 
-STATIC = Path(__file__).resolve().parent / "static"
 # Requests that may wait for a free slot; the next visitor is told at once that the app is busy (Gradio's
 # "This application is currently busy. Please try again."; gradio_client raises QueueError "Queue is full").
 DEFAULT_QUEUE_SIZE = 64
@@ -50,25 +49,9 @@ def create_app(sources: list[str] | None = None) -> gr.Blocks:
     return demo
 
 
-def _light_only(theme: gr.themes.Base) -> gr.themes.Base:
-    """The page always uses the light palette: the figures are drawn for it (white paper, dark text)."""
-    for name in [n for n in vars(theme) if n.endswith("_dark")]:
-        delattr(theme, name)
-    return theme
-
-
-def page_script() -> str:
-    """The page's JavaScript: the viewer's page (anatomy/viewer/page.js and what it imports) as one script, its CSS
-    (bundle.style: as the offline file has it) as a style element of the page, then ui/static/app.js given the page
-    maker and the page's look. Plotly.js comes from the plotly package (launch_options allows that one file)."""
-    options = {"look": offline.look(), "config": PLOT_CONFIG, "plotly": plotly_src(), "confidence": views.CONFIDENCE}
-    # Gradio scopes the CSS of css_paths to its container, where an @media rule never matches (the tour's panel
-    # would not move to the bottom of a phone's screen) and a body class's rule no longer outranks its own
-    css = bundle.style()
-    return ("() => {\n" + bundle.script("page") +
-            "document.head.appendChild(Object.assign(document.createElement('style'), "
-            f"{{id: 'anatomy-tour-css', textContent: {json.dumps(css)}}}));\n"
-            f"({(STATIC / 'app.js').read_text(encoding='utf-8')})(viewer_page, {json.dumps(options)});\n}}")
+def page_options() -> dict:
+    """What app.js hands the viewer's page: its look, Plotly's config and Plotly.js's address, the pieces' colours."""
+    return {"look": offline.look(), "config": PLOT_CONFIG, "plotly": plotly_src(), "confidence": views.CONFIDENCE}
 
 
 def plotly_src() -> str:
@@ -77,23 +60,25 @@ def plotly_src() -> str:
 
 
 def plotly_early() -> str:
-    """The page's head: a link with text opens on its figures, so its Plotly.js (1.5 MB, ~0.8 s of evaluating here)
-    loads with the page and is parsed in the gaps while Gradio's own scripts arrive, not after them (host.js waits
-    for this script rather than adding another). Any other page loads it once idle (app.js `opened`)."""
+    """The page's head: a link with text opens on its figures, so its Plotly.js (1.5 MB, ~0.3 s of evaluating here)
+    loads with the page and is parsed while the link's translation is made (host.js waits for this script rather
+    than adding another). Any other page loads it once idle (app.js `opened`)."""
     return ("<script>if (new URLSearchParams(location.search).get('text')) document.head.appendChild("
             f"Object.assign(document.createElement('script'), {{src: {json.dumps(plotly_src())}, async: true}}));"
             "</script>")
 
 
+def page_html(demo: gr.Blocks) -> str:
+    """The app's page (ui/document.py): the demo's blocks drawn as the page's own HTML, served at its root."""
+    return document.document(demo.config, demo.title, page_options(), head=plotly_early())
+
+
 def launch_options() -> dict:
-    """What demo.launch(...) takes besides the server settings: theme, CSS, JavaScript, footer, the one file it
-    serves besides its own (Plotly.js), the server's middleware and what it runs beside, Gradio's monitoring (see
-    server.py)."""
-    return dict(theme=_light_only(gr.themes.Soft(primary_hue="blue", secondary_hue="orange", neutral_hue="slate")),
-                css_paths=[STATIC / "app.css"], js=page_script(), head=plotly_early(),
-                allowed_paths=[str(offline.PLOTLY_JS)],
-                footer_links=["api", "settings"],
-                app_kwargs={"middleware": server.MIDDLEWARE, "lifespan": server.lifespan},
+    """What demo.launch(...) takes besides the server settings: the one file it serves besides its own (Plotly.js),
+    the server's middleware (the page at its root among them) and what it runs beside, Gradio's monitoring (see
+    server.py). Gradio's own page is never served, so it takes no theme, CSS or JavaScript."""
+    return dict(allowed_paths=[str(offline.PLOTLY_JS)],
+                app_kwargs={"middleware": server.middleware(page_html), "lifespan": server.lifespan},
                 enable_monitoring=server.monitoring())
 
 

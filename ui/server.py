@@ -19,7 +19,7 @@ from gradio.blocks import Block, BlocksConfig
 from gradio.exceptions import ComponentProcessingError
 from gradio.route_utils import API_PREFIX
 from starlette.middleware import Middleware
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 
 from anatomy.inputs import MAX_QUERY, shorten_query
 from anatomy.settings import number
@@ -273,7 +273,31 @@ async def lifespan(app):
         task.cancel()
 
 
-MIDDLEWARE = [Middleware(ShortLinks), Middleware(NoUploads), Middleware(QueueGate), Middleware(Heartbeats)]
+class OwnPage:
+    """ASGI middleware: the app's own page (ui/document.py, made by `page(blocks)` once) at the root, in place of
+    Gradio's: the page draws itself and calls Gradio's queue (ui/static/client.js); Gradio's page and its scripts
+    never load."""
+
+    def __init__(self, app, page):
+        self.app = app
+        self.page = page
+        self.made: tuple | None = None  # (the blocks, their page's bytes)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD") or scope["path"] not in ("/", ""):
+            await self.app(scope, receive, send)
+            return
+        blocks = scope["app"].get_blocks()
+        if self.made is None or self.made[0] is not blocks:
+            self.made = (blocks, self.page(blocks).encode("utf-8"))
+        await Response(self.made[1], media_type="text/html; charset=utf-8",
+                       headers={"Cache-Control": "no-store"})(scope, receive, send)
+
+
+def middleware(page) -> list[Middleware]:
+    """The app's middleware: the page at the root (`page(blocks)`, its HTML), then the guards above."""
+    return [Middleware(ShortLinks), Middleware(OwnPage, page=page), Middleware(NoUploads), Middleware(QueueGate),
+            Middleware(Heartbeats)]
 
 
 # ---- memory ----------------------------------------------------------------------------------------------------

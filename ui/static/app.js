@@ -1,8 +1,10 @@
-// The app's part of the page: the viewer's page (anatomy/viewer/page.js, made with the page's look: `pages`), given
-// what only the Gradio app does. An ask clicks a hidden button (ui/layout.py model_ask, draw_ask, export_ask,
-// example_ask) whose event reads the view (`viewed`) and answers through `data` (an example: through the form); the
-// page's events call window.anatomy.*.
-(pages, options) => {
+// The app's part of the page (ui/document.py): the viewer's page (anatomy/viewer/page.js, made with the page's look:
+// `pages`), given what only the Gradio app does, and the page's client of the server (ui/static/client.js: `clients`,
+// on the events' `table`). An ask clicks a hidden button (ui/layout.py model_ask, draw_ask, export_ask, example_ask)
+// whose event reads the view (`viewed`) and answers through `data` (an example: through the form); the events'
+// browser-side parts call window.anatomy.*.
+(pages, clients, options, table) => {
+  const client = clients.createClient(document, table);
   // What the viewer asks the server (ui/handlers/asks.py ask_model, ask_draw; files.py animate_page): each ask waits
   // in its kind's line for the event its click starts, which takes it with the view (viewed).
   const asks = {model: [], draw: [], export: [], example: []};
@@ -69,4 +71,6 @@
       look();
     },
   });
+  A.client = client;
+  client.start();
 }

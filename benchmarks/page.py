@@ -38,9 +38,9 @@ layer, head and step in its title), never for a placeholder. Figures, in seconds
   first_click_all_s  all_s of the first click after the server started
   payload_kb      the trace payload the page's viewer gets for the translation (anatomy/payload.py), as JSON
   ready_s         a fresh page of the plain address: navigation → ready, i.e. Translate (#translate) enabled and
-                  nothing on the page that shows Gradio 6's progress (BUSY: a status tracker without its class
-                  `hide`, the app's "Loading..." included, or a block faded as `.pending`; a tracker of an event
-                  with show_progress="hidden" is hidden, so it does not count), staying so for READY_QUIET_S
+                  nothing on the page that shows an event's progress (BUSY: ui/static/client.js marks a block
+                  `.anatomy-pending` while an event shown over it runs; an event with show_progress="hidden" marks
+                  none, so it does not count), staying so for READY_QUIET_S
   link_s          a fresh page of a link to the sentence (?text=…&direction=…): navigation → its translation in
                   the Translation box and the main heatmap drawn with it; presenter_link_s: the same link with
                   &presenter=1; tour_link_s: with &tour=3, navigation → the tour's panel (#anatomy-tour) shown.
@@ -105,15 +105,13 @@ SELECTORS = {
     "layer": "select#layer",
     "step_range": "input#step[type=range]",
     "head": "select#head",  # an option per choice; value: MEAN_HEAD or the head's number
-    "heads_off_panel": "#heads-off-panel",  # the accordion: its first button opens it
+    "heads_off_panel": "#heads-off-panel",  # the accordion: its summary opens it
     "heads_off": "#heads-off",  # the checkboxes, by label
     "ablation": "#ablation",  # the all-heads and ablated translations
     "tour": "#anatomy-tour",  # the guided tour's panel (anatomy/viewer/tour.js)
 }
-# What a visitor sees as work still under way: Gradio 6's status tracker of an output while its event runs (the
-# app's own "Loading..." included; it has the class `hide` when idle, done or show_progress="hidden") and a block
-# faded as pending.
-BUSY = "[data-testid=status-tracker]:not(.hide), .pending"
+# What a visitor sees as work still under way: a block with an event's progress over it (ui/static/client.js).
+BUSY = ".anatomy-pending"
 READY_QUIET_S = 1.0  # how long the page must stay ready for the moment it became so to count (chained events)
 # The head the benchmark switches off (HeadMask's link form), and its checkbox's label (anatomy/ablation_views.py).
 ABLATED_HEAD, ABLATED_LABEL = "cross:1.1", "cross L1 H1"
@@ -298,7 +296,7 @@ class Page:
             if since is not None and now - since >= READY_QUIET_S * 1000:
                 return since
             self.page.wait_for_timeout(50)
-        raise MeasurementFailed(f"not ready (Translate enabled, no Gradio progress: {BUSY}) within "
+        raise MeasurementFailed(f"not ready (Translate enabled, no progress shown: {BUSY}) within "
                                 f"{self.timeout_s:.0f} s")
 
     def close(self) -> None:
@@ -417,7 +415,7 @@ def ablate(page: Page, ablated: dict, timeout_s: float) -> dict[str, float]:
     all-heads one and the main heatmap shows it, and until every figure in view does."""
     panel = page.page.locator(SELECTORS["heads_off_panel"])
     panel.scroll_into_view_if_needed()
-    panel.locator("button").first.click()  # open the accordion
+    panel.locator("summary").first.click()  # open the accordion
     box = page.page.locator(SELECTORS["heads_off"]).get_by_label(ABLATED_LABEL, exact=True)
     box.scroll_into_view_if_needed()
     page.page.wait_for_timeout(300)  # the accordion has opened

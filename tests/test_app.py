@@ -591,11 +591,28 @@ def test_a_background_load_that_fails_ends_in_a_notice_and_no_wait_hangs(folders
     assert page["visible"] and "Skipped <code>hf://someone/odd</code>" in page["value"]  # as HTML
 
 
-def test_launch_options_keep_the_light_palette_and_load_the_static_files():
+def test_the_page_is_the_app_s_own_html_with_every_component_and_event_of_the_blocks(tiny):
+    """The page served at the root (ui/document.py): every visible component of the Blocks drawn by its elem_id and
+    block id, a form control labelled as Gradio's page labels it, the viewer's CSS and the app's, the page's script,
+    and the events' table with every event the page triggers (the API's endpoints left out); Gradio's own page,
+    theme and scripts are never asked for."""
+    from ui import document
+
+    text = ui.page_html(tiny.demo)
+    config = tiny.demo.config
+    for component in config["components"]:
+        props = component["props"]
+        if component["type"] != "state" and props.get("elem_id"):
+            assert f'data-block="{component["id"]}" id="{props["elem_id"]}"' in text, props["elem_id"]
+    assert 'aria-label="number input for Beam size (1 = greedy)"' in text and ">Source text</label>" in text
+    assert "anatomy-presenter" in text and "#view-controls" in text and "exportFigure" in text
+    table = document.events(config)
+    assert {d["id"] for d in table["dependencies"]} == {d["id"] for d in config["dependencies"] if d["targets"]}
+    assert not {"translate", "explain", "animate", "export_html"} & {d.get("api_name") for d in table["dependencies"]}
+    assert json.loads(text.split('<script type="application/json" id="anatomy-events">')[1].split("</script>")[0]) \
+        == json.loads(json.dumps(table))
     options = ui.launch_options()
-    assert not [n for n in vars(options["theme"]) if n.endswith("_dark")]
-    assert "anatomy-presenter" in Path(options["css_paths"][0]).read_text()
-    assert "window.anatomy" in options["js"] and "exportFigure" in options["js"]
+    assert not {"js", "css_paths", "head", "theme"} & set(options)
 
 
 def test_hub_models_load_in_the_background_and_join_the_page_when_ready(folders, monkeypatch):

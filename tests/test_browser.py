@@ -188,7 +188,7 @@ def test_a_visitor_over_the_queue_bound_is_told_the_app_is_busy(browser, served)
     page = browser.new_page()
     page.set_default_timeout(TIMEOUT)
     client = Client(served.url, verbose=False)
-    toast = page.locator("[data-testid=toast-body]").filter(has_text="currently busy")
+    toast = page.locator("#anatomy-toasts .anatomy-toast").filter(has_text="currently busy")
     try:
         # A click can land in the instant a place is free: it is then served, and Gradio ignores further clicks
         # while it runs, so each try starts from a fresh page and an idle server.

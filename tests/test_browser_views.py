@@ -125,7 +125,7 @@ def test_presenter_mode_and_export(page, url, key):
     assert page.evaluate("document.body.classList.contains('anatomy-presenter')")
     assert not page.locator("#run-info").is_visible() and page.locator("#share").is_visible()  # files stay
     assert page.locator("#heatmap").is_visible() and page.locator("#translation").is_visible()
-    assert page.evaluate("getComputedStyle(document.querySelector('.gradio-container')).backgroundColor") \
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") \
         == "rgb(255, 255, 255)"
     # a figure that arrives while presenting is enlarged too (the view's controls: behind View settings)
     page.locator("#view-toggle").click()

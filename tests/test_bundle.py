@@ -74,15 +74,14 @@ def test_a_line_that_starts_with_a_cast_keeps_its_code(tmp_path, monkeypatch):
 
 
 def test_the_app_and_the_offline_file_carry_one_viewer_stylesheet():
-    """The viewer page's CSS (page.css and its siblings) is one text in both hosts: the app's page script puts it in
-    its page as it is, the offline file after its own sheet; no comment of the source goes with it."""
-    import json
-
-    import ui
+    """The viewer page's CSS (page.css and its siblings) is one text in both hosts: the app's page (ui/document.py)
+    holds it as it is, the offline file after its own sheet; no comment of the source goes with it."""
+    from ui import document
 
     css = bundle.style()
     assert "#view-controls" in css and "#share-url" in css and ".anatomy-chip" in css and "/*" not in css
-    assert json.dumps(css) in ui.page_script()
+    page = document.document({"components": [], "dependencies": [], "layout": {"id": 0}}, "t", {})
+    assert css in page
     own = bundle.style("offline.css")
     assert own.endswith(css) and "header, main" in own and "/*" not in own
     for host in ("ui/static/app.css", "anatomy/viewer/offline.css"):  # the viewer's own boxes are styled once

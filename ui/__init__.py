@@ -1,15 +1,14 @@
 """The Gradio app: layout (the page), values (what an event reads, typed), handlers (what events do), wiring (which
 event runs which handler), server (what the app adds to Gradio's server).
 
-create_app() builds it (loading the models); page_html() is its page (ui/document.py, served at the root in place of
-Gradio's); launch_options() are what `demo.launch(...)` takes; start() does what launching needs besides (malloc's arenas, the trace pruner, torch's
-threads, the animations' worker processes).
+create_app() builds it (loading the models); page_html() is its page (ui/document.py, served at the root in place
+of Gradio's); launch_options() are what `demo.launch(...)` takes; start() does what launching needs besides
+(malloc's arenas, the trace pruner, torch's threads, the animations' worker processes).
 """
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import gradio as gr
 import torch

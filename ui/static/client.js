@@ -65,9 +65,10 @@ export function statusText(m, started, now) {
   }
   const step = (m.progress_data || []).find((p) => p.desc || p.length);
   if (m.msg === "progress" && step) {
-    const count = step.length ? `${step.index ?? 0} of ${step.length}${step.unit && step.unit !== "steps" ?
-      " " + step.unit : ""}` : "";
-    return `${step.desc || count}${step.desc && count && !step.desc.includes(count) ? ` (${count})` : ""} · ${seconds}`;
+    const unit = step.unit && step.unit !== "steps" ? " " + step.unit : "";
+    const count = step.length ? `${step.index ?? 0} of ${step.length}${unit}` : "";
+    const said = step.desc && count && !step.desc.includes(count) ? `${step.desc} (${count})` : step.desc || count;
+    return `${said} · ${seconds}`;
   }
   return `Working… ${seconds}`;
 }
@@ -85,6 +86,8 @@ export function createClient(document, table, options = {}) {
   const window = document.defaultView;
   const http = options.fetch || window.fetch.bind(window), Source = options.EventSource || window.EventSource;
   const root = options.root ?? new URL(".", window.location.href).href;
+  // every request carries the page's query, as Gradio's own page sends it: a link's handlers read it there
+  const query = (window.location.search || "").replace(/^\?/, "");
   const session = Math.random().toString(36).slice(2, 13);
   const components = table.components;
   /** @type {Object<string, HTMLElement | null>} */
@@ -115,7 +118,9 @@ export function createClient(document, table, options = {}) {
     if (type === "dropdown") return control(id, "select").value;
     if (type === "slider") return Number(control(id, "input[type=range]").value);
     if (type === "radio") return control(id, "input:checked")?.value ?? null;
-    if (type === "checkboxgroup") return Array.from(els[id].querySelectorAll("input:checked"), (i) => i.value);
+    if (type === "checkboxgroup") {
+      return Array.from(els[id].querySelectorAll("input:checked"), (i) => /** @type {HTMLInputElement} */ (i).value);
+    }
     return values[id];
   }
 
@@ -300,8 +305,10 @@ export function createClient(document, table, options = {}) {
     progress(job, "Waiting…");
     let response;
     try {
-      response = await http(`${root}gradio_api/queue/join`, {method: "POST", headers: {"Content-Type": "application/json"},
-        body: JSON.stringify({data, event_data: null, fn_index: dep.id, trigger_id: trigger, session_hash: session})});
+      response = await http(`${root}gradio_api/queue/join${query ? "?" + query : ""}`, {
+        method: "POST", headers: {"Content-Type": "application/json"},
+        body: JSON.stringify({data, event_data: null, fn_index: dep.id, trigger_id: trigger, session_hash: session}),
+      });
     } catch {
       progress(job, null);
       toast("The server could not be reached.");

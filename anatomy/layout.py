@@ -1,4 +1,4 @@
-"""The viewer's page, as HTML that every host lays out (the app's Gradio page, the offline file, a notebook's
+"""The viewer's page, as HTML that every host lays out (the app's page, the offline file, a notebook's
 frame): the view bar and controls with the large view (explorer_html), the decoding steps and the tabs
 (tabs_html), the figure tools (tools_html) and Link to this view (share_html). anatomy/viewer/page.js makes them
 work; a host adds only what it has besides (the app's settings and files, the offline file's translation)."""

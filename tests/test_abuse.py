@@ -100,6 +100,17 @@ def test_monitoring_is_off_and_only_the_api_is_listed(served):
     assert set(client.view_api(print_info=False, return_format="dict")["named_endpoints"]) == API
 
 
+def test_the_root_is_the_app_s_own_page_and_gradio_keeps_its_api_view(served):
+    """GET / is the app's page (ui/document.py): no Gradio page script; a Space's "Use via API" (?view=api) still
+    opens Gradio's page, which documents the API."""
+    own = httpx.get(served.url, timeout=30)
+    assert own.status_code == 200 and 'id="anatomy-events"' in own.text and "gradio_config" not in own.text
+    linked = httpx.get(served.url + "?text=Hallo&view=heatmap", timeout=30)
+    assert 'id="anatomy-events"' in linked.text
+    api = httpx.get(served.url + "?view=api", timeout=30)
+    assert api.status_code == 200 and 'id="anatomy-events"' not in api.text and "gradio_config" in api.text
+
+
 def test_monitoring_is_on_when_the_setting_asks(monkeypatch):
     import ui
 

@@ -11,6 +11,7 @@ import ctypes
 import datetime
 import inspect
 import os
+import re
 import sys
 import traceback
 
@@ -273,10 +274,15 @@ async def lifespan(app):
         task.cancel()
 
 
+# Gradio's own views of the app (its API's documentation, the API recorder, settings), which a Space's "Use via API"
+# opens: left to Gradio's page (anatomy/viewer/link.js leaves them alone too)
+GRADIO_VIEW = re.compile(r"(^|&)view=(api|settings|api-recorder)(&|$)")
+
+
 class OwnPage:
     """ASGI middleware: the app's own page (ui/document.py, made by `page(blocks)` once) at the root, in place of
     Gradio's: the page draws itself and calls Gradio's queue (ui/static/client.js); Gradio's page and its scripts
-    never load."""
+    load only for Gradio's own views (GRADIO_VIEW)."""
 
     def __init__(self, app, page):
         self.app = app
@@ -284,7 +290,8 @@ class OwnPage:
         self.made: tuple | None = None  # (the blocks, their page's bytes)
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD") or scope["path"] not in ("/", ""):
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD") or scope["path"] not in ("/", "") or \
+                GRADIO_VIEW.search(scope.get("query_string", b"").decode("latin-1")):
             await self.app(scope, receive, send)
             return
         blocks = scope["app"].get_blocks()

@@ -27,8 +27,8 @@ const RESULT = ["translation", "info", "source", "output", "candidates", "ablati
 
 /**
  * The page in `document`, drawn with `options.look` and Plotly's `options.config` (Plotly.js from `options.plotly`
- * when the page has none); `options.server` answers what it asks. Nothing is drawn before `mount` (a Gradio page
- * draws #view-controls after the page's script runs) or the first `data`.
+ * when the page has none); `options.server` answers what it asks. Nothing is drawn before `mount` or the first
+ * `data`.
  * @param {Document} document
  * @param {{look: Object, config: Object, plotly?: string, server: Server, confidence: Object<string, string>,
  *   held?: boolean}} options

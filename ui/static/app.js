@@ -39,7 +39,7 @@
       return JSON.stringify(Object.assign(A.state(), {ask: (kind && asks[kind].shift()) || '', example: A.example}));
     },
     // The page's first event: the link's settings and translation when its address has text (one model event),
-    // else the settings its address names (ui/wiring.py); every request carries the address, as Gradio's do. A
+    // else the settings its address names (ui/wiring.py); every request carries the address (client.js). A
     // plain address asks nothing when the page as built is its page (offer.settled: no Hub model still loading).
     // `loaded`: the page shows what its address asks for (the browser tests wait for it).
     opened() {

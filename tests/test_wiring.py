@@ -380,3 +380,19 @@ def test_reading_an_input_the_event_did_not_declare_is_an_error_in_tests(tiny):
         {p.forced: "why"}
     # a test calling a handler itself passes what it likes; the rest is the default
     assert reads_the_tab({p.text: ""}) == {p.forced: ""}
+
+
+def test_the_ui_layer_stays_in_small_parts():
+    """Issue 48: no class of the UI layer over 25 methods of its own, no function (the page's layout and wiring
+    included) over 90 lines."""
+    import ast
+
+    long, large = [], []
+    for path in sorted((Path(__file__).resolve().parents[1] / "ui").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 90:
+                long.append(f"{path.name}:{node.name}")
+            if isinstance(node, ast.ClassDef) and sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                                      for n in node.body) > 25:
+                large.append(f"{path.name}:{node.name}")
+    assert not long and not large, (long, large)

@@ -35,11 +35,11 @@ def _opening(tag: str, block: int, props: dict, kind: str, extra: str = "", more
     return f'<{tag} data-block="{block}"{elem_id}{_attr("class", classes)}{hidden}{extra}>'
 
 
-def _label(block: int, props: dict, target: str) -> str:
-    text = props.get("label") or ""
-    info = f'<span class="anatomy-info">{html.escape(props["info"])}</span>' if props.get("info") else ""
-    return (f'<label class="anatomy-label" for="{target}">{html.escape(text)}</label>{info}' if text else "") + \
-        ("" if text else info)
+def _label(props: dict, target: str) -> str:
+    """A control's label (for the element `target`) and its info line, as Gradio's page shows them."""
+    label = f'<label class="anatomy-label" for="{target}">{html.escape(props["label"])}</label>' \
+        if props.get("label") else ""
+    return label + (f'<span class="anatomy-info">{html.escape(props["info"])}</span>' if props.get("info") else "")
 
 
 def _choices(kind: str, block: int, props: dict) -> str:
@@ -68,20 +68,20 @@ def component_html(block: int, kind: str, props: dict, children: str = "") -> st
     if kind == "textbox":
         lines = int(props.get("lines") or 1)
         placeholder = _attr("placeholder", props["placeholder"]) if props.get("placeholder") else ""
-        return (_opening("div", block, props, kind) + _label(block, props, target) +
+        return (_opening("div", block, props, kind) + _label(props, target) +
                 f'<textarea id="{target}" rows="{lines}"{placeholder}'
                 f'{_attr("data-lines", lines)}>{html.escape(str(props.get("value") or ""))}</textarea></div>')
     if kind == "dropdown":
         value = props.get("value")
         options = "".join(f'<option{_attr("value", v)}{" selected" if v == value else ""}>{html.escape(str(name))}'
                           "</option>" for name, v in props.get("choices") or [])
-        return (_opening("div", block, props, kind) + _label(block, props, target) +
+        return (_opening("div", block, props, kind) + _label(props, target) +
                 f'<select id="{target}">{options}</select></div>')
     if kind == "slider":
         bounds = "".join(_attr(k, props[p]) for k, p in (("min", "minimum"), ("max", "maximum"), ("step", "step"),
                                                          ("value", "value")))
         return (_opening("div", block, props, kind) +
-                f'<div class="anatomy-slider-head">{_label(block, props, target)}'
+                f'<div class="anatomy-slider-head">{_label(props, target)}'
                 f'<input type="number" id="{target}"{bounds}{_attr("aria-label", "number input for " + label)}>'
                 f'</div><input type="range"{bounds}{_attr("aria-label", "range slider for " + label)}></div>')
     if kind in ("radio", "checkboxgroup"):

@@ -180,9 +180,6 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
     p.draw_ask.click(**ours(h.ask_draw, tab_inputs, list(dict.fromkeys([*tab_outputs, p.link_data, *loaded, *shown])),
                             "draw"),
                      **dict(DRAW, show_progress="minimal"), trigger_mode="multiple")
-    animations, pages = exporting(h.exporter.limits)
-    p.export_ask.click(**ours(h.animate_page, {p.run, p.view}, [p.animation_file], "export"), **animations,
-                       show_progress_on=[p.animation_file], trigger_mode="multiple")
 
     streamed = list(dict.fromkeys([*made, p.translation, p.out_chips, p.src_chips, p.text_hint]))
     # its progress (the queue's place, the time) over the translation (the viewer draws it: result.js)
@@ -214,17 +211,31 @@ def wire(page: Page, h: Handlers, demo: gr.Blocks) -> None:
 
     # The tour of the shown translation (its model stops are model passes), opened by app.js from tour_data.
     p.tour_btn.click(**ours(h.start_tour, {p.run, p.toured}, [p.toured, p.tour_data]), **model)
+    _files(p, h)
+    _api(p, h, model)
+
+
+def _files(p: Page, h: Handlers) -> None:
+    """The files a visitor asks for: the trace, the offline page, the animation (Export animation's file, asked by the
+    viewer), each in a group of its own (exporting)."""
+    animations, pages = exporting(h.exporter.limits)
+    p.export_ask.click(**handled(p, h.animate_page, {p.run, p.view}, [p.animation_file], "export"), **animations,
+                       show_progress_on=[p.animation_file], trigger_mode="multiple")
     # The trace and page files are written on the server when asked (no model); app.js then clicks the file's link:
     # one click downloads it.
-    traced = p.trace.button.click(**ours(h.trace_json, {p.run}, [p.trace.file]), **dict(DRAW, show_progress="minimal"))
+    traced = p.trace.button.click(**handled(p, h.trace_json, {p.run}, [p.trace.file]),
+                                  **dict(DRAW, show_progress="minimal"))
     traced.success(None, None, None, js=js("save('trace-file')"))
-    saved = p.offline.button.click(**ours(h.page_html, {p.run, p.explained, p.norms, p.toured, p.view},
-                                          [p.offline.file]), **pages)
+    saved = p.offline.button.click(**handled(p, h.page_html, {p.run, p.explained, p.norms, p.toured, p.view},
+                                             [p.offline.file]), **pages)
     saved.success(None, None, None, js=js("save('page-file')"))
 
-    # The API: non-streaming endpoints without components of their own (none shown, none triggered by the page),
-    # on the page's: the text and direction as typed, any JSON value in the one JSON slot (preprocess=False: each
-    # value reaches the handler as sent, which answers a bad one with a notice), a file in the page's file.
+
+def _api(p: Page, h: Handlers, model: dict) -> None:
+    """The API: non-streaming endpoints without components of their own (none shown, none triggered by the page), on
+    the page's: the text and direction as typed, any JSON value in the one JSON slot (preprocess=False: each value
+    reaches the handler as sent, which answers a bad one with a notice), a file in the page's file; in the model's
+    group."""
     slot = p.data
     api = dict(model, api_visibility="public", show_progress="hidden", preprocess=False)
     gr.on([], h.api_translate, [p.text, p.direction, slot, slot, slot, slot], [p.api_text, p.notice, slot],

@@ -211,3 +211,39 @@ test("a closed stream is opened again for the events still waiting", async () =>
   await tick();
   assert.equal(client.get(1), "done");
 });
+
+test("new choices keep the value shown and fire no change; a new value does", async () => {
+  const server = fakeServer();
+  // a dropdown whose select shows its first option once its options are replaced, as a browser's
+  const select = {value: "en-de", options: [], replaceChildren(...options) {
+    this.options = options;
+    this.value = options[0]?.value ?? "";
+  }};
+  const element = {querySelector: (q) => (q === "select" ? select : null), hidden: false};
+  globalThis.changed = 0;
+  const doc = {defaultView: {location: {href: "http://x/", search: ""}},
+               querySelector: (q) => (q === '[data-block="4"]' ? element : null), getElementById: () => null,
+               createElement: () => ({})};
+  const table = {components: {4: {type: "dropdown", value: "en-de", choices: [["de-en", "de-en"], ["en-de", "en-de"]]},
+                              5: {type: "button"}},
+                 dependencies: [event({id: 0, targets: [[5, "click"]], outputs: [4]}),
+                                event({id: 1, targets: [[4, "change"]], backend_fn: false,
+                                       js: "() => { globalThis.changed += 1; }"})]};
+  const client = createClient(/** @type {any} */ (doc), table, {fetch: server.fetch,
+                                                                EventSource: server.EventSource, toast: () => {}});
+  client.trigger(5, "click");
+  await tick();
+  server.send({msg: "process_completed", event_id: "e1", success: true, output: {data: [
+    {__type__: "update", choices: [["de-en", "de-en"], ["fr-en", "fr-en"], ["en-de", "en-de"]]}]}});
+  await tick();
+  assert.equal(client.get(4), "en-de");
+  assert.equal(globalThis.changed, 0);
+  client.trigger(5, "click");
+  await tick();
+  server.send({msg: "process_completed", event_id: "e2", success: true, output: {data: [
+    {__type__: "update", value: "fr-en"}]}});
+  await tick();
+  assert.equal(client.get(4), "fr-en");
+  assert.equal(globalThis.changed, 1);
+  delete globalThis.changed;
+});

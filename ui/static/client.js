@@ -126,7 +126,14 @@ export function createClient(document, table, options = {}) {
 
   /** Set a component's value; a change fires its change events (as Gradio's page fires them). */
   function set(id, value) {
-    const type = components[id].type, el = els[id], before = JSON.stringify(get(id) ?? null);
+    const before = JSON.stringify(get(id) ?? null);
+    show(id, value);
+    if (JSON.stringify(get(id) ?? null) !== before) trigger(id, "change");
+  }
+
+  /** Show a component's value, firing nothing. */
+  function show(id, value) {
+    const type = components[id].type, el = els[id];
     values[id] = value;
     if (el && type === "textbox") control(id, "textarea").value = value ?? "";
     else if (el && type === "dropdown") control(id, "select").value = value ?? "";
@@ -136,7 +143,6 @@ export function createClient(document, table, options = {}) {
       el.querySelectorAll("input").forEach((i) => { i.checked = chosen.has(i.value); });
     } else if (el && type === "html") el.innerHTML = value ?? "";
     else if (el && type === "file") showFile(el, value);
-    if (JSON.stringify(get(id) ?? null) !== before) trigger(id, "change");
   }
 
   /** A file the server made: its link (app.js `save` clicks it). */
@@ -151,7 +157,7 @@ export function createClient(document, table, options = {}) {
                                                                      textContent: name}));
   }
 
-  /** A dropdown's, radio's or checkbox group's new choices, its value kept where it still is one. */
+  /** A dropdown's, radio's or checkbox group's new choices, its value kept (no change: Gradio fires none). */
   function choose(id, choices) {
     const type = components[id].type, el = els[id], kept = get(id);
     components[id].choices = choices;
@@ -168,7 +174,7 @@ export function createClient(document, table, options = {}) {
         return label;
       }));
     }
-    set(id, kept);
+    show(id, kept);
   }
 
   /** One output's value from the server: a value, or an update of some of its props (gr.update, gr.skip). */

@@ -30,11 +30,10 @@ export function createHost(options) {
     if (window.Plotly) return window.Plotly;
     if (!loading && options.plotly) {
       loading = true;
-      // a host may have started it with the page (the app, for a link with text): wait for that one
-      const started = document.querySelector(`script[src="${options.plotly}"]`);
-      const script = started || Object.assign(document.createElement("script"), {src: options.plotly});
+      // (a link's page fetched it with the page: ui/__init__.py plotly_early)
+      const script = Object.assign(document.createElement("script"), {src: options.plotly});
       script.addEventListener("load", () => options.loaded());
-      if (!started) document.head.appendChild(script);
+      document.head.appendChild(script);
     }
     return null;
   }
@@ -68,8 +67,9 @@ export function createHost(options) {
    *   all
    */
   function refresh(stage = 0) {
+    if (held && !data.payload) return;
     const Plotly = plotly();
-    if (!Plotly || (held && !data.payload)) return;
+    if (!Plotly) return;
     const fitted = data.payload && view ? fittedView(data.payload, view) : null;
     // what each box in view should show, measured before any is drawn: a look after a drawing would lay the page
     // out again

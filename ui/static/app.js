@@ -47,10 +47,10 @@
       if (text) setTimeout(() => { A.viewer.hold(false); A.draw(); }, 5000);
       const plain = A.mount() && A.offer.settled && ![...query.keys()].length;
       if (!plain) A.ask(text ? 'link' : 'address');
-      // Plotly.js parsed while the link's translation is made; for any other page once the page is idle, after the
+      // Plotly.js: a link's is fetched with the page (ui/__init__.py plotly_early) and run once its answer is shown
+      // (its ~0.5 s of evaluating would hold the answer back); any other page's once the page is idle, after the
       // address's answer, so that it never holds the page's first drawing
-      if (text) A.viewer.preload();
-      else A.preloading = true;
+      if (!text) A.preloading = true;
       if (plain) A.data({});
       A.loaded = plain;
     },

@@ -387,7 +387,7 @@ export function createClient(document, table, options = {}) {
         const box = control(id, "textarea"), lines = Number(box.dataset.lines || 1);
         box.addEventListener("keydown", (e) => {
           // Gradio's keys: Enter submits one line, Shift+Enter a box of several
-          if (e.key === "Enter" && (lines > 1 ? e.shiftKey : !e.shiftKey)) {
+          if (e.key === "Enter" && !e.isComposing && (lines > 1 ? e.shiftKey : !e.shiftKey)) {
             e.preventDefault();
             trigger(id, "submit");
           }

@@ -105,6 +105,7 @@ def test_the_root_is_the_app_s_own_page_and_gradio_keeps_its_api_view(served):
     opens Gradio's page, which documents the API."""
     own = httpx.get(served.url, timeout=30)
     assert own.status_code == 200 and 'id="anatomy-events"' in own.text and "gradio_config" not in own.text
+    assert '<a href="?view=api">Use via API</a>' in own.text
     linked = httpx.get(served.url + "?text=Hallo&view=heatmap", timeout=30)
     assert 'id="anatomy-events"' in linked.text
     api = httpx.get(served.url + "?view=api", timeout=30)

@@ -30,10 +30,11 @@ export function createHost(options) {
     if (window.Plotly) return window.Plotly;
     if (!loading && options.plotly) {
       loading = true;
-      // (a link's page fetched it with the page: ui/__init__.py plotly_early)
+      // (a link's page fetched it with the page: ui/__init__.py plotly_early); run after the next paint, so that
+      // what the page has just shown (a link's translation, the tour's panel) is seen during its ~0.5 s of evaluating
       const script = Object.assign(document.createElement("script"), {src: options.plotly});
       script.addEventListener("load", () => options.loaded());
-      document.head.appendChild(script);
+      requestAnimationFrame(() => setTimeout(() => document.head.appendChild(script)));
     }
     return null;
   }

@@ -47,6 +47,10 @@ def test_translate_and_explore(page, shipped):
     source = page.get_by_label("Source text")
     assert page.joins == [] and source.get_attribute("placeholder").startswith("Type a"), page.joins
     source.fill(SENTENCES.get(entry.source_lang, SENTENCES["de"]))
+    # the translation's progress, over the translation's box while it runs (ui/static/client.js), gone once done
+    page.evaluate("window.__said = []; new MutationObserver(() => { const s = document.querySelector("
+                  "'#result > .anatomy-status'); if (s) window.__said.push(s.textContent); })"
+                  ".observe(document.body, {subtree: true, childList: true, characterData: true})")
     start = time.perf_counter()
     page.get_by_role("button", name="Translate", exact=True).click()
     page.wait_for_function("document.querySelector('#run-info').innerText.includes('source pieces')")
@@ -55,6 +59,9 @@ def test_translate_and_explore(page, shipped):
     page.wait_for_selector("#step-topk .barlayer")
     elapsed = time.perf_counter() - start
     print(f"click to default view rendered: {elapsed:.2f} s")
+    page.wait_for_function("!document.querySelector('.anatomy-pending, .anatomy-status')")
+    said = page.evaluate("window.__said")
+    assert said and all(s.startswith(("Waiting", "Working")) for s in said), said
 
     translation = page.locator("#translation textarea").input_value()
     assert translation.strip()

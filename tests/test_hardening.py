@@ -219,9 +219,10 @@ def test_over_the_queue_bound_a_client_is_told_at_once_that_the_app_is_busy(serv
     from gradio_client.utils import QueueError, Status
 
     client = Client(served.url, verbose=False)
-    running = [client.submit(**SLOW_REQUEST) for _ in range(2)]
-    for job in running:
-        _reaches(job, {Status.PROCESSING, Status.ITERATING, Status.PROGRESS})
+    running = []
+    for _ in range(2):  # the second once the first runs: sent together, the second may find the first still queued
+        running.append(client.submit(**SLOW_REQUEST))
+        _reaches(running[-1], {Status.PROCESSING, Status.ITERATING, Status.PROGRESS})
     waiting = client.submit(**SLOW_REQUEST)
     _reaches(waiting, {Status.IN_QUEUE})
     start = time.perf_counter()

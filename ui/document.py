@@ -17,9 +17,9 @@ from anatomy import bundle
 
 STATIC = Path(__file__).resolve().parent / "static"
 # what the page's client needs of each component (ui/static/client.js `fields`) and of each event
-_PROPS = ("type", "elem_id", "label", "choices", "minimum", "maximum", "step", "value", "visible", "open")
+_PROPS = ("type", "choices", "minimum", "maximum", "value")
 _EVENT = ("id", "targets", "inputs", "outputs", "backend_fn", "js", "trigger_after", "trigger_only_on_success",
-          "show_progress", "show_progress_on", "trigger_mode", "queue")
+          "show_progress", "show_progress_on", "trigger_mode")
 
 
 def _attr(name: str, value) -> str:

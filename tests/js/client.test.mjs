@@ -49,7 +49,11 @@ function page(table, server, toasts = []) {
 
 const event = (over) => Object.assign({id: 0, targets: [], inputs: [], outputs: [], backend_fn: true, js: null,
   trigger_after: null, trigger_only_on_success: false, show_progress: "hidden", show_progress_on: null,
-  trigger_mode: "once", queue: true}, over);
+  trigger_mode: "once"}, over);
+
+/** A page whose button (4) runs one server event that writes a textbox (1). */
+const oneButton = (server) => page({components: {1: {type: "textbox", value: ""}, 4: {type: "button"}},
+                                    dependencies: [event({id: 0, targets: [[4, "click"]], outputs: [1]})]}, server);
 
 test("Gradio's diffs: replace, append, add and delete, at the root and inside", () => {
   assert.equal(applyDiff("The", [["append", [], " dog"]]), "The dog");
@@ -93,7 +97,7 @@ test("a generator's outputs come as diffs of the last; an update sets only what 
                               4: {type: "button"}, 9: {type: "textbox", value: ""}},
                  dependencies: [event({id: 0, targets: [[4, "click"]], outputs: [1, 2]}),
                                 event({id: 1, targets: [[null, "then"]], trigger_after: 0, backend_fn: false,
-                                       js: "(...args) => 'after'", outputs: [9], queue: false})]};
+                                       js: "(...args) => 'after'", outputs: [9]})]};
   const client = page(table, server);
   client.trigger(4, "click");
   await tick();
@@ -111,10 +115,7 @@ test("a generator's outputs come as diffs of the last; an update sets only what 
 });
 
 test("a message that comes before its join's answer is kept for it", async () => {
-  const server = fakeServer();
-  const table = {components: {1: {type: "textbox", value: ""}, 4: {type: "button"}},
-                 dependencies: [event({id: 0, targets: [[4, "click"]], outputs: [1]})]};
-  const client = page(table, server);
+  const server = fakeServer(), client = oneButton(server);
   // a stream already open from an earlier event
   client.trigger(4, "click");
   await tick();
@@ -134,10 +135,10 @@ test("a State the server changed fires its change events; a JSON output fires it
   globalThis.seen = seen;
   const table = {components: {1: {type: "json", value: null}, 3: {type: "state"}, 4: {type: "button"}},
                  dependencies: [event({id: 0, targets: [[4, "click"]], outputs: [1, 3]}),
-                                event({id: 1, targets: [[3, "change"]], backend_fn: false, queue: false,
+                                event({id: 1, targets: [[3, "change"]], backend_fn: false,
                                        js: "(...args) => { globalThis.seen.push('state'); }"}),
                                 event({id: 2, targets: [[1, "change"]], inputs: [1], backend_fn: false,
-                                       queue: false, js: "(...args) => { globalThis.seen.push(args[0].sent); }"})]};
+                                       js: "(...args) => { globalThis.seen.push(args[0].sent); }"})]};
   const client = page(table, server);
   client.trigger(4, "click");
   await tick();
@@ -196,10 +197,7 @@ test("a failed event says why and runs .then but not .success; a full queue says
 });
 
 test("a closed stream is opened again for the events still waiting", async () => {
-  const server = fakeServer();
-  const table = {components: {1: {type: "textbox", value: ""}, 4: {type: "button"}},
-                 dependencies: [event({id: 0, targets: [[4, "click"]], outputs: [1]})]};
-  const client = page(table, server);
+  const server = fakeServer(), client = oneButton(server);
   client.trigger(4, "click");
   await tick();
   const queues = () => server.streams.filter((s) => s.url.includes("queue/data"));

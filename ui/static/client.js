@@ -5,11 +5,11 @@
 // events chained after it. Gradio keeps the session's States on the server, by this page's session hash.
 
 /**
- * @typedef {{type: string, elem_id?: string, label?: string, choices?: Array<[string, any]>, minimum?: number,
- *   maximum?: number, step?: number, value?: any, visible?: boolean, open?: boolean}} Component
+ * @typedef {{type: string, choices?: Array<[string, any]>, minimum?: number, maximum?: number, value?: any}}
+ *   Component
  * @typedef {{id: number, targets: Array<[number | null, string]>, inputs: number[], outputs: number[],
  *   backend_fn: boolean, js: string | null, trigger_after: number | null, trigger_only_on_success: boolean,
- *   show_progress: string, show_progress_on: number[] | null, trigger_mode: string, queue: boolean}} Event
+ *   show_progress: string, show_progress_on: number[] | null, trigger_mode: string}} Event
  * @typedef {{components: Object<string, Component>, dependencies: Event[]}} Table
  * @typedef {{msg: string, event_id?: string, success?: boolean, output?: any, rank?: number, queue_size?: number,
  *   rank_eta?: number | null, eta?: number | null, progress_data?: Array<{index: number | null,
@@ -160,7 +160,6 @@ export function createClient(document, table, options = {}) {
   /** A dropdown's, radio's or checkbox group's new choices, its value kept (no change: Gradio fires none). */
   function choose(id, choices) {
     const type = components[id].type, el = els[id], kept = get(id);
-    components[id].choices = choices;
     if (!el) return;
     if (type === "dropdown") {
       control(id, "select").replaceChildren(...choices.map(([name, v]) => Object.assign(
@@ -220,31 +219,29 @@ export function createClient(document, table, options = {}) {
     return (dep.show_progress_on || dep.outputs).map((id) => els[id]).filter((el) => el && !el.hidden);
   }
 
-  /** Show `text` over an event's places (null: its progress ends there). */
+  /** Show `text` over an event's places (null: its progress ends there; a place's badge goes with its last event). */
   function progress(job, text) {
     for (const el of job.at) {
+      const jobs = shown.get(el) || new Set();
+      shown.set(el, jobs);
       let badge = /** @type {HTMLElement | null} */ (el.querySelector(":scope > .anatomy-status"));
       if (text === null) {
-        const left = (shown.get(el) || 1) - 1;
-        shown.set(el, left);
-        if (!left) {
+        jobs.delete(job);
+        if (!jobs.size) {
           el.classList.remove("anatomy-pending");
           badge?.remove();
         }
         continue;
       }
+      jobs.add(job);
       if (!badge) {
-        shown.set(el, (shown.get(el) || 0) + 1);
         badge = Object.assign(document.createElement("div"), {className: "anatomy-status"});
         badge.setAttribute("role", "status");
         el.classList.add("anatomy-pending");
         el.prepend(badge);
-      } else if (!job.counted) {
-        shown.set(el, (shown.get(el) || 0) + 1);
       }
       badge.textContent = text;
     }
-    job.counted = true;
   }
 
   function listen() {
@@ -306,7 +303,7 @@ export function createClient(document, table, options = {}) {
 
   /** An event's request: joined to the queue, then answered on the session's stream. Whether it succeeded. */
   async function submit(dep, data, trigger) {
-    const job = {id: "", dep, at: progressAt(dep), started: Date.now(), values: null, counted: false,
+    const job = {id: "", dep, at: progressAt(dep), started: Date.now(), values: null,
                  last: /** @type {Message} */ ({msg: "process_starts"}), timer: 0, resolve: (ok) => {}};
     progress(job, "Waiting…");
     let response;
